@@ -1,0 +1,6 @@
+// The criteria compiler, pure: schema → validate → plan → SQL.
+export * from './errors.js';
+export * from './plan.js';
+export * from './schema.js';
+export * from './sql.js';
+export * from './validate.js';

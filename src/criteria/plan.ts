@@ -1,0 +1,89 @@
+// Plan: a validated tree → set operations over leaf scans, with windows resolved against the
+// evaluation time. Dialect-free: each SQL printer (sql.ts) walks the same plan.
+
+import type {
+  AudienceCriteria, Count, CriteriaNode, Leaf, PaymentEventKind, PaymentsEntity, Predicate, Window,
+} from './schema.js';
+import { isNegation } from './schema.js';
+
+const DAY_MS = 86_400_000;
+
+/** A closed-open or closed time range; unset ends are unbounded. */
+export interface TimeRange {
+  from?: Date;
+  to?: Date;
+  toExclusive: boolean;
+}
+
+export type LeafScan =
+  | { table: 'events'; name: string; predicates: Predicate[]; range: TimeRange; count: Count | null }
+  | { table: 'pageviews'; predicates: Predicate[]; range: TimeRange; count: Count | null }
+  | { table: 'payment_events'; kind: PaymentEventKind; range: TimeRange }
+  | { table: 'subscriptions' | 'invoices'; predicates: Predicate[] };
+
+/** Sets of profiles. `count: null` on a scan means at least once. */
+export type SetPlan =
+  | { kind: 'scan'; scan: LeafScan }
+  | { kind: 'intersect'; inputs: SetPlan[] }
+  | { kind: 'union'; inputs: SetPlan[] }
+  | { kind: 'except'; input: SetPlan; minus: SetPlan[] };
+
+export function resolveWindow(window: Window, at: Date): TimeRange {
+  switch (window.kind) {
+    case 'ever':
+      return { toExclusive: false };
+    case 'last_n_days':
+      return { from: new Date(at.getTime() - window.n * DAY_MS), to: at, toExclusive: false };
+    case 'between':
+      return { from: window.from, to: window.to, toExclusive: window.toExclusive };
+  }
+}
+
+/** Counts that every profile with one matching row satisfies: read as a plain DISTINCT. */
+function atLeastOnce(count: Count | null): boolean {
+  if (count === null) return true;
+  if (count.op === '>=') return count.value <= 1;
+  return (count.op === '>' || count.op === '!=') && count.value === 0;
+}
+
+function scanOf(leaf: Leaf, at: Date, positive: boolean): LeafScan {
+  if ('occurrence' in leaf) {
+    const range = resolveWindow(leaf.occurrence.window, at);
+    // A did_not leaf subtracts those who did it at least once; its count is null by validation.
+    const count = positive && !atLeastOnce(leaf.occurrence.count) ? leaf.occurrence.count : null;
+    return leaf.source === 'product_event'
+      ? { table: 'events', name: leaf.name, predicates: leaf.filter, range, count }
+      : { table: 'pageviews', predicates: leaf.filter, range, count };
+  }
+  if ('event' in leaf) return { table: 'payment_events', kind: leaf.event, range: resolveWindow(leaf.window, at) };
+  const table: Record<PaymentsEntity, 'subscriptions' | 'invoices'> = { subscription: 'subscriptions', invoice: 'invoices' };
+  return { table: table[leaf.entity], predicates: leaf.predicate };
+}
+
+function planNode(node: CriteriaNode, at: Date): SetPlan {
+  if (!('op' in node)) return { kind: 'scan', scan: scanOf(node, at, true) };
+  switch (node.op) {
+    case 'or':
+      return flatten('union', node.children.map((c) => planNode(c, at)));
+    case 'not':
+      // Only reachable through an anchored parent `and`, which subtracts it (see below).
+      return planNode(node.child, at);
+    case 'and': {
+      const positives = node.children.filter((c) => !isNegation(c)).map((c) => planNode(c, at));
+      const minus = node.children.filter(isNegation).map((c): SetPlan =>
+        'op' in c && c.op === 'not' ? planNode(c.child, at) : { kind: 'scan', scan: scanOf(c as Leaf, at, false) });
+      const input = flatten('intersect', positives);
+      return minus.length === 0 ? input : { kind: 'except', input, minus };
+    }
+  }
+}
+
+function flatten(kind: 'union' | 'intersect', inputs: SetPlan[]): SetPlan {
+  const flat = inputs.flatMap((p) => (p.kind === kind ? p.inputs : [p]));
+  return flat.length === 1 ? flat[0]! : { kind, inputs: flat };
+}
+
+/** Plans a validated criteria tree at evaluation time `at`. */
+export function planCriteria(criteria: AudienceCriteria, at: Date): SetPlan {
+  return planNode(criteria.root, at);
+}

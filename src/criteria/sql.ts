@@ -1,0 +1,232 @@
+// The DuckDB printer: a plan → one SQL statement plus its bound parameters. The only place that
+// writes criteria SQL; user values only ever become `$n` parameters, identifiers come from the
+// whitelists in schema.ts. A second dialect is a second printer over the same plan.
+//
+// A profile is an integer: a person's `person_key`, or minus the `visitor_key` of an anonymous
+// visitor (keys are positive). The store's tables (store/migrations.ts) provide the columns used.
+
+import type { LeafScan, SetPlan, TimeRange } from './plan.js';
+import type { Count, Predicate, PredicateOp, Scalar } from './schema.js';
+import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX } from './schema.js';
+
+export type SqlParam = string | number | boolean;
+
+export interface CompiledQuery {
+  sql: string;
+  params: SqlParam[];
+}
+
+class Params {
+  readonly values: SqlParam[] = [];
+  private readonly index = new Map<string, string>();
+
+  /** A placeholder for `value`; equal values share one. */
+  add(value: SqlParam): string {
+    const key = `${typeof value}:${String(value)}`;
+    let ref = this.index.get(key);
+    if (!ref) {
+      this.values.push(value);
+      ref = `$${this.values.length}`;
+      this.index.set(key, ref);
+    }
+    return ref;
+  }
+
+  timestamp(at: Date): string {
+    return `CAST(${this.add(at.toISOString().replace('T', ' ').replace('Z', ''))} AS TIMESTAMP)`;
+  }
+}
+
+const JSON_NUMBER_TYPES = `('BIGINT', 'UBIGINT', 'DOUBLE', 'HUGEINT')`;
+
+const ORDERED: Partial<Record<PredicateOp, string>> = { '=': '=', '>': '>', '>=': '>=', '<': '<', '<=': '<=' };
+const TEXT_FUNCTION: Partial<Record<PredicateOp, string>> = {
+  contains: 'contains', starts_with: 'starts_with', ends_with: 'suffix',
+};
+const COUNT_SQL: Record<Count['op'], string> = { '>=': '>=', '>': '>', '=': '=', '<=': '<=', '<': '<', '!=': '<>' };
+
+/** A typed column, or a JSON value addressed by a pointer into a JSON column. */
+type Target = { column: string } | { json: string; pointer: string };
+
+function jsonPointer(dotted: string): string {
+  return dotted.split('.').map((k) => `/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+}
+
+/** SQL for a comparison of the target with one scalar, false where the types differ. */
+function compare(target: Target, op: PredicateOp, value: Scalar, params: Params): string {
+  const p = params.add(value);
+  const text = TEXT_FUNCTION[op];
+  if ('column' in target) {
+    return text ? `${text}(lower(${target.column}), lower(${p}))` : `${target.column} ${ORDERED[op]} ${p}`;
+  }
+  const path = params.add(target.pointer);
+  const type = `json_type(${target.json}, ${path})`;
+  if (typeof value === 'string') {
+    const str = `json_extract_string(${target.json}, ${path})`;
+    return `(${type} = 'VARCHAR' AND ${text ? `${text}(lower(${str}), lower(${p}))` : `${str} ${ORDERED[op]} ${p}`})`;
+  }
+  if (typeof value === 'number') {
+    return `(${type} IN ${JSON_NUMBER_TYPES} AND TRY_CAST(json_extract(${target.json}, ${path}) AS DOUBLE) ${ORDERED[op]} ${p})`;
+  }
+  return `(${type} = 'BOOLEAN' AND TRY_CAST(json_extract(${target.json}, ${path}) AS BOOLEAN) = ${p})`;
+}
+
+function positive(target: Target, op: PredicateOp, value: Predicate['value'], params: Params): string {
+  if (op === 'is_set') {
+    return 'column' in target
+      ? `${target.column} IS NOT NULL`
+      : `coalesce(json_type(${target.json}, ${params.add(target.pointer)}), 'NULL') <> 'NULL'`;
+  }
+  if (op === 'in') {
+    const values = value as Scalar[];
+    if ('column' in target) return `${target.column} IN (${values.map((v) => params.add(v)).join(', ')})`;
+    return `(${values.map((v) => compare(target, '=', v, params)).join(' OR ')})`;
+  }
+  return compare(target, op, value as Scalar, params);
+}
+
+function predicateSql(target: Target, predicate: Predicate, params: Params): string {
+  const base = NEGATED_OPS[predicate.op];
+  // Negative ops are the complement of their positive op, absent values included.
+  return base
+    ? `NOT coalesce(${positive(target, base, predicate.value, params)}, false)`
+    : positive(target, predicate.op, predicate.value, params);
+}
+
+function rangeSql(column: string, range: TimeRange, params: Params): string[] {
+  const out: string[] = [];
+  if (range.from) out.push(`${column} >= ${params.timestamp(range.from)}`);
+  if (range.to) out.push(`${column} ${range.toExclusive ? '<' : '<='} ${params.timestamp(range.to)}`);
+  return out;
+}
+
+function columnTarget(alias: string, field: string, known: Record<string, unknown>): Target {
+  if (!Object.hasOwn(known, field)) throw new Error(`field ${field} is not whitelisted`);
+  return { column: `${alias}."${field}"` };
+}
+
+/** Rows of one leaf as `profile` values (with repeats), before counting. */
+function scanRows(scan: LeafScan, ws: string, params: Params): string {
+  const w = params.add(ws);
+  const where: string[] = [];
+  switch (scan.table) {
+    case 'events':
+      where.push(`e.workspace_id = ${w}`, `e.event_name = ${params.add(scan.name)}`, ...rangeSql('e.ts', scan.range, params));
+      for (const p of scan.predicates) {
+        const target: Target = { json: 'e.properties', pointer: jsonPointer(p.field.slice(PAYLOAD_PREFIX.length)) };
+        where.push(predicateSql(target, p, params));
+      }
+      return `SELECT coalesce(e.person_key, v.person_key, -e.visitor_key) AS profile
+    FROM events e LEFT JOIN visitors v ON v.workspace_id = e.workspace_id AND v.visitor_key = e.visitor_key
+    WHERE ${where.join('\n      AND ')}`;
+    case 'pageviews':
+      where.push(`pv.workspace_id = ${w}`, ...rangeSql('pv.ts', scan.range, params));
+      for (const p of scan.predicates) where.push(predicateSql(columnTarget('pv', p.field, PAGEVIEW_FIELDS), p, params));
+      return `SELECT coalesce(v.person_key, -pv.visitor_key) AS profile
+    FROM pageviews pv LEFT JOIN visitors v ON v.workspace_id = pv.workspace_id AND v.visitor_key = pv.visitor_key
+    WHERE ${where.join('\n      AND ')}`;
+    case 'payment_events':
+      where.push(`x.workspace_id = ${w}`, `x.kind = ${params.add(scan.kind)}`, ...rangeSql('x.ts', scan.range, params));
+      return customerRows('payment_events', where);
+    case 'subscriptions':
+    case 'invoices': {
+      const fields = PAYMENTS_FIELDS[scan.table === 'subscriptions' ? 'subscription' : 'invoice'];
+      where.push(`x.workspace_id = ${w}`);
+      for (const p of scan.predicates) where.push(predicateSql(columnTarget('x', p.field, fields), p, params));
+      return customerRows(scan.table, where);
+    }
+  }
+}
+
+/** Payments rows belong to their customer's person, else to its visitor's person or anonymous profile. */
+function customerRows(table: string, where: string[]): string {
+  return `SELECT coalesce(c.person_key, v.person_key, -c.visitor_key) AS profile
+    FROM ${table} x
+      JOIN payment_customers c ON c.workspace_id = x.workspace_id AND c.customer_id = x.customer_id
+      LEFT JOIN visitors v ON v.workspace_id = c.workspace_id AND v.visitor_key = c.visitor_key
+    WHERE ${where.join('\n      AND ')}`;
+}
+
+function leafSql(scan: LeafScan, ws: string, params: Params): string {
+  const rows = scanRows(scan, ws, params);
+  const count = 'count' in scan ? scan.count : null;
+  if (!count) return `SELECT DISTINCT profile FROM (${rows}) WHERE profile IS NOT NULL`;
+  return `SELECT profile FROM (${rows}) GROUP BY profile HAVING count(*) ${COUNT_SQL[count.op]} ${params.add(count.value)}`;
+}
+
+/** Prints the set expression; each distinct leaf scan becomes one CTE. */
+class SetPrinter {
+  readonly ctes: string[] = [];
+  private readonly leafNames = new Map<string, string>();
+  private subqueries = 0;
+
+  constructor(private readonly ws: string, readonly params: Params) {}
+
+  operand(plan: SetPlan): string {
+    if (plan.kind === 'scan') return `SELECT profile FROM ${this.leaf(plan.scan)}`;
+    return `SELECT profile FROM (${this.set(plan)}) AS q${this.subqueries++}`;
+  }
+
+  set(plan: SetPlan): string {
+    switch (plan.kind) {
+      case 'scan':
+        return this.operand(plan);
+      case 'intersect':
+        return plan.inputs.map((p) => this.operand(p)).join('\n  INTERSECT ');
+      case 'union':
+        return plan.inputs.map((p) => this.operand(p)).join('\n  UNION ');
+      case 'except': {
+        const minus: SetPlan = plan.minus.length === 1 ? plan.minus[0]! : { kind: 'union', inputs: plan.minus };
+        return `${this.operand(plan.input)}\n  EXCEPT ${this.operand(minus)}`;
+      }
+    }
+  }
+
+  private leaf(scan: LeafScan): string {
+    const key = JSON.stringify(scan);
+    let name = this.leafNames.get(key);
+    if (!name) {
+      name = `leaf_${this.leafNames.size}`;
+      this.leafNames.set(key, name);
+      this.ctes.push(`${name} AS (\n  ${leafSql(scan, this.ws, this.params)}\n)`);
+    }
+    return name;
+  }
+
+  withClause(): string {
+    return `WITH ${this.ctes.join(',\n')}`;
+  }
+}
+
+/** The set of profiles as `SELECT profile …` with its WITH clause, for callers that build on it. */
+export function printProfiles(plan: SetPlan, workspaceId: string): CompiledQuery {
+  const printer = new SetPrinter(workspaceId, new Params());
+  const body = printer.set(plan);
+  return { sql: `${printer.withClause()}\n${body}`, params: printer.params.values };
+}
+
+/** `SELECT count(*) AS count`: the audience size. */
+export function printCount(plan: SetPlan, workspaceId: string): CompiledQuery {
+  const printer = new SetPrinter(workspaceId, new Params());
+  const body = printer.set(plan);
+  return {
+    sql: `${printer.withClause()}\nSELECT count(*) AS count FROM (\n  ${body}\n) AS audience`,
+    params: printer.params.values,
+  };
+}
+
+/** The members as snapshot rows `{ profile, person_id, visitor_id, external_id, email }`, by profile. */
+export function printMembers(plan: SetPlan, workspaceId: string): CompiledQuery {
+  const printer = new SetPrinter(workspaceId, new Params());
+  const body = printer.set(plan);
+  const w = printer.params.add(workspaceId);
+  return {
+    sql: `${printer.withClause()}
+SELECT a.profile, p.person_id, v.visitor_id, p.external_id, p.email
+FROM (\n  ${body}\n) AS a
+  LEFT JOIN persons p ON p.workspace_id = ${w} AND p.person_key = a.profile
+  LEFT JOIN visitors v ON v.workspace_id = ${w} AND v.visitor_key = -a.profile
+ORDER BY a.profile`,
+    params: printer.params.values,
+  };
+}

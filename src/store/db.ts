@@ -1,0 +1,158 @@
+// The embedded DuckDB database: the only holder of connections. Writes go through one connection
+// under a lock, so transactions never interleave; reads and estimates get connections of their own,
+// so a slow estimate never blocks ingest.
+
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
+import { MIGRATIONS } from './migrations.js';
+
+export type Row = Record<string, unknown>;
+export type Params = DuckDBValue[];
+
+/** Serializes async critical sections. */
+class Lock {
+  private tail: Promise<unknown> = Promise.resolve();
+
+  run<T>(fn: () => Promise<T>): Promise<T> {
+    const result = this.tail.then(fn, fn);
+    this.tail = result.catch(() => undefined);
+    return result;
+  }
+}
+
+/** Connections for estimates, reused; a connection whose query was interrupted comes back usable. */
+class ConnectionPool {
+  private readonly idle: DuckDBConnection[] = [];
+  private readonly waiting: ((conn: DuckDBConnection) => void)[] = [];
+  private open = 0;
+
+  constructor(private readonly instance: DuckDBInstance, private readonly size: number) {}
+
+  async acquire(): Promise<DuckDBConnection> {
+    const conn = this.idle.pop();
+    if (conn) return conn;
+    if (this.open < this.size) {
+      this.open++;
+      return this.instance.connect();
+    }
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
+
+  release(conn: DuckDBConnection): void {
+    const next = this.waiting.shift();
+    if (next) next(conn);
+    else this.idle.push(conn);
+  }
+
+  closeAll(): void {
+    for (const conn of this.idle.splice(0)) conn.closeSync();
+  }
+}
+
+export interface StoreOptions {
+  /** DuckDB worker threads (default: one per core). */
+  threads?: number;
+  /** Concurrent estimates; more wait for a connection. */
+  estimateConnections?: number;
+}
+
+export class Store {
+  private readonly writeLock = new Lock();
+  private readonly estimates: ConnectionPool;
+  private closed = false;
+
+  private constructor(
+    private readonly instance: DuckDBInstance,
+    private readonly writer: DuckDBConnection,
+    options: StoreOptions,
+  ) {
+    this.estimates = new ConnectionPool(instance, options.estimateConnections ?? 4);
+  }
+
+  static async open(path: string, options: StoreOptions = {}): Promise<Store> {
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    const config: Record<string, string> = {};
+    if (options.threads) config.threads = String(options.threads);
+    const instance = await DuckDBInstance.create(path, config);
+    const store = new Store(instance, await instance.connect(), options);
+    await store.migrate();
+    return store;
+  }
+
+  private async migrate(): Promise<void> {
+    await this.writer.run('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)');
+    const applied = await this.writer.runAndReadAll('SELECT coalesce(max(version), 0) AS v FROM schema_migrations');
+    const current = Number(applied.getRowObjects()[0]?.v ?? 0);
+    for (let version = current + 1; version <= MIGRATIONS.length; version++) {
+      await this.transaction(async (tx) => {
+        await tx.run(MIGRATIONS[version - 1]!);
+        await tx.run('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);
+      });
+    }
+  }
+
+  /** Runs `fn` in one transaction on the write connection; nothing is kept if it throws. */
+  transaction<T>(fn: (tx: DuckDBConnection) => Promise<T>): Promise<T> {
+    return this.writeLock.run(async () => {
+      await this.writer.run('BEGIN TRANSACTION');
+      try {
+        const result = await fn(this.writer);
+        await this.writer.run('COMMIT');
+        return result;
+      } catch (err) {
+        await this.writer.run('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
+    });
+  }
+
+  /** Runs `fn` on a fresh connection of its own, closed afterwards. */
+  async withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
+    const conn = await this.instance.connect();
+    try {
+      return await fn(conn);
+    } finally {
+      conn.closeSync();
+    }
+  }
+
+  async query(sql: string, params: Params = []): Promise<Row[]> {
+    return this.withConnection(async (conn) => (await conn.runAndReadAll(sql, params)).getRowObjectsJS() as Row[]);
+  }
+
+  /**
+   * Runs a `SELECT count(*) AS count` query within `budgetMs`. Past the budget the query is
+   * interrupted inside DuckDB and awaited until it has stopped; the answer is then null.
+   */
+  async countWithin(sql: string, params: Params, budgetMs: number): Promise<number | null> {
+    const conn = await this.estimates.acquire();
+    let interrupted = false;
+    const timer = setTimeout(() => {
+      interrupted = true;
+      conn.interrupt();
+    }, budgetMs);
+    try {
+      const rows = (await conn.runAndReadAll(sql, params)).getRowObjectsJS();
+      return Number(rows[0]?.count ?? 0);
+    } catch (err) {
+      if (interrupted) return null;
+      throw err;
+    } finally {
+      clearTimeout(timer);
+      this.estimates.release(conn);
+    }
+  }
+
+  /** Checkpoints the WAL into the database file and closes; in-flight writes finish first. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.writeLock.run(async () => {
+      await this.writer.run('CHECKPOINT').catch(() => undefined);
+      this.writer.closeSync();
+    });
+    this.estimates.closeAll();
+    this.instance.closeSync();
+  }
+}

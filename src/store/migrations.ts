@@ -1,0 +1,117 @@
+// Schema migrations, applied in order once each. Every table carries workspace_id.
+// Persons and visitors have integer keys (positive) so the compiler can form one integer profile
+// per row: the person's key, or minus the key of an anonymous visitor (criteria/sql.ts).
+
+export const MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE workspaces (
+    workspace_id VARCHAR PRIMARY KEY,
+    name VARCHAR NOT NULL,
+    stripe_webhook_secret VARCHAR,
+    created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+  );
+  CREATE TABLE api_keys (
+    key_hash VARCHAR PRIMARY KEY,
+    workspace_id VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL DEFAULT current_timestamp
+  );
+  CREATE SEQUENCE person_keys START 1;
+  CREATE SEQUENCE visitor_keys START 1;
+  CREATE TABLE persons (
+    workspace_id VARCHAR NOT NULL,
+    person_key BIGINT NOT NULL,
+    person_id VARCHAR NOT NULL,
+    external_id VARCHAR,
+    email VARCHAR,
+    name VARCHAR,
+    traits JSON,
+    created_at TIMESTAMP NOT NULL,
+    updated_at TIMESTAMP NOT NULL
+  );
+  CREATE TABLE visitors (
+    workspace_id VARCHAR NOT NULL,
+    visitor_key BIGINT NOT NULL,
+    visitor_id VARCHAR NOT NULL,
+    person_key BIGINT,
+    first_seen_at TIMESTAMP NOT NULL,
+    linked_at TIMESTAMP
+  );
+  CREATE TABLE events (
+    workspace_id VARCHAR NOT NULL,
+    event_id VARCHAR NOT NULL,
+    message_id VARCHAR,
+    event_name VARCHAR NOT NULL,
+    ts TIMESTAMP NOT NULL,
+    person_key BIGINT,
+    visitor_key BIGINT,
+    properties JSON NOT NULL,
+    received_at TIMESTAMP NOT NULL
+  );
+  CREATE TABLE event_properties (
+    workspace_id VARCHAR NOT NULL,
+    event_name VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    PRIMARY KEY (workspace_id, event_name, path)
+  );
+  CREATE TABLE pageviews (
+    workspace_id VARCHAR NOT NULL,
+    pageview_id VARCHAR NOT NULL,
+    visitor_key BIGINT NOT NULL,
+    ts TIMESTAMP NOT NULL,
+    url VARCHAR NOT NULL,
+    referrer VARCHAR,
+    title VARCHAR,
+    host VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    referrer_host VARCHAR,
+    source VARCHAR,
+    medium VARCHAR,
+    campaign VARCHAR,
+    channel VARCHAR NOT NULL,
+    channel_category VARCHAR NOT NULL
+  );
+  CREATE TABLE payment_customers (
+    workspace_id VARCHAR NOT NULL,
+    customer_id VARCHAR NOT NULL,
+    email VARCHAR,
+    person_key BIGINT,
+    visitor_key BIGINT,
+    tr_user_id VARCHAR,
+    tr_visitor_id VARCHAR,
+    link_state VARCHAR NOT NULL,
+    updated_at TIMESTAMP NOT NULL
+  );
+  CREATE TABLE subscriptions (
+    workspace_id VARCHAR NOT NULL,
+    subscription_id VARCHAR NOT NULL,
+    customer_id VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,
+    price_id VARCHAR,
+    product_id VARCHAR,
+    "interval" VARCHAR,
+    amount BIGINT,
+    currency VARCHAR,
+    cancel_at_period_end BOOLEAN NOT NULL DEFAULT false,
+    created_at TIMESTAMP NOT NULL
+  );
+  CREATE TABLE invoices (
+    workspace_id VARCHAR NOT NULL,
+    invoice_id VARCHAR NOT NULL,
+    customer_id VARCHAR NOT NULL,
+    subscription_id VARCHAR,
+    status VARCHAR NOT NULL,
+    amount_due BIGINT NOT NULL,
+    amount_paid BIGINT NOT NULL,
+    currency VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+  );
+  CREATE TABLE payment_events (
+    workspace_id VARCHAR NOT NULL,
+    customer_id VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    ts TIMESTAMP NOT NULL,
+    object_id VARCHAR NOT NULL
+  );
+  `,
+];

@@ -1,0 +1,102 @@
+// Workspaces and their API keys. Keys are stored as SHA-256 hashes; the lookup result is cached
+// because every request authenticates.
+
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import type { Store } from './db.js';
+
+export type KeyKind = 'secret' | 'publishable';
+export const KEY_PREFIX: Record<KeyKind, string> = { secret: 'sk_', publishable: 'pk_' };
+
+export interface Workspace {
+  workspace_id: string;
+  name: string;
+}
+
+export interface KeyOwner {
+  workspaceId: string;
+  kind: KeyKind;
+}
+
+export interface CreatedWorkspace extends Workspace {
+  secret_key: string;
+  publishable_key: string;
+  stripe_webhook_secret: string;
+}
+
+const hashKey = (key: string) => createHash('sha256').update(key).digest('hex');
+const token = (bytes: number) => randomBytes(bytes).toString('base64url');
+
+export function newKey(kind: KeyKind): string {
+  return `${KEY_PREFIX[kind]}${token(24)}`;
+}
+
+export class Workspaces {
+  private readonly owners = new Map<string, KeyOwner>();
+
+  constructor(private readonly store: Store) {}
+
+  async count(): Promise<number> {
+    const rows = await this.store.query('SELECT count(*) AS n FROM workspaces');
+    return Number(rows[0]?.n ?? 0);
+  }
+
+  async get(workspaceId: string): Promise<Workspace | null> {
+    const rows = await this.store.query('SELECT workspace_id, name FROM workspaces WHERE workspace_id = $1', [workspaceId]);
+    return (rows[0] as Workspace | undefined) ?? null;
+  }
+
+  /** Creates a workspace with fresh keys (or the given ones) and returns them; shown only once. */
+  async create(name: string, keys: Partial<Omit<CreatedWorkspace, 'workspace_id' | 'name'>> = {}): Promise<CreatedWorkspace> {
+    const created: CreatedWorkspace = {
+      workspace_id: `ws_${token(9)}`,
+      name,
+      secret_key: keys.secret_key ?? newKey('secret'),
+      publishable_key: keys.publishable_key ?? newKey('publishable'),
+      stripe_webhook_secret: keys.stripe_webhook_secret ?? `whsec_${token(24)}`,
+    };
+    await this.store.transaction(async (tx) => {
+      await tx.run('INSERT INTO workspaces (workspace_id, name, stripe_webhook_secret) VALUES ($1, $2, $3)',
+        [created.workspace_id, name, created.stripe_webhook_secret]);
+      await tx.run('INSERT INTO api_keys (key_hash, workspace_id, kind) VALUES ($1, $2, $3), ($4, $2, $5)',
+        [hashKey(created.secret_key), created.workspace_id, 'secret', hashKey(created.publishable_key), 'publishable']);
+    });
+    return created;
+  }
+
+  /**
+   * Makes the workspace named `name` hold exactly the given credentials (BOOTSTRAP_*), creating it
+   * when missing. Keys of a kind not given are left as they are.
+   */
+  async ensure(name: string, keys: Partial<Omit<CreatedWorkspace, 'workspace_id' | 'name'>>): Promise<Workspace> {
+    const rows = await this.store.query('SELECT workspace_id, name FROM workspaces WHERE name = $1 ORDER BY created_at LIMIT 1', [name]);
+    const existing = rows[0] as Workspace | undefined;
+    if (!existing) return this.create(name, keys);
+    await this.store.transaction(async (tx) => {
+      for (const kind of ['secret', 'publishable'] as const) {
+        const key = keys[`${kind}_key`];
+        if (!key) continue;
+        await tx.run('DELETE FROM api_keys WHERE workspace_id = $1 AND kind = $2', [existing.workspace_id, kind]);
+        await tx.run('DELETE FROM api_keys WHERE key_hash = $1', [hashKey(key)]);
+        await tx.run('INSERT INTO api_keys (key_hash, workspace_id, kind) VALUES ($1, $2, $3)', [hashKey(key), existing.workspace_id, kind]);
+      }
+      if (keys.stripe_webhook_secret) {
+        await tx.run('UPDATE workspaces SET stripe_webhook_secret = $2 WHERE workspace_id = $1', [existing.workspace_id, keys.stripe_webhook_secret]);
+      }
+    });
+    this.owners.clear();
+    return existing;
+  }
+
+  /** The workspace and kind of a presented key, or null. The final comparison is constant-time. */
+  async authenticate(key: string): Promise<KeyOwner | null> {
+    const hash = hashKey(key);
+    const cached = this.owners.get(hash);
+    if (cached) return cached;
+    const rows = await this.store.query('SELECT key_hash, workspace_id, kind FROM api_keys WHERE key_hash = $1', [hash]);
+    const row = rows[0] as { key_hash: string; workspace_id: string; kind: KeyKind } | undefined;
+    if (!row || !timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) return null;
+    const owner = { workspaceId: row.workspace_id, kind: row.kind };
+    this.owners.set(hash, owner);
+    return owner;
+  }
+}
