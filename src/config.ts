@@ -1,0 +1,33 @@
+// Configuration from the environment (decisions §1), read once at start.
+
+export interface Config {
+  port: number;
+  host: string;
+  dataPort: number | null;
+  databasePath: string;
+  estimateBudgetMs: number;
+  bootstrap: { secretKey?: string; publishableKey?: string; stripeWebhookSecret?: string };
+}
+
+function integer(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
+  return value;
+}
+
+export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  return {
+    port: integer(env, 'PORT', 3000),
+    host: env.HOST || '127.0.0.1',
+    dataPort: env.DATA_PORT ? integer(env, 'DATA_PORT', 0) : null,
+    databasePath: env.DATABASE_PATH || './data/attribution.duckdb',
+    estimateBudgetMs: integer(env, 'ESTIMATE_BUDGET_MS', 5000),
+    bootstrap: {
+      secretKey: env.BOOTSTRAP_SECRET_KEY || undefined,
+      publishableKey: env.BOOTSTRAP_PUBLISHABLE_KEY || undefined,
+      stripeWebhookSecret: env.BOOTSTRAP_STRIPE_WEBHOOK_SECRET || undefined,
+    },
+  };
+}

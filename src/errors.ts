@@ -1,0 +1,28 @@
+// Every error the service answers with, declared once: a stable code, its HTTP status and a default
+// message. Callers throw `new AppError(code, …)`; http/errors.ts maps them to responses.
+
+export const ERRORS = {
+  invalid_json: { status: 400, message: 'the request body is not valid JSON' },
+  invalid_request: { status: 400, message: 'the request does not match the schema' },
+  invalid_criteria: { status: 400, message: 'the criteria are invalid' },
+  unauthorized: { status: 401, message: 'a valid API key is required: Authorization: Bearer <key>' },
+  forbidden: { status: 403, message: 'this endpoint needs a secret key (sk_…), not a publishable key' },
+  not_found: { status: 404, message: 'no such resource' },
+  method_not_allowed: { status: 405, message: 'method not allowed' },
+  payload_too_large: { status: 413, message: 'the request body is larger than 1 MiB' },
+  unsupported_media_type: { status: 415, message: 'send the body as Content-Type: application/json' },
+  rate_limited: { status: 429, message: 'too many requests' },
+  internal: { status: 500, message: 'internal error' },
+  unavailable: { status: 503, message: 'the service is shutting down' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+export class AppError extends Error {
+  readonly status: number;
+
+  constructor(readonly code: ErrorCode, message?: string, readonly details?: Record<string, unknown>) {
+    super(message ?? ERRORS[code].message);
+    this.status = ERRORS[code].status;
+  }
+}

@@ -1,0 +1,46 @@
+// The one place where errors become HTTP responses: `{ error, message, …details }`.
+
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
+import { AppError, ERRORS, type ErrorCode } from '../errors.js';
+
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
+  FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
+  FST_ERR_CTP_INVALID_JSON_BODY: 'invalid_json',
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_request',
+};
+
+/** Translates whatever was thrown into an AppError; anything unexpected is `internal`. */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const fastifyErr = err as FastifyError;
+  if (hasZodFastifySchemaValidationErrors(fastifyErr)) {
+    const errors = fastifyErr.validation.map((v) => ({
+      field: `${fastifyErr.validationContext ?? 'body'}${v.instancePath.replace(/\//g, '.')}`,
+      message: v.message ?? 'invalid',
+    }));
+    const summary = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+    return new AppError('invalid_request', summary, { errors });
+  }
+  const mapped = fastifyErr.code ? FASTIFY_CODES[fastifyErr.code] : undefined;
+  if (mapped) return new AppError(mapped);
+  if (err instanceof SyntaxError && fastifyErr.statusCode === 400) return new AppError('invalid_json', `the request body is not valid JSON: ${err.message}`);
+  if (fastifyErr.statusCode && fastifyErr.statusCode >= 400 && fastifyErr.statusCode < 500) {
+    return new AppError('invalid_request', fastifyErr.message);
+  }
+  return new AppError('internal');
+}
+
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err, request, reply) => {
+    const appErr = toAppError(err);
+    if (appErr.code === 'internal') request.log.error({ err }, 'unhandled error');
+    return reply.status(appErr.status).send({ error: appErr.code, message: appErr.message, ...appErr.details });
+  });
+  app.setNotFoundHandler((request, reply) =>
+    reply.status(404).send({ error: 'not_found', message: `no route ${request.method} ${request.url.split('?')[0]}` }));
+}
+
+export { ERRORS };

@@ -1,0 +1,41 @@
+// `npm start`: open the database, make sure a workspace exists, serve the API.
+
+import { loadConfig } from './config.js';
+import { buildApp } from './http/app.js';
+import { Store } from './store/db.js';
+import { Workspaces } from './store/workspaces.js';
+
+const config = loadConfig();
+const store = await Store.open(config.databasePath);
+const workspaces = new Workspaces(store);
+
+const { secretKey, publishableKey, stripeWebhookSecret } = config.bootstrap;
+if (secretKey || publishableKey || stripeWebhookSecret) {
+  const ws = await workspaces.ensure('default', {
+    secret_key: secretKey, publishable_key: publishableKey, stripe_webhook_secret: stripeWebhookSecret,
+  });
+  console.log(`workspace "default" (${ws.workspace_id}) uses the BOOTSTRAP_* credentials`);
+} else if ((await workspaces.count()) === 0) {
+  const ws = await workspaces.create('default');
+  console.log([
+    `created workspace "default" (${ws.workspace_id}); these keys are shown only once:`,
+    `  secret key:            ${ws.secret_key}`,
+    `  publishable key:       ${ws.publishable_key}`,
+    `  stripe webhook secret: ${ws.stripe_webhook_secret}`,
+  ].join('\n'));
+}
+
+const app = await buildApp({ store, estimateBudgetMs: config.estimateBudgetMs, logger: true });
+await app.listen({ port: config.port, host: config.host });
+
+let stopping = false;
+async function shutdown(signal: string): Promise<void> {
+  if (stopping) return;
+  stopping = true;
+  app.log.info({ signal }, 'shutting down');
+  await app.close(); // stops accepting, waits for in-flight requests
+  await store.close(); // finishes writes, checkpoints
+  process.exit(0);
+}
+process.on('SIGTERM', () => void shutdown('SIGTERM'));
+process.on('SIGINT', () => void shutdown('SIGINT'));
