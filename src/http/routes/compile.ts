@@ -44,7 +44,7 @@ export const compileRoutes: FastifyPluginAsyncZod<CompileRouteOptions> = async (
       summary: 'Validate criteria and estimate the audience size',
       description: 'Invalid criteria answer 200 with valid: false and every fault. Past the estimate budget the query is cancelled and count is null with hit_limit true.',
       body: z.object({
-        criteria_json: z.unknown().describe('AudienceCriteria { version: 1, root }, or a JSON string holding it'),
+        criteria_json: z.unknown().optional().describe('AudienceCriteria { version: 1, root }, or a JSON string holding it'),
       }),
       response: { 200: compileResponse },
     },

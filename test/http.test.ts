@@ -1,0 +1,128 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { importDataset } from '../src/store/import.js';
+import type { Dataset } from '../src/store/layout.js';
+import { startTestApp, type TestApp } from './support/app.js';
+
+const AT = new Date('2026-06-15T12:00:00Z');
+const day = (iso: string) => new Date(`${iso}T12:00:00Z`);
+
+const signedUp = { source: 'product_event', name: 'signup', occurrence: { op: 'did', count: null, window: { kind: 'ever' } } };
+
+function dataset(prefix: string, people: number): Partial<Dataset> {
+  const ids = Array.from({ length: people }, (_, i) => `${prefix}${i}`);
+  return {
+    persons: ids.map((id) => ({ person_id: id, external_id: `u_${id}`, email: `${id}@example.com`, name: null, traits: null, created_at: day('2026-01-01') })),
+    visitors: [],
+    events: ids.map((id, i) => ({
+      event_id: `e_${id}`, event_name: 'signup', ts: day('2026-06-01'), person_id: id, visitor_id: null,
+      properties: JSON.stringify({ plan: i % 2 === 0 ? 'pro' : 'free' }),
+    })),
+  };
+}
+
+describe('HTTP API', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ at: AT });
+    await importDataset(t.store, t.ws.workspace_id, dataset('a', 5));
+  });
+  afterAll(() => t.close());
+
+  it('answers /health once the database is open', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/health' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ status: 'ok' });
+  });
+
+  it('rejects a missing, malformed or unknown key with 401 unauthorized', async () => {
+    for (const authorization of [undefined, 'Basic abc', 'Bearer sk_unknown', 'Bearer nope']) {
+      const res = await t.app.inject({
+        method: 'POST', url: '/v1/audiences/compile', payload: { criteria_json: {} },
+        headers: authorization ? { authorization } : {},
+      });
+      expect(res.statusCode).toBe(401);
+      expect(res.json()).toMatchObject({ error: 'unauthorized', message: expect.any(String) });
+    }
+  });
+
+  it('rejects a publishable key on compile with 403 forbidden', async () => {
+    const res = await t.compile({ version: 1, root: signedUp }, t.ws.publishable_key);
+    expect(res.statusCode).toBe(403);
+    expect(res.json()).toMatchObject({ error: 'forbidden' });
+  });
+
+  it('answers malformed JSON with 400 invalid_json', async () => {
+    const res = await t.post('/v1/audiences/compile', '{"criteria_json": ');
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: 'invalid_json' });
+  });
+
+  it('answers a body over 1 MiB with 413 payload_too_large', async () => {
+    const res = await t.post('/v1/audiences/compile', { criteria_json: 'x'.repeat(1024 * 1024 + 10) });
+    expect(res.statusCode).toBe(413);
+    expect(res.json()).toMatchObject({ error: 'payload_too_large' });
+  });
+
+  it('answers a body that is not an object with 400 invalid_request naming the field', async () => {
+    const res = await t.post('/v1/audiences/compile', [1, 2]);
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: 'invalid_request', errors: [expect.objectContaining({ field: expect.stringContaining('body') })] });
+  });
+
+  it('answers unknown routes with 404 not_found', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/v1/nothing-here' });
+    expect(res.statusCode).toBe(404);
+    expect(res.json()).toMatchObject({ error: 'not_found' });
+  });
+
+  it('serves the OpenAPI document generated from the schemas', async () => {
+    const res = await t.app.inject({ method: 'GET', url: '/docs/json' });
+    expect(res.statusCode).toBe(200);
+    expect(res.json().paths['/v1/audiences/compile'].post.requestBody).toBeDefined();
+  });
+
+  it('estimates a valid criteria exactly within budget', async () => {
+    const res = await t.compile({ version: 1, root: signedUp });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({ valid: true, is_time_windowed: false, estimated_count: { count: 5, is_estimate: false, hit_limit: false } });
+  });
+
+  it('accepts criteria_json as a JSON string and flags time windows', async () => {
+    const root = { ...signedUp, filter: { 'payload.plan': { op: '=', value: 'pro' } }, occurrence: { op: 'did', count: null, window: { kind: 'last_n_days', n: 30 } } };
+    const res = await t.compile(JSON.stringify({ version: 1, root }));
+    expect(res.json()).toEqual({ valid: true, is_time_windowed: true, estimated_count: { count: 3, is_estimate: false, hit_limit: false } });
+  });
+
+  it('answers invalid criteria with 200, valid false, every error, and the first one at the top level', async () => {
+    const res = await t.compile({ version: 1, root: { op: 'not', child: { ...signedUp, filter: { 'payload.nope': { op: 'is_set' } } } } });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toEqual({
+      valid: false, is_time_windowed: null, estimated_count: null,
+      code: 'unanchored_negation', path: '/root', message: expect.any(String),
+      errors: [
+        { code: 'unanchored_negation', path: '/root', message: expect.any(String) },
+        { code: 'unknown_field', path: '/root/child/filter/payload.nope', message: expect.any(String) },
+      ],
+    });
+  });
+
+  it('answers a missing criteria_json with invalid_envelope', async () => {
+    const res = await t.post('/v1/audiences/compile', {});
+    expect(res.json()).toMatchObject({ valid: false, code: 'invalid_envelope' });
+  });
+
+  it('never counts or whitelists another workspace\'s rows', async () => {
+    const other = await t.workspaces.create('other');
+    await importDataset(t.store, other.workspace_id, {
+      ...dataset('b', 2),
+      events: [{ event_id: 'x', event_name: 'signup', ts: day('2026-06-01'), person_id: 'b0', visitor_id: null, properties: '{"only_b":1}' },
+        { event_id: 'y', event_name: 'signup', ts: day('2026-06-01'), person_id: 'b1', visitor_id: null, properties: '{"plan":"pro"}' }],
+    });
+    const mine = await t.compile({ version: 1, root: signedUp });
+    const theirs = await t.compile({ version: 1, root: signedUp }, other.secret_key);
+    expect(mine.json().estimated_count.count).toBe(5);
+    expect(theirs.json().estimated_count.count).toBe(2);
+    const leak = await t.compile({ version: 1, root: { ...signedUp, filter: { 'payload.only_b': { op: 'is_set' } } } });
+    expect(leak.json()).toMatchObject({ valid: false, code: 'unknown_field' });
+  });
+});

@@ -1,0 +1,38 @@
+// A real app on a real in-memory DuckDB, with one workspace, for tests.
+
+import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { buildApp } from '../../src/http/app.js';
+import { Store, type StoreOptions } from '../../src/store/db.js';
+import { type CreatedWorkspace, Workspaces } from '../../src/store/workspaces.js';
+
+export interface TestApp {
+  app: FastifyInstance;
+  store: Store;
+  workspaces: Workspaces;
+  ws: CreatedWorkspace;
+  post(url: string, body: unknown, key?: string): Promise<LightMyRequestResponse>;
+  compile(criteria: unknown, key?: string): Promise<LightMyRequestResponse>;
+  close(): Promise<void>;
+}
+
+export async function startTestApp(options: StoreOptions & { budgetMs?: number; at?: Date; path?: string } = {}): Promise<TestApp> {
+  const store = await Store.open(options.path ?? ':memory:', options);
+  const workspaces = new Workspaces(store);
+  const ws = await workspaces.create('test');
+  const at = options.at;
+  const app = await buildApp({ store, estimateBudgetMs: options.budgetMs ?? 5000, clock: at ? () => at : undefined });
+  const post = (url: string, body: unknown, key = ws.secret_key) => app.inject({
+    method: 'POST',
+    url,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    payload: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return {
+    app, store, workspaces, ws, post,
+    compile: (criteria, key) => post('/v1/audiences/compile', { criteria_json: criteria }, key),
+    close: async () => {
+      await app.close();
+      await store.close();
+    },
+  };
+}
