@@ -151,7 +151,7 @@ function leafSql(scan: LeafScan, ws: string, params: Params): string {
   const rows = scanRows(scan, ws, params);
   const count = 'count' in scan ? scan.count : null;
   if (!count) return `SELECT DISTINCT profile FROM (${rows}) WHERE profile IS NOT NULL`;
-  return `SELECT profile FROM (${rows}) GROUP BY profile HAVING count(*) ${COUNT_SQL[count.op]} ${params.add(count.value)}`;
+  return `SELECT profile FROM (${rows}) WHERE profile IS NOT NULL GROUP BY profile HAVING count(*) ${COUNT_SQL[count.op]} ${params.add(count.value)}`;
 }
 
 /** Prints the set expression; each distinct leaf scan becomes one CTE. */
