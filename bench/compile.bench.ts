@@ -1,0 +1,136 @@
+// Estimate benchmarks on generated fixtures (default 1 M people, 10 M events, 2 M page views):
+// compiled query vs hand-written DuckDB SQL vs the reference evaluator, and validation latency.
+//
+//   npm run bench                      # all of it (the reference evaluator loads every row in JS)
+//   npm run bench -- --no-reference    # skip the reference evaluator
+//
+// Fixtures are generated into data/fixtures and imported into data/bench/bench.duckdb once.
+
+import { existsSync } from 'node:fs';
+import { cpus, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Bench } from 'tinybench';
+import { DEFAULT_NOW, generateFixtures } from '../fixtures/generate.js';
+import { type AudienceCriteria, planCriteria, printCount, validateCriteria } from '../src/criteria/index.js';
+import { Store } from '../src/store/db.js';
+import { importParquetDir } from '../src/store/import.js';
+import { DATASET_TABLES, type Dataset, LAYOUT_COLUMNS } from '../src/store/layout.js';
+import { propertyCatalog } from '../src/store/properties.js';
+import { referenceCount } from '../test/support/reference.js';
+import { BENCH_CASES } from './criteria.js';
+
+const { values: args } = parseArgs({
+  options: {
+    people: { type: 'string', default: '1000000' },
+    events: { type: 'string', default: '10000000' },
+    pageviews: { type: 'string', default: '2000000' },
+    'no-reference': { type: 'boolean', default: false },
+  },
+});
+const sizes = { people: Number(args.people), events: Number(args.events), pageviews: Number(args.pageviews) };
+const tag = `${sizes.people}-${sizes.events}-${sizes.pageviews}`;
+const fixtureDir = join('data', 'fixtures', tag);
+const dbPath = join('data', 'bench', `${tag}.duckdb`);
+const WS = 'ws_bench';
+const AT = DEFAULT_NOW;
+
+const AT_PARAM = AT.toISOString().replace('T', ' ').replace('Z', '');
+const handParams = (sql: string) => (sql.includes('$2') ? [WS, AT_PARAM] : [WS]);
+const log = (line: string) => console.log(line);
+const ms = (n: number) => n.toFixed(n < 10 ? 2 : 1);
+
+if (!existsSync(join(fixtureDir, 'payment_events.parquet'))) {
+  log(`generating fixtures in ${fixtureDir}`);
+  await generateFixtures({ ...sizes, seed: 1, out: fixtureDir, log });
+}
+const fresh = !existsSync(dbPath);
+const store = await Store.open(dbPath);
+if (fresh) {
+  const t0 = performance.now();
+  await importParquetDir(store, WS, fixtureDir);
+  log(`imported into ${dbPath} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+}
+
+log(`\nmachine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; node ${process.version}`);
+log(`dataset: ${sizes.people.toLocaleString('en-US')} people, ${sizes.events.toLocaleString('en-US')} events, ${sizes.pageviews.toLocaleString('en-US')} page views\n`);
+
+const catalog = await propertyCatalog(store, WS);
+const compiled = BENCH_CASES.map((c) => {
+  const validated = validateCriteria(c.criteria, catalog);
+  if (!validated.ok) throw new Error(`${c.name}: ${JSON.stringify(validated.errors)}`);
+  return { ...c, tree: validated.criteria, query: printCount(planCriteria(validated.criteria, AT), WS) };
+});
+
+// Same answer first: a benchmark of a wrong query is worthless.
+const counts: number[] = [];
+for (const c of compiled) {
+  const mine = await store.countWithin(c.query.sql, c.query.params, 600_000);
+  const hand = Number(Object.values((await store.query(c.handSql, handParams(c.handSql)))[0] ?? {})[0]);
+  if (mine !== hand) throw new Error(`${c.name}: compiled ${mine} ≠ hand-written ${hand}`);
+  counts.push(hand);
+}
+
+const bench = new Bench({ iterations: 7, time: 0, warmupIterations: 1 });
+for (const c of compiled) {
+  bench.add(`compiled: ${c.name}`, async () => { await store.countWithin(c.query.sql, c.query.params, 600_000); });
+  bench.add(`hand: ${c.name}`, async () => { await store.query(c.handSql, handParams(c.handSql)); });
+}
+await bench.run();
+const p50 = (name: string) => {
+  const r = bench.getTask(name)?.result;
+  if (!r || r.state !== 'completed') throw new Error(`${name}: ${r?.state}`);
+  return r.latency.p50;
+};
+
+let reference: Dataset | null = null;
+if (!args['no-reference']) {
+  const t0 = performance.now();
+  reference = await loadDataset(store);
+  log(`reference evaluator: ${sizes.events.toLocaleString('en-US')} events loaded into JS in ${((performance.now() - t0) / 1000).toFixed(0)} s, heap ${(process.memoryUsage().heapUsed / 2 ** 30).toFixed(1)} GiB\n`);
+}
+
+log('| criteria | count | compiled p50 ms | hand-written p50 ms | compiled / hand | reference ms | reference / compiled |');
+log('|---|---:|---:|---:|---:|---:|---:|');
+compiled.forEach((c, i) => {
+  const mine = p50(`compiled: ${c.name}`);
+  const hand = p50(`hand: ${c.name}`);
+  let refCells = '| – | – |';
+  if (reference) {
+    const t0 = performance.now();
+    const n = referenceCount(reference, c.tree as AudienceCriteria, AT);
+    const refMs = performance.now() - t0;
+    if (n !== counts[i]) throw new Error(`${c.name}: reference ${n} ≠ ${counts[i]}`);
+    refCells = `| ${refMs.toFixed(0)} | ${(refMs / mine).toFixed(0)}× |`;
+  }
+  log(`| ${c.name} | ${counts[i]!.toLocaleString('en-US')} | ${ms(mine)} | ${ms(hand)} | ${(mine / hand).toFixed(2)} ${refCells}`);
+});
+
+// Validation of a 50-node tree (an `and` of 49 leaves with filters and windows).
+const leaves = Array.from({ length: 49 }, (_, i) => i % 3 === 0
+  ? { source: 'pageview', filter: { channel_category: { op: 'in', value: ['AI', 'Email'] }, path: { op: 'starts_with', value: '/blog' } },
+    occurrence: { op: 'did', count: { op: '>=', value: 2 }, window: { kind: 'last_n_days', n: 30 } } }
+  : i % 3 === 1
+    ? { source: 'product_event', name: 'view_item', filter: { 'payload.item.category': { op: '=', value: 'books' }, 'payload.item.price': { op: '>', value: 10 } },
+      occurrence: { op: 'did', count: null, window: { kind: 'between', from: '2026-01-01', to: '2026-06-30T12:00:00Z' } } }
+    : { op: 'not', child: { source: 'payments', entity: 'subscription', predicate: { status: { op: 'in', value: ['canceled', 'unpaid'] } } } });
+const tree = { version: 1, root: { op: 'and', children: leaves } };
+if (!validateCriteria(tree, catalog).ok) throw new Error('the 50-node tree should be valid');
+const validation = new Bench({ time: 2000 });
+validation.add('validate 50-node tree', () => { validateCriteria(tree, catalog); });
+await validation.run();
+const v = validation.tasks[0]!.result;
+if (v.state === 'completed') {
+  log(`\nvalidation of a 50-node tree: p50 ${(v.latency.p50 * 1000).toFixed(1)} µs, p99 ${(v.latency.p99 * 1000).toFixed(1)} µs (${v.latency.samplesCount} runs)`);
+}
+await store.close();
+
+/** Every row of the workspace in the export layout, for the reference evaluator. */
+async function loadDataset(s: Store): Promise<Dataset> {
+  const ds = {} as Record<string, unknown[]>;
+  for (const table of DATASET_TABLES) {
+    const columns = LAYOUT_COLUMNS[table].map(([name, type]) => (type === 'BIGINT' ? `CAST("${String(name)}" AS DOUBLE) AS "${String(name)}"` : `"${String(name)}"`));
+    ds[table] = await s.query(`SELECT ${columns.join(', ')} FROM read_parquet($1)`, [join(fixtureDir, `${table}.parquet`)]);
+  }
+  return ds as unknown as Dataset;
+}
