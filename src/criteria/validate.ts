@@ -15,6 +15,15 @@ export type ValidationResult =
 
 type Json = Record<string, unknown>;
 
+/** A location in the envelope, kept as a chain of keys and printed as a JSON Pointer only on error. */
+type Path = { readonly parent: Path; readonly key: string | number } | null;
+
+const step = (parent: Path, key: string | number): Path => ({ parent, key });
+
+function render(path: Path): string {
+  return path ? pointer(render(path.parent), path.key) : '';
+}
+
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 const has = (o: Json, k: string) => Object.prototype.hasOwnProperty.call(o, k);
 const isScalar = (v: unknown): v is Scalar =>
@@ -32,6 +41,10 @@ function isPositiveRaw(node: unknown): boolean {
   return !(isObject(node.occurrence) && node.occurrence.op === 'did_not');
 }
 
+type Whitelist = { fields: Record<string, FieldSpec> } | { payload: ReadonlySet<string> | undefined };
+
+const PAGEVIEW_FIELD_LIST = Object.keys(PAGEVIEW_FIELDS).join(', ');
+
 interface Parent {
   op: 'and' | 'or' | 'not';
   hasPositiveChild: boolean;
@@ -42,8 +55,8 @@ class Validator {
 
   constructor(private readonly catalog: PropertyCatalog) {}
 
-  fail(code: CriteriaErrorCode, path: string, message: string): undefined {
-    this.errors.push({ code, path, message });
+  fail(code: CriteriaErrorCode, path: Path, message: string): undefined {
+    this.errors.push({ code, path: render(path), message });
     return undefined;
   }
 
@@ -53,28 +66,28 @@ class Validator {
       try {
         doc = JSON.parse(doc);
       } catch {
-        return this.fail('invalid_envelope', '', 'criteria_json is a string that is not valid JSON');
+        return this.fail('invalid_envelope', null, 'criteria_json is a string that is not valid JSON');
       }
     }
     if (!isObject(doc)) {
-      return this.fail('invalid_envelope', '', 'criteria must be an object { "version": 1, "root": node }');
+      return this.fail('invalid_envelope', null, 'criteria must be an object { "version": 1, "root": node }');
     }
-    if (!has(doc, 'version')) this.fail('invalid_envelope', '/version', 'version is required');
-    if (!has(doc, 'root')) this.fail('invalid_envelope', '/root', 'root is required');
+    if (!has(doc, 'version')) this.fail('invalid_envelope', step(null, 'version'), 'version is required');
+    if (!has(doc, 'root')) this.fail('invalid_envelope', step(null, 'root'), 'root is required');
     let root: CriteriaNode | undefined;
     for (const key of Object.keys(doc)) {
       if (key === 'version') {
-        if (doc.version !== 1) this.fail('version_unsupported', '/version', 'criteria version must be the integer 1');
+        if (doc.version !== 1) this.fail('version_unsupported', step(null, 'version'), 'criteria version must be the integer 1');
       } else if (key === 'root') {
-        root = this.node(doc.root, '/root', null);
+        root = this.node(doc.root, step(null, 'root'), null);
       } else {
-        this.fail('invalid_envelope', pointer('', key), `unexpected key "${key}": the envelope holds only version and root`);
+        this.fail('invalid_envelope', step(null, key), `unexpected key "${key}": the envelope holds only version and root`);
       }
     }
     return root && { version: 1, root };
   }
 
-  node(raw: unknown, path: string, parent: Parent | null): CriteriaNode | undefined {
+  node(raw: unknown, path: Path, parent: Parent | null): CriteriaNode | undefined {
     if (!isObject(raw)) return this.fail('invalid_node', path, 'a node must be an object (a branch with op, or a leaf with source)');
     if (!isPositiveRaw(raw) && !(parent?.op === 'and' && parent.hasPositiveChild)) {
       this.fail('unanchored_negation', path,
@@ -85,17 +98,17 @@ class Validator {
     return this.fail('invalid_node', path, 'a node needs op (and, or, not) or source (product_event, pageview, payments)');
   }
 
-  branch(raw: Json, path: string): CriteriaNode | undefined {
+  branch(raw: Json, path: Path): CriteriaNode | undefined {
     const op = raw.op;
     if (op !== 'and' && op !== 'or' && op !== 'not') {
-      return this.fail('invalid_node', pointer(path, 'op'), 'branch op must be one of and, or, not');
+      return this.fail('invalid_node', step(path, 'op'), 'branch op must be one of and, or, not');
     }
     const childKey = op === 'not' ? 'child' : 'children';
-    if (!has(raw, childKey)) this.fail('invalid_node', pointer(path, childKey), `${op} requires ${childKey}`);
+    if (!has(raw, childKey)) this.fail('invalid_node', step(path, childKey), `${op} requires ${childKey}`);
     let children: (CriteriaNode | undefined)[] = [];
     let child: CriteriaNode | undefined;
     for (const key of Object.keys(raw)) {
-      const at = pointer(path, key);
+      const at = step(path, key);
       if (key === 'op') continue;
       if (key !== childKey) {
         this.fail('invalid_node', at, `unexpected key "${key}" on an ${op} node`);
@@ -106,7 +119,7 @@ class Validator {
       } else {
         const list = raw.children;
         const parent: Parent = { op, hasPositiveChild: list.some(isPositiveRaw) };
-        children = list.map((c, i) => this.node(c, pointer(at, i), parent));
+        children = list.map((c, i) => this.node(c, step(at, i), parent));
       }
     }
     if (op === 'not') return child && { op, child };
@@ -114,7 +127,7 @@ class Validator {
     return { op, children: children as CriteriaNode[] };
   }
 
-  leaf(raw: Json, path: string): Leaf | undefined {
+  leaf(raw: Json, path: Path): Leaf | undefined {
     switch (raw.source) {
       case 'product_event':
         return this.productEventLeaf(raw, path);
@@ -123,100 +136,101 @@ class Validator {
       case 'payments':
         return has(raw, 'event') || !has(raw, 'entity') ? this.paymentsEventLeaf(raw, path) : this.paymentsStateLeaf(raw, path);
       default:
-        return this.fail('invalid_node', pointer(path, 'source'), 'source must be one of product_event, pageview, payments');
+        return this.fail('invalid_node', step(path, 'source'), 'source must be one of product_event, pageview, payments');
     }
   }
 
-  /** Walks a leaf's keys in document order; `handlers` own the known keys, required ones checked first. */
-  fields(raw: Json, path: string, kind: string, required: string[], handlers: Record<string, (at: string) => void>) {
+  /**
+   * Reports missing required keys, then unknown keys, and returns the known keys present in
+   * document order for the caller to check (a loop, not callbacks: this runs per node).
+   */
+  keys(raw: Json, path: Path, kind: string, required: readonly string[], known: readonly string[]): string[] {
     for (const key of required) {
-      if (!has(raw, key)) this.fail(key === 'window' ? 'invalid_window' : 'invalid_node', pointer(path, key), `${kind} requires ${key}`);
+      if (!has(raw, key)) this.fail(key === 'window' ? 'invalid_window' : 'invalid_node', step(path, key), `${kind} requires ${key}`);
     }
+    const present: string[] = [];
     for (const key of Object.keys(raw)) {
-      const handler = handlers[key];
-      if (handler) handler(pointer(path, key));
-      else if (key !== 'source') this.fail('invalid_node', pointer(path, key), `unexpected key "${key}" on a ${kind}`);
+      if (known.includes(key)) present.push(key);
+      else if (key !== 'source') this.fail('invalid_node', step(path, key), `unexpected key "${key}" on a ${kind}`);
     }
+    return present;
   }
 
-  productEventLeaf(raw: Json, path: string): Leaf | undefined {
+  productEventLeaf(raw: Json, path: Path): Leaf | undefined {
     let name: string | undefined;
     let filter: Predicate[] | undefined = [];
     let occurrence: Occurrence | undefined;
-    this.fields(raw, path, 'product_event leaf', ['name', 'occurrence'], {
-      name: (at) => {
+    for (const key of this.keys(raw, path, 'product_event leaf', ['name', 'occurrence'], ['name', 'filter', 'occurrence'])) {
+      const at = step(path, key);
+      if (key === 'name') {
         if (typeof raw.name === 'string' && raw.name.length >= 1 && raw.name.length <= 200) name = raw.name;
         else this.fail('invalid_node', at, 'name must be an event name of 1 to 200 characters');
-      },
-      filter: (at) => {
+      } else if (key === 'filter') {
         const seen = typeof raw.name === 'string' ? this.catalog.get(raw.name) : undefined;
-        filter = this.predicates(raw.filter, at, (key) => {
-          if (!key.startsWith(PAYLOAD_PREFIX)) return undefined;
-          return seen?.has(key.slice(PAYLOAD_PREFIX.length)) ? 'payload' : undefined;
-        }, 'payload.<path> with a property path seen on this event name');
-      },
-      occurrence: (at) => { occurrence = this.occurrence(raw.occurrence, at); },
-    });
+        filter = this.predicates(raw.filter, at, { payload: seen }, 'payload.<path> with a property path seen on this event name');
+      } else {
+        occurrence = this.occurrence(raw.occurrence, at);
+      }
+    }
     return name !== undefined && filter && occurrence ? { source: 'product_event', name, filter, occurrence } : undefined;
   }
 
-  pageviewLeaf(raw: Json, path: string): Leaf | undefined {
+  pageviewLeaf(raw: Json, path: Path): Leaf | undefined {
     let filter: Predicate[] | undefined = [];
     let occurrence: Occurrence | undefined;
-    this.fields(raw, path, 'pageview leaf', ['occurrence'], {
-      filter: (at) => {
-        filter = this.predicates(raw.filter, at, (key) => PAGEVIEW_FIELDS[key], Object.keys(PAGEVIEW_FIELDS).join(', '));
-      },
-      occurrence: (at) => { occurrence = this.occurrence(raw.occurrence, at); },
-    });
+    for (const key of this.keys(raw, path, 'pageview leaf', ['occurrence'], ['filter', 'occurrence'])) {
+      const at = step(path, key);
+      if (key === 'filter') filter = this.predicates(raw.filter, at, { fields: PAGEVIEW_FIELDS }, PAGEVIEW_FIELD_LIST);
+      else occurrence = this.occurrence(raw.occurrence, at);
+    }
     return filter && occurrence ? { source: 'pageview', filter, occurrence } : undefined;
   }
 
-  paymentsEventLeaf(raw: Json, path: string): Leaf | undefined {
+  paymentsEventLeaf(raw: Json, path: Path): Leaf | undefined {
     let event: (typeof PAYMENT_EVENT_KINDS)[number] | undefined;
     let window: Window | undefined;
-    this.fields(raw, path, 'payments event leaf', ['event', 'occurrence'], {
-      event: (at) => {
-        const kind = PAYMENT_EVENT_KINDS.find((k) => k === raw.event);
-        if (kind) event = kind;
-        else this.fail('invalid_value', at, `event must be one of ${PAYMENT_EVENT_KINDS.join(', ')}`);
-      },
-      occurrence: (at) => {
-        const occ = raw.occurrence;
-        if (!isObject(occ)) {
-          this.fail('invalid_node', at, 'occurrence must be an object { window }');
-          return;
-        }
-        this.fields(occ, at, 'payments event occurrence', ['window'], {
-          op: (p) => this.fail('unknown_op', p, 'a payments event occurrence takes no op: it means at least once'),
-          count: (p) => this.fail('invalid_count', p, 'a payments event occurrence takes no count'),
-          window: (p) => { window = this.window(occ.window, p); },
-        });
-      },
-    });
+    for (const key of this.keys(raw, path, 'payments event leaf', ['event', 'occurrence'], ['event', 'occurrence'])) {
+      const at = step(path, key);
+      if (key === 'event') {
+        event = PAYMENT_EVENT_KINDS.find((k) => k === raw.event);
+        if (!event) this.fail('invalid_value', at, `event must be one of ${PAYMENT_EVENT_KINDS.join(', ')}`);
+        continue;
+      }
+      const occ = raw.occurrence;
+      if (!isObject(occ)) {
+        this.fail('invalid_node', at, 'occurrence must be an object { window }');
+        continue;
+      }
+      for (const inner of this.keys(occ, at, 'payments event occurrence', ['window'], ['op', 'count', 'window'])) {
+        const p = step(at, inner);
+        if (inner === 'op') this.fail('unknown_op', p, 'a payments event occurrence takes no op: it means at least once');
+        else if (inner === 'count') this.fail('invalid_count', p, 'a payments event occurrence takes no count');
+        else window = this.window(occ.window, p);
+      }
+    }
     return event && window ? { source: 'payments', event, window } : undefined;
   }
 
-  paymentsStateLeaf(raw: Json, path: string): Leaf | undefined {
+  paymentsStateLeaf(raw: Json, path: Path): Leaf | undefined {
     let entity: PaymentsEntity | undefined;
     let predicate: Predicate[] | undefined = [];
     const rawEntity = raw.entity;
-    const fieldsOf = rawEntity === 'subscription' || rawEntity === 'invoice' ? PAYMENTS_FIELDS[rawEntity] : undefined;
-    this.fields(raw, path, 'payments state leaf', ['entity'], {
-      entity: (at) => {
-        if (fieldsOf) entity = rawEntity as PaymentsEntity;
+    const fields = rawEntity === 'subscription' || rawEntity === 'invoice' ? PAYMENTS_FIELDS[rawEntity] : undefined;
+    for (const key of this.keys(raw, path, 'payments state leaf', ['entity'], ['entity', 'predicate'])) {
+      const at = step(path, key);
+      if (key === 'entity') {
+        if (fields) entity = rawEntity as PaymentsEntity;
         else if (rawEntity === 'customer') this.fail('version_unsupported', at, 'the customer entity needs a later criteria version');
         else this.fail('invalid_value', at, 'entity must be subscription or invoice');
-      },
-      predicate: (at) => {
-        predicate = this.predicates(raw.predicate, at, (key) => fieldsOf?.[key],
-          fieldsOf ? Object.keys(fieldsOf).join(', ') : 'the fields of the entity');
-      },
-    });
+      } else {
+        predicate = this.predicates(raw.predicate, at, { fields: fields ?? {} },
+          fields ? Object.keys(fields).join(', ') : 'the fields of the entity');
+      }
+    }
     return entity && predicate ? { source: 'payments', entity, predicate } : undefined;
   }
 
-  occurrence(raw: unknown, path: string): Occurrence | undefined {
+  occurrence(raw: unknown, path: Path): Occurrence | undefined {
     if (!isObject(raw)) return this.fail('invalid_node', path, 'occurrence must be an object { op, count, window }');
     const op = raw.op === 'did' || raw.op === 'did_not' ? raw.op : undefined;
     let count: Occurrence['count'] | undefined = null;
@@ -225,11 +239,11 @@ class Validator {
     if (op === 'did') required.splice(1, 0, 'count');
     for (const key of required) {
       if (has(raw, key)) continue;
-      if (key === 'count') this.fail('invalid_count', pointer(path, key), 'did requires count { op, value } (null means at least once)');
-      else this.fail(key === 'window' ? 'invalid_window' : 'invalid_node', pointer(path, key), `occurrence requires ${key}`);
+      if (key === 'count') this.fail('invalid_count', step(path, key), 'did requires count { op, value } (null means at least once)');
+      else this.fail(key === 'window' ? 'invalid_window' : 'invalid_node', step(path, key), `occurrence requires ${key}`);
     }
     for (const key of Object.keys(raw)) {
-      const at = pointer(path, key);
+      const at = step(path, key);
       if (key === 'op') {
         if (!op) this.fail('unknown_op', at, 'occurrence op must be did or did_not');
       } else if (key === 'count') {
@@ -244,19 +258,19 @@ class Validator {
     return { op, count: op === 'did' ? count ?? { op: '>=', value: 1 } : null, window };
   }
 
-  negatedCount(raw: unknown, path: string): null | undefined {
+  negatedCount(raw: unknown, path: Path): null | undefined {
     return raw === null ? null : this.fail('invalid_count', path, 'did_not takes no count (null or absent)');
   }
 
-  count(raw: unknown, path: string): Occurrence['count'] | undefined {
+  count(raw: unknown, path: Path): Occurrence['count'] | undefined {
     if (raw === null) return null;
     if (!isObject(raw)) return this.fail('invalid_count', path, 'count must be { op, value } or null');
     let op: CountOp | undefined;
     let value: number | undefined;
-    if (!has(raw, 'op')) this.fail('invalid_count', pointer(path, 'op'), 'count requires op');
-    if (!has(raw, 'value')) this.fail('invalid_count', pointer(path, 'value'), 'count requires value');
+    if (!has(raw, 'op')) this.fail('invalid_count', step(path, 'op'), 'count requires op');
+    if (!has(raw, 'value')) this.fail('invalid_count', step(path, 'value'), 'count requires value');
     for (const key of Object.keys(raw)) {
-      const at = pointer(path, key);
+      const at = step(path, key);
       if (key === 'op') {
         op = COUNT_OPS.find((o) => o === raw.op);
         if (!op) this.fail('unknown_op', at, `count op must be one of ${COUNT_OPS.join(' ')}`);
@@ -270,14 +284,14 @@ class Validator {
     return op && value !== undefined ? { op, value } : undefined;
   }
 
-  window(raw: unknown, path: string): Window | undefined {
+  window(raw: unknown, path: Path): Window | undefined {
     if (!isObject(raw) || typeof raw.kind !== 'string') {
       return this.fail('invalid_window', path, 'window must be { kind: ever | last_n_days | between, … }');
     }
     const extra = (allowed: string[]) => {
       for (const key of Object.keys(raw)) {
         if (key !== 'kind' && !allowed.includes(key)) {
-          this.fail('invalid_window', pointer(path, key), `unexpected key "${key}" on a ${raw.kind} window`);
+          this.fail('invalid_window', step(path, key), `unexpected key "${key}" on a ${raw.kind} window`);
         }
       }
     };
@@ -288,13 +302,13 @@ class Validator {
       case 'last_n_days': {
         const n = raw.n;
         const ok = Number.isSafeInteger(n) && (n as number) >= 1 && (n as number) <= MAX_WINDOW_DAYS;
-        if (!ok) this.fail('invalid_window', pointer(path, 'n'), `n must be an integer from 1 to ${MAX_WINDOW_DAYS}`);
+        if (!ok) this.fail('invalid_window', step(path, 'n'), `n must be an integer from 1 to ${MAX_WINDOW_DAYS}`);
         extra(['n']);
         return ok ? { kind: 'last_n_days', n: n as number } : undefined;
       }
       case 'between': {
-        const from = this.instant(raw.from, pointer(path, 'from'), false);
-        const to = this.instant(raw.to, pointer(path, 'to'), true);
+        const from = this.instant(raw.from, step(path, 'from'), false);
+        const to = this.instant(raw.to, step(path, 'to'), true);
         extra(['from', 'to']);
         if (!from || !to) return undefined;
         const empty = to.dateOnly ? from.at >= to.at : from.at > to.at;
@@ -302,12 +316,12 @@ class Validator {
         return { kind: 'between', from: new Date(from.at), to: new Date(to.at), toExclusive: to.dateOnly };
       }
       default:
-        return this.fail('invalid_window', pointer(path, 'kind'), 'window kind must be ever, last_n_days or between');
+        return this.fail('invalid_window', step(path, 'kind'), 'window kind must be ever, last_n_days or between');
     }
   }
 
   /** An ISO date or datetime as epoch ms; a date-only upper bound becomes the next midnight. */
-  instant(raw: unknown, path: string, upper: boolean): { at: number; dateOnly: boolean } | undefined {
+  instant(raw: unknown, path: Path, upper: boolean): { at: number; dateOnly: boolean } | undefined {
     const text = typeof raw === 'string' ? raw.trim() : '';
     const date = DATE_ONLY.exec(text);
     const datetime = date ? null : DATE_TIME.exec(text);
@@ -328,19 +342,19 @@ class Validator {
   }
 
   /**
-   * A filter or payments predicate map. `lookup` returns the field's spec, `'payload'` for an
-   * untyped JSON property, or undefined for a key outside the whitelist.
+   * A filter or payments predicate map over a whitelist: typed `fields`, or the `payload` paths
+   * seen on an event name (untyped JSON, keys written `payload.<path>`).
    */
-  predicates(
-    raw: unknown, path: string, lookup: (key: string) => FieldSpec | 'payload' | undefined, allowed: string,
-  ): Predicate[] | undefined {
+  predicates(raw: unknown, path: Path, whitelist: Whitelist, allowed: string): Predicate[] | undefined {
     if (raw === null || raw === undefined) return [];
     if (!isObject(raw)) return this.fail('invalid_node', path, 'must be an object mapping fields to { op, value }');
     const out: Predicate[] = [];
     let ok = true;
     for (const key of Object.keys(raw)) {
-      const at = pointer(path, key);
-      const spec = lookup(key);
+      const at = step(path, key);
+      const spec = 'fields' in whitelist
+        ? (Object.hasOwn(whitelist.fields, key) ? whitelist.fields[key] : undefined)
+        : key.startsWith(PAYLOAD_PREFIX) && whitelist.payload?.has(key.slice(PAYLOAD_PREFIX.length)) ? 'payload' as const : undefined;
       if (!spec) {
         ok = this.fail('unknown_field', at, `unknown field "${key}": allowed are ${allowed}`) ?? false;
         continue;
@@ -352,14 +366,14 @@ class Validator {
     return ok ? out : undefined;
   }
 
-  predicate(field: string, raw: unknown, path: string, spec: FieldSpec | 'payload'): Predicate | undefined {
+  predicate(field: string, raw: unknown, path: Path, spec: FieldSpec | 'payload'): Predicate | undefined {
     if (!isObject(raw)) return this.fail('invalid_node', path, 'a predicate must be an object { op, value }');
-    if (!has(raw, 'op')) return this.fail('invalid_node', pointer(path, 'op'), 'a predicate requires op');
+    if (!has(raw, 'op')) return this.fail('invalid_node', step(path, 'op'), 'a predicate requires op');
     const op = PREDICATE_OPS.find((o) => o === raw.op);
     const typed = spec === 'payload' ? undefined : spec;
     let result: Predicate | undefined;
     for (const key of Object.keys(raw)) {
-      const at = pointer(path, key);
+      const at = step(path, key);
       if (key === 'op') {
         if (!op) this.fail('unknown_op', at, `op must be one of ${PREDICATE_OPS.join(', ')}`);
         else if (typed && !OPS_BY_TYPE[typed.type].includes(op)) {
@@ -375,24 +389,24 @@ class Validator {
       }
     }
     if (op && op !== 'is_set' && op !== 'is_not_set' && !has(raw, 'value')) {
-      return this.fail('invalid_value', pointer(path, 'value'), `op ${op} requires a value`);
+      return this.fail('invalid_value', step(path, 'value'), `op ${op} requires a value`);
     }
     return result;
   }
 
-  value(op: PredicateOp, raw: unknown, path: string, spec: FieldSpec | undefined): Scalar | Scalar[] | undefined {
+  value(op: PredicateOp, raw: unknown, path: Path, spec: FieldSpec | undefined): Scalar | Scalar[] | undefined {
     if (op === 'is_set' || op === 'is_not_set') {
       return raw === null ? undefined : this.fail('invalid_value', path, `${op} takes no value`);
     }
     if (op === 'in' || op === 'not_in') {
       if (!Array.isArray(raw) || raw.length === 0) return this.fail('invalid_value', path, `${op} takes a non-empty array`);
-      const items = raw.map((item, i) => this.scalar(op, item, pointer(path, i), spec));
+      const items = raw.map((item, i) => this.scalar(op, item, step(path, i), spec));
       return items.every((i) => i !== undefined) ? (items as Scalar[]) : undefined;
     }
     return this.scalar(op, raw, path, spec);
   }
 
-  scalar(op: PredicateOp, raw: unknown, path: string, spec: FieldSpec | undefined): Scalar | undefined {
+  scalar(op: PredicateOp, raw: unknown, path: Path, spec: FieldSpec | undefined): Scalar | undefined {
     if (!isScalar(raw)) return this.fail('invalid_value', path, 'value must be a string, number or boolean');
     const textual = op === 'contains' || op === 'not_contains' || op === 'starts_with' || op === 'ends_with';
     const ordered = op === '>' || op === '>=' || op === '<' || op === '<=';
