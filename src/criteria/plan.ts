@@ -15,9 +15,14 @@ export interface TimeRange {
   toExclusive: boolean;
 }
 
+/**
+ * One scan of a table. Event and page-view rows match when they satisfy every predicate of at
+ * least one group of `anyOf`: a leaf has one group; an `or` of leaves that differ only in their
+ * filters becomes one scan with a group each (one pass over the table instead of several).
+ */
 export type LeafScan =
-  | { table: 'events'; name: string; predicates: Predicate[]; range: TimeRange; count: Count | null }
-  | { table: 'pageviews'; predicates: Predicate[]; range: TimeRange; count: Count | null }
+  | { table: 'events'; name: string; anyOf: Predicate[][]; range: TimeRange; count: Count | null }
+  | { table: 'pageviews'; anyOf: Predicate[][]; range: TimeRange; count: Count | null }
   | { table: 'payment_events'; kind: PaymentEventKind; range: TimeRange }
   | { table: 'subscriptions' | 'invoices'; predicates: Predicate[] };
 
@@ -52,8 +57,8 @@ function scanOf(leaf: Leaf, at: Date, positive: boolean): LeafScan {
     // A did_not leaf subtracts those who did it at least once; its count is null by validation.
     const count = positive && !atLeastOnce(leaf.occurrence.count) ? leaf.occurrence.count : null;
     return leaf.source === 'product_event'
-      ? { table: 'events', name: leaf.name, predicates: leaf.filter, range, count }
-      : { table: 'pageviews', predicates: leaf.filter, range, count };
+      ? { table: 'events', name: leaf.name, anyOf: [leaf.filter], range, count }
+      : { table: 'pageviews', anyOf: [leaf.filter], range, count };
   }
   if ('event' in leaf) return { table: 'payment_events', kind: leaf.event, range: resolveWindow(leaf.window, at) };
   const table: Record<PaymentsEntity, 'subscriptions' | 'invoices'> = { subscription: 'subscriptions', invoice: 'invoices' };
@@ -64,7 +69,7 @@ function planNode(node: CriteriaNode, at: Date): SetPlan {
   if (!('op' in node)) return { kind: 'scan', scan: scanOf(node, at, true) };
   switch (node.op) {
     case 'or':
-      return flatten('union', node.children.map((c) => planNode(c, at)));
+      return flatten('union', mergeScans(node.children.map((c) => planNode(c, at))));
     case 'not':
       // Only reachable through an anchored parent `and`, which subtracts it (see below).
       return planNode(node.child, at);
@@ -76,6 +81,29 @@ function planNode(node: CriteriaNode, at: Date): SetPlan {
       return minus.length === 0 ? input : { kind: 'except', input, minus };
     }
   }
+}
+
+/** Merges union inputs that scan the same rows (table, event name, window, at least once) but for filters. */
+function mergeScans(inputs: SetPlan[]): SetPlan[] {
+  const out: SetPlan[] = [];
+  const merged = new Map<string, { anyOf: Predicate[][] }>();
+  for (const input of inputs) {
+    const scan = input.kind === 'scan' ? input.scan : null;
+    if (!scan || (scan.table !== 'events' && scan.table !== 'pageviews') || scan.count !== null) {
+      out.push(input);
+      continue;
+    }
+    const key = JSON.stringify([scan.table, 'name' in scan ? scan.name : null, scan.range]);
+    const existing = merged.get(key);
+    if (existing) {
+      existing.anyOf.push(...scan.anyOf);
+    } else {
+      const copy = { ...scan, anyOf: [...scan.anyOf] };
+      merged.set(key, copy);
+      out.push({ kind: 'scan', scan: copy });
+    }
+  }
+  return out;
 }
 
 function flatten(kind: 'union' | 'intersect', inputs: SetPlan[]): SetPlan {

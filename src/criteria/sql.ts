@@ -52,7 +52,12 @@ function jsonPointer(dotted: string): string {
   return dotted.split('.').map((k) => `/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
 }
 
-/** SQL for a comparison of the target with one scalar, false where the types differ. */
+/**
+ * SQL for a comparison of the target with one scalar, false where the types differ. For JSON,
+ * parsing the properties document is the cost: equality compares the extracted value with the
+ * value's own JSON text (one parse); other comparisons check the JSON type only on the rows whose
+ * value already matched (CASE keeps that order, which a plain AND would let the optimizer undo).
+ */
 function compare(target: Target, op: PredicateOp, value: Scalar, params: Params): string {
   const p = params.add(value);
   const text = TEXT_FUNCTION[op];
@@ -60,15 +65,18 @@ function compare(target: Target, op: PredicateOp, value: Scalar, params: Params)
     return text ? `${text}(lower(${target.column}), lower(${p}))` : `${target.column} ${ORDERED[op]} ${p}`;
   }
   const path = params.add(target.pointer);
+  if (op === '=' && typeof value !== 'number') return `json_extract(${target.json}, ${path}) = to_json(${p})`;
   const type = `json_type(${target.json}, ${path})`;
-  if (typeof value === 'string') {
-    const str = `json_extract_string(${target.json}, ${path})`;
-    return `(${type} = 'VARCHAR' AND ${text ? `${text}(lower(${str}), lower(${p}))` : `${str} ${ORDERED[op]} ${p}`})`;
-  }
   if (typeof value === 'number') {
-    return `(${type} IN ${JSON_NUMBER_TYPES} AND TRY_CAST(json_extract(${target.json}, ${path}) AS DOUBLE) ${ORDERED[op]} ${p})`;
+    return then(`TRY_CAST(json_extract(${target.json}, ${path}) AS DOUBLE) ${ORDERED[op]} ${p}`, `${type} IN ${JSON_NUMBER_TYPES}`);
   }
-  return `(${type} = 'BOOLEAN' AND TRY_CAST(json_extract(${target.json}, ${path}) AS BOOLEAN) = ${p})`;
+  const str = `json_extract_string(${target.json}, ${path})`;
+  return then(text ? `${text}(lower(${str}), lower(${p}))` : `${str} ${ORDERED[op]} ${p}`, `${type} = 'VARCHAR'`);
+}
+
+/** `first AND next`, evaluating `next` only where `first` holds. */
+function then(first: string, next: string): string {
+  return `CASE WHEN ${first} THEN ${next} ELSE false END`;
 }
 
 function positive(target: Target, op: PredicateOp, value: Predicate['value'], params: Params): string {
@@ -93,6 +101,27 @@ function predicateSql(target: Target, predicate: Predicate, params: Params): str
     : positive(target, predicate.op, predicate.value, params);
 }
 
+/** Properties-document parses a payload predicate costs: one for equality and set checks. */
+function payloadCost(predicate: Predicate): number {
+  const values = Array.isArray(predicate.value) ? predicate.value : [predicate.value];
+  const equality = ['=', '!=', 'in', 'not_in'].includes(predicate.op) && values.every((v) => typeof v !== 'number');
+  return equality || predicate.op === 'is_set' || predicate.op === 'is_not_set' ? 1 : 2;
+}
+
+/** Payload predicates, cheapest first, each evaluated only on the rows the previous ones kept. */
+function payloadSql(predicates: Predicate[], params: Params): string {
+  const sorted = [...predicates].sort((a, b) => payloadCost(a) - payloadCost(b));
+  const parts = sorted.map((p) => predicateSql({ json: 'e.properties', pointer: jsonPointer(p.field.slice(PAYLOAD_PREFIX.length)) }, p, params));
+  return parts.reduceRight((rest, part) => then(part, rest));
+}
+
+/** A filter over groups of predicates (any group, every predicate of it); none when a group is empty. */
+function anyOfSql(groups: Predicate[][], group: (predicates: Predicate[]) => string): string[] {
+  if (groups.some((g) => g.length === 0)) return [];
+  const parts = groups.map(group);
+  return parts.length === 1 ? parts : [`(${parts.map((p) => `(${p})`).join(' OR ')})`];
+}
+
 function rangeSql(column: string, range: TimeRange, params: Params): string[] {
   const out: string[] = [];
   if (range.from) out.push(`${column} >= ${params.timestamp(range.from)}`);
@@ -112,16 +141,14 @@ function scanRows(scan: LeafScan, ws: string, params: Params): string {
   switch (scan.table) {
     case 'events':
       where.push(`e.workspace_id = ${w}`, `e.event_name = ${params.add(scan.name)}`, ...rangeSql('e.ts', scan.range, params));
-      for (const p of scan.predicates) {
-        const target: Target = { json: 'e.properties', pointer: jsonPointer(p.field.slice(PAYLOAD_PREFIX.length)) };
-        where.push(predicateSql(target, p, params));
-      }
+      where.push(...anyOfSql(scan.anyOf, (group) => payloadSql(group, params)));
       return `SELECT coalesce(e.person_key, v.person_key, -e.visitor_key) AS profile
     FROM events e LEFT JOIN visitors v ON v.workspace_id = e.workspace_id AND v.visitor_key = e.visitor_key
     WHERE ${where.join('\n      AND ')}`;
     case 'pageviews':
       where.push(`pv.workspace_id = ${w}`, ...rangeSql('pv.ts', scan.range, params));
-      for (const p of scan.predicates) where.push(predicateSql(columnTarget('pv', p.field, PAGEVIEW_FIELDS), p, params));
+      where.push(...anyOfSql(scan.anyOf, (group) =>
+        group.map((p) => predicateSql(columnTarget('pv', p.field, PAGEVIEW_FIELDS), p, params)).join(' AND ')));
       return `SELECT coalesce(v.person_key, -pv.visitor_key) AS profile
     FROM pageviews pv LEFT JOIN visitors v ON v.workspace_id = pv.workspace_id AND v.visitor_key = pv.visitor_key
     WHERE ${where.join('\n      AND ')}`;
