@@ -37,8 +37,6 @@ class Params {
   }
 }
 
-const JSON_NUMBER_TYPES = `('BIGINT', 'UBIGINT', 'DOUBLE', 'HUGEINT')`;
-
 const ORDERED: Partial<Record<PredicateOp, string>> = { '=': '=', '>': '>', '>=': '>=', '<': '<', '<=': '<=' };
 const TEXT_FUNCTION: Partial<Record<PredicateOp, string>> = {
   contains: 'contains', starts_with: 'starts_with', ends_with: 'suffix',
@@ -54,9 +52,10 @@ function jsonPointer(dotted: string): string {
 
 /**
  * SQL for a comparison of the target with one scalar, false where the types differ. For JSON,
- * parsing the properties document is the cost: equality compares the extracted value with the
- * value's own JSON text (one parse); other comparisons check the JSON type only on the rows whose
- * value already matched (CASE keeps that order, which a plain AND would let the optimizer undo).
+ * parsing the properties document is the cost, so each check parses it once where it can: equality
+ * compares the extracted value with the value's own JSON text; a number is read from the extracted
+ * JSON text, which casts only when it is a JSON number (a JSON string keeps its quotes); string
+ * comparisons check the JSON type only on rows whose text already matched.
  */
 function compare(target: Target, op: PredicateOp, value: Scalar, params: Params): string {
   const p = params.add(value);
@@ -65,13 +64,12 @@ function compare(target: Target, op: PredicateOp, value: Scalar, params: Params)
     return text ? `${text}(lower(${target.column}), lower(${p}))` : `${target.column} ${ORDERED[op]} ${p}`;
   }
   const path = params.add(target.pointer);
-  if (op === '=' && typeof value !== 'number') return `json_extract(${target.json}, ${path}) = to_json(${p})`;
-  const type = `json_type(${target.json}, ${path})`;
-  if (typeof value === 'number') {
-    return then(`TRY_CAST(json_extract(${target.json}, ${path}) AS DOUBLE) ${ORDERED[op]} ${p}`, `${type} IN ${JSON_NUMBER_TYPES}`);
-  }
+  const extracted = `json_extract(${target.json}, ${path})`;
+  if (typeof value === 'number') return `TRY_CAST(CAST(${extracted} AS VARCHAR) AS DOUBLE) ${ORDERED[op]} ${p}`;
+  if (op === '=') return `${extracted} = to_json(${p})`;
   const str = `json_extract_string(${target.json}, ${path})`;
-  return then(text ? `${text}(lower(${str}), lower(${p}))` : `${str} ${ORDERED[op]} ${p}`, `${type} = 'VARCHAR'`);
+  const match = text ? `${text}(lower(${str}), lower(${p}))` : `${str} ${ORDERED[op]} ${p}`;
+  return then(match, `json_type(${target.json}, ${path}) = 'VARCHAR'`);
 }
 
 /** `first AND next`, evaluating `next` only where `first` holds. */
@@ -101,11 +99,9 @@ function predicateSql(target: Target, predicate: Predicate, params: Params): str
     : positive(target, predicate.op, predicate.value, params);
 }
 
-/** Properties-document parses a payload predicate costs: one for equality and set checks. */
+/** Properties-document parses a payload predicate costs: two for string ordering and text ops. */
 function payloadCost(predicate: Predicate): number {
-  const values = Array.isArray(predicate.value) ? predicate.value : [predicate.value];
-  const equality = ['=', '!=', 'in', 'not_in'].includes(predicate.op) && values.every((v) => typeof v !== 'number');
-  return equality || predicate.op === 'is_set' || predicate.op === 'is_not_set' ? 1 : 2;
+  return typeof predicate.value === 'string' && !['=', '!='].includes(predicate.op) ? 2 : 1;
 }
 
 /** Payload predicates, cheapest first, each evaluated only on the rows the previous ones kept. */
@@ -134,43 +130,60 @@ function columnTarget(alias: string, field: string, known: Record<string, unknow
   return { column: `${alias}."${field}"` };
 }
 
+/**
+ * Visitors linked to a person, the only ones a row's profile needs looking up. Keys are unique
+ * across workspaces, so the join is on the integer key alone (a composite key with the workspace
+ * id costs more than the rest of a typical leaf).
+ */
+function linkedVisitors(w: string): string {
+  return `(SELECT visitor_key, person_key FROM visitors WHERE workspace_id = ${w} AND person_key IS NOT NULL)`;
+}
+
 /** Rows of one leaf as `profile` values (with repeats), before counting. */
 function scanRows(scan: LeafScan, ws: string, params: Params): string {
   const w = params.add(ws);
   const where: string[] = [];
   switch (scan.table) {
-    case 'events':
+    case 'events': {
       where.push(`e.workspace_id = ${w}`, `e.event_name = ${params.add(scan.name)}`, ...rangeSql('e.ts', scan.range, params));
       where.push(...anyOfSql(scan.anyOf, (group) => payloadSql(group, params)));
-      return `SELECT coalesce(e.person_key, v.person_key, -e.visitor_key) AS profile
-    FROM events e LEFT JOIN visitors v ON v.workspace_id = e.workspace_id AND v.visitor_key = e.visitor_key
-    WHERE ${where.join('\n      AND ')}`;
+      const conditions = where.join('\n      AND ');
+      // Most events carry their person; only the others need the visitor's link.
+      return `SELECT e.person_key AS profile FROM events e
+    WHERE ${conditions}
+      AND e.person_key IS NOT NULL
+    UNION ALL
+    SELECT coalesce(v.person_key, -e.visitor_key) AS profile
+    FROM events e LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = e.visitor_key
+    WHERE ${conditions}
+      AND e.person_key IS NULL`;
+    }
     case 'pageviews':
       where.push(`pv.workspace_id = ${w}`, ...rangeSql('pv.ts', scan.range, params));
       where.push(...anyOfSql(scan.anyOf, (group) =>
         group.map((p) => predicateSql(columnTarget('pv', p.field, PAGEVIEW_FIELDS), p, params)).join(' AND ')));
       return `SELECT coalesce(v.person_key, -pv.visitor_key) AS profile
-    FROM pageviews pv LEFT JOIN visitors v ON v.workspace_id = pv.workspace_id AND v.visitor_key = pv.visitor_key
+    FROM pageviews pv LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = pv.visitor_key
     WHERE ${where.join('\n      AND ')}`;
     case 'payment_events':
       where.push(`x.workspace_id = ${w}`, `x.kind = ${params.add(scan.kind)}`, ...rangeSql('x.ts', scan.range, params));
-      return customerRows('payment_events', where);
+      return customerRows('payment_events', w, where);
     case 'subscriptions':
     case 'invoices': {
       const fields = PAYMENTS_FIELDS[scan.table === 'subscriptions' ? 'subscription' : 'invoice'];
       where.push(`x.workspace_id = ${w}`);
       for (const p of scan.predicates) where.push(predicateSql(columnTarget('x', p.field, fields), p, params));
-      return customerRows(scan.table, where);
+      return customerRows(scan.table, w, where);
     }
   }
 }
 
 /** Payments rows belong to their customer's person, else to its visitor's person or anonymous profile. */
-function customerRows(table: string, where: string[]): string {
+function customerRows(table: string, w: string, where: string[]): string {
   return `SELECT coalesce(c.person_key, v.person_key, -c.visitor_key) AS profile
     FROM ${table} x
       JOIN payment_customers c ON c.workspace_id = x.workspace_id AND c.customer_id = x.customer_id
-      LEFT JOIN visitors v ON v.workspace_id = c.workspace_id AND v.visitor_key = c.visitor_key
+      LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key
     WHERE ${where.join('\n      AND ')}`;
 }
 
@@ -225,35 +238,27 @@ class SetPrinter {
   }
 }
 
-/** The set of profiles as `SELECT profile …` with its WITH clause, for callers that build on it. */
-export function printProfiles(plan: SetPlan, workspaceId: string): CompiledQuery {
+/** One statement: the leaf CTEs, then `select` around the set expression. */
+function print(plan: SetPlan, workspaceId: string, select: (set: string, params: Params) => string): CompiledQuery {
   const printer = new SetPrinter(workspaceId, new Params());
-  const body = printer.set(plan);
-  return { sql: `${printer.withClause()}\n${body}`, params: printer.params.values };
+  const set = printer.set(plan);
+  const outer = select(set, printer.params);
+  return { sql: `${printer.withClause()}\n${outer}`, params: printer.params.values };
 }
 
 /** `SELECT count(*) AS count`: the audience size. */
 export function printCount(plan: SetPlan, workspaceId: string): CompiledQuery {
-  const printer = new SetPrinter(workspaceId, new Params());
-  const body = printer.set(plan);
-  return {
-    sql: `${printer.withClause()}\nSELECT count(*) AS count FROM (\n  ${body}\n) AS audience`,
-    params: printer.params.values,
-  };
+  return print(plan, workspaceId, (set) => `SELECT count(*) AS count FROM (\n  ${set}\n) AS audience`);
 }
 
 /** The members as snapshot rows `{ profile, person_id, visitor_id, external_id, email }`, by profile. */
 export function printMembers(plan: SetPlan, workspaceId: string): CompiledQuery {
-  const printer = new SetPrinter(workspaceId, new Params());
-  const body = printer.set(plan);
-  const w = printer.params.add(workspaceId);
-  return {
-    sql: `${printer.withClause()}
-SELECT a.profile, p.person_id, v.visitor_id, p.external_id, p.email
-FROM (\n  ${body}\n) AS a
+  return print(plan, workspaceId, (set, params) => {
+    const w = params.add(workspaceId);
+    return `SELECT a.profile, p.person_id, v.visitor_id, p.external_id, p.email
+FROM (\n  ${set}\n) AS a
   LEFT JOIN persons p ON p.workspace_id = ${w} AND p.person_key = a.profile
   LEFT JOIN visitors v ON v.workspace_id = ${w} AND v.visitor_key = -a.profile
-ORDER BY a.profile`,
-    params: printer.params.values,
-  };
+ORDER BY a.profile`;
+  });
 }

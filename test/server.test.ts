@@ -1,0 +1,81 @@
+// The real process as `npm start` runs it: keys printed once on a fresh database, BOOTSTRAP_*
+// credentials, /health, and a clean exit on SIGTERM that keeps the database usable.
+
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const dir = mkdtempSync(join(tmpdir(), 'server-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+interface Running {
+  child: ChildProcess;
+  output: () => string;
+  url: string;
+}
+
+async function start(env: Record<string, string>): Promise<Running> {
+  const port = await freePort();
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+    env: { ...process.env, PORT: String(port), DATABASE_PATH: join(dir, 'service.duckdb'), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk) => { output += chunk; });
+  child.stderr!.on('data', (chunk) => { output += chunk; });
+  const url = `http://127.0.0.1:${port}`;
+  for (let i = 0; i < 200 && child.exitCode === null; i++) {
+    const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
+    if (ok) return { child, output: () => output, url };
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`the server did not start:\n${output}`);
+}
+
+function stop(running: Running, signal: NodeJS.Signals): Promise<number | null> {
+  return new Promise((resolve) => {
+    running.child.once('exit', (code) => resolve(code));
+    running.child.kill(signal);
+  });
+}
+
+const compile = (url: string, key: string) => fetch(`${url}/v1/audiences/compile`, {
+  method: 'POST',
+  headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+  body: JSON.stringify({ criteria_json: { version: 1, root: { source: 'payments', event: 'refund_issued', occurrence: { window: { kind: 'ever' } } } } }),
+});
+
+describe('the service process', () => {
+  it('prints a new workspace\'s keys once, serves with them, and exits 0 on SIGTERM', async () => {
+    const first = await start({});
+    const key = /secret key:\s+(sk_\S+)/.exec(first.output())?.[1];
+    expect(key).toBeDefined();
+    expect((await compile(first.url, key!)).status).toBe(200);
+    expect(await stop(first, 'SIGTERM')).toBe(0);
+
+    const second = await start({});
+    expect(second.output()).not.toContain('secret key:');
+    expect((await compile(second.url, key!)).status).toBe(200);
+    expect(await stop(second, 'SIGINT')).toBe(0);
+  });
+
+  it('makes the default workspace hold exactly the BOOTSTRAP_* keys', async () => {
+    const running = await start({ BOOTSTRAP_SECRET_KEY: 'sk_bootstrap_test_key', BOOTSTRAP_PUBLISHABLE_KEY: 'pk_bootstrap_test_key' });
+    expect((await compile(running.url, 'sk_bootstrap_test_key')).status).toBe(200);
+    expect((await compile(running.url, 'pk_bootstrap_test_key')).status).toBe(403);
+    expect(await stop(running, 'SIGTERM')).toBe(0);
+  });
+});
