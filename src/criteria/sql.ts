@@ -5,6 +5,7 @@
 // A profile is an integer: a person's `person_key`, or minus the `visitor_key` of an anonymous
 // visitor (keys are positive). The store's tables (store/migrations.ts) provide the columns used.
 
+import { pointer } from './errors.js';
 import type { LeafScan, SetPlan, TimeRange } from './plan.js';
 import type { Count, Predicate, PredicateOp, Scalar } from './schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX } from './schema.js';
@@ -47,7 +48,7 @@ const COUNT_SQL: Record<Count['op'], string> = { '>=': '>=', '>': '>', '=': '=',
 type Target = { column: string } | { json: string; pointer: string };
 
 function jsonPointer(dotted: string): string {
-  return dotted.split('.').map((k) => `/${k.replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+  return dotted.split('.').reduce(pointer, '');
 }
 
 /**
@@ -64,12 +65,25 @@ function compare(target: Target, op: PredicateOp, value: Scalar, params: Params)
     return text ? `${text}(lower(${target.column}), lower(${p}))` : `${target.column} ${ORDERED[op]} ${p}`;
   }
   const path = params.add(target.pointer);
-  const extracted = `json_extract(${target.json}, ${path})`;
-  if (typeof value === 'number') return `TRY_CAST(CAST(${extracted} AS VARCHAR) AS DOUBLE) ${ORDERED[op]} ${p}`;
-  if (op === '=') return `${extracted} = to_json(${p})`;
+  if (typeof value === 'number') return `${jsonNumber(target, path)} ${ORDERED[op]} ${p}`;
+  if (op === '=') return `${jsonValue(target, path)} = to_json(${p})`;
   const str = `json_extract_string(${target.json}, ${path})`;
   const match = text ? `${text}(lower(${str}), lower(${p}))` : `${str} ${ORDERED[op]} ${p}`;
   return then(match, `json_type(${target.json}, ${path}) = 'VARCHAR'`);
+}
+
+const jsonValue = (target: { json: string }, path: string) => `json_extract(${target.json}, ${path})`;
+const jsonNumber = (target: { json: string }, path: string) => `TRY_CAST(CAST(${jsonValue(target, path)} AS VARCHAR) AS DOUBLE)`;
+
+/** `in` over a JSON value: one parse for the numbers, one for the strings and booleans. */
+function jsonIn(target: { json: string; pointer: string }, values: Scalar[], params: Params): string {
+  const path = params.add(target.pointer);
+  const numbers = values.filter((v) => typeof v === 'number').map((v) => params.add(v));
+  const others = values.filter((v) => typeof v !== 'number').map((v) => `to_json(${params.add(v)})`);
+  const parts: string[] = [];
+  if (numbers.length > 0) parts.push(`${jsonNumber(target, path)} IN (${numbers.join(', ')})`);
+  if (others.length > 0) parts.push(`${jsonValue(target, path)} IN (${others.join(', ')})`);
+  return parts.length === 1 ? parts[0]! : `(${parts.join(' OR ')})`;
 }
 
 /** `first AND next`, evaluating `next` only where `first` holds. */
@@ -86,7 +100,7 @@ function positive(target: Target, op: PredicateOp, value: Predicate['value'], pa
   if (op === 'in') {
     const values = value as Scalar[];
     if ('column' in target) return `${target.column} IN (${values.map((v) => params.add(v)).join(', ')})`;
-    return `(${values.map((v) => compare(target, '=', v, params)).join(' OR ')})`;
+    return jsonIn(target, values, params);
   }
   return compare(target, op, value as Scalar, params);
 }

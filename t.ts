@@ -1,0 +1,11 @@
+import { Store } from './src/store/db.js';
+import { planCriteria, printCount, validateCriteria } from './src/criteria/index.js';
+import { BENCH_CASES } from './bench/criteria.js';
+const s = await Store.open('data/bench/1000000-10000000-2000000.duckdb');
+const c = BENCH_CASES[Number(process.argv[2])]!;
+const v = validateCriteria(c.criteria, new Map());
+if (!v.ok) throw new Error('invalid');
+const q = printCount(planCriteria(v.criteria, new Date('2026-11-01T00:00:00Z')), 'ws_bench');
+const rows = await s.query('EXPLAIN ANALYZE ' + q.sql, q.params);
+console.log(String(Object.values(rows[0]!)[1]));
+await s.close();
