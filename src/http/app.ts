@@ -9,8 +9,10 @@ import type { Store } from '../store/db.js';
 import { Workspaces } from '../store/workspaces.js';
 import { authPlugin } from './auth.js';
 import { registerErrorHandling } from './errors.js';
+import { Ingest } from '../ingest/ingest.js';
 import { compileRoutes } from './routes/compile.js';
 import { healthRoutes } from './routes/health.js';
+import { ingestRoutes } from './routes/ingest.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -20,6 +22,8 @@ export interface AppOptions {
   /** Evaluation time for estimates; injectable so tests are deterministic. */
   clock?: () => Date;
   logger?: boolean;
+  /** The ingest feature, when the caller wants to listen to it (attribution); made here otherwise. */
+  ingest?: Ingest;
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
@@ -50,6 +54,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     budgetMs: opts.estimateBudgetMs,
     clock: opts.clock ?? (() => new Date()),
   });
+  await app.register(ingestRoutes, { ingest: opts.ingest ?? new Ingest(opts.store) });
   await app.ready();
   return app;
 }

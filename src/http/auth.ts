@@ -25,7 +25,9 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { workspaces: Wo
     const level = request.routeOptions.config?.auth;
     if (!level) return;
     const match = BEARER.exec(request.headers.authorization ?? '');
-    const key = match?.[1];
+    // Beacons cannot send headers: browser-facing routes also take the key from `?key=`.
+    const fromQuery = level === 'any' ? (request.query as Record<string, unknown> | undefined)?.key : undefined;
+    const key = match?.[1] ?? (typeof fromQuery === 'string' ? fromQuery : undefined);
     if (!key || !/^(sk|pk)_/.test(key)) throw new AppError('unauthorized');
     const owner = await opts.workspaces.authenticate(key);
     if (!owner) throw new AppError('unauthorized', 'unknown API key');

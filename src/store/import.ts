@@ -6,6 +6,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { type DuckDBAppender, type DuckDBConnection, timestampValue } from '@duckdb/node-api';
 import type { Store } from './db.js';
+import { propertyPaths, recordPropertyPaths } from './properties.js';
 import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS, type LayoutType } from './layout.js';
 
 /** `$1` is the workspace id; `{src}` is the source relation aliased `s`. */
@@ -53,20 +54,6 @@ const INSERTS: Record<DatasetTable, string> = {
 /** Property paths seen per event name, from DuckDB's merged JSON structure of the properties. */
 const PROPERTY_STRUCTURE = `SELECT event_name, CAST(json_group_structure(CAST(s.properties AS JSON)) AS VARCHAR) AS structure
   FROM {src} s GROUP BY event_name`;
-
-export function propertyPaths(structure: unknown, prefix = ''): string[] {
-  if (typeof structure !== 'object' || structure === null || Array.isArray(structure)) return [];
-  return Object.entries(structure).flatMap(([key, inner]) => [`${prefix}${key}`, ...propertyPaths(inner, `${prefix}${key}.`)]);
-}
-
-export async function recordPropertyPaths(tx: DuckDBConnection, ws: string, paths: { event_name: string; path: string }[]): Promise<void> {
-  for (let i = 0; i < paths.length; i += 500) {
-    const chunk = paths.slice(i, i + 500);
-    const values = chunk.map((_, j) => `($1, $${2 * j + 2}, $${2 * j + 3})`).join(', ');
-    await tx.run(`INSERT INTO event_properties (workspace_id, event_name, path) VALUES ${values} ON CONFLICT DO NOTHING`,
-      [ws, ...chunk.flatMap((p) => [p.event_name, p.path])]);
-  }
-}
 
 async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) => { src: string; params: string[] } | null,
   before?: (tx: DuckDBConnection) => Promise<void>): Promise<void> {

@@ -114,4 +114,16 @@ export const MIGRATIONS: readonly string[] = [
     object_id VARCHAR NOT NULL
   );
   `,
+  // Ingest: point lookups by identifier, and message ids seen (dedupe without indexing events).
+  `
+  CREATE INDEX persons_by_external_id ON persons (workspace_id, external_id);
+  CREATE INDEX persons_by_email ON persons (workspace_id, email);
+  CREATE INDEX persons_by_key ON persons (person_key);
+  CREATE INDEX visitors_by_id ON visitors (workspace_id, visitor_id);
+  CREATE TABLE event_messages (
+    workspace_id VARCHAR NOT NULL,
+    message_id VARCHAR NOT NULL,
+    PRIMARY KEY (workspace_id, message_id)
+  );
+  `,
 ];

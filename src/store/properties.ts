@@ -1,5 +1,6 @@
 // Event property definitions: the payload paths seen per event name, the compiler's whitelist.
 
+import type { DuckDBConnection } from '@duckdb/node-api';
 import type { Store } from './db.js';
 
 export async function propertyCatalog(store: Store, workspaceId: string): Promise<Map<string, Set<string>>> {
@@ -12,3 +13,27 @@ export async function propertyCatalog(store: Store, workspaceId: string): Promis
   }
   return catalog;
 }
+
+/** The same definitions as `event_name \0 path` keys, for ingest's cache. */
+export async function knownPropertyPaths(store: Store, workspaceId: string): Promise<Set<string>> {
+  const known = new Set<string>();
+  for (const [name, paths] of await propertyCatalog(store, workspaceId)) for (const path of paths) known.add(`${name}\0${path}`);
+  return known;
+}
+
+/** Paths of a JSON structure (objects only; arrays are leaves): `a`, `a.b`, … */
+export function propertyPaths(structure: unknown, prefix = ''): string[] {
+  if (typeof structure !== 'object' || structure === null || Array.isArray(structure)) return [];
+  return Object.entries(structure).flatMap(([key, inner]) => [`${prefix}${key}`, ...propertyPaths(inner, `${prefix}${key}.`)]);
+}
+
+/** Records property paths; paths already known are kept as they are. */
+export async function recordPropertyPaths(tx: DuckDBConnection, ws: string, paths: { event_name: string; path: string }[]): Promise<void> {
+  for (let i = 0; i < paths.length; i += 500) {
+    const chunk = paths.slice(i, i + 500);
+    const values = chunk.map((_, j) => `($1, $${2 * j + 2}, $${2 * j + 3})`).join(', ');
+    await tx.run(`INSERT INTO event_properties (workspace_id, event_name, path) VALUES ${values} ON CONFLICT DO NOTHING`,
+      [ws, ...chunk.flatMap((p) => [p.event_name, p.path])]);
+  }
+}
+

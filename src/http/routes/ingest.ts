@@ -1,0 +1,107 @@
+// POST /v1/persons, /v1/events (secret key) and /v1/pageviews (publishable or secret key, CORS,
+// text/plain bodies from navigator.sendBeacon).
+
+import cors from '@fastify/cors';
+import type { FastifyInstance } from 'fastify';
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError } from '../../errors.js';
+import type { Ingest } from '../../ingest/ingest.js';
+import { eventsBody, pageviewsBody, personBody } from '../../ingest/schemas.js';
+
+/**
+ * Parses a body with `schema`, or fails with 400 invalid_request naming each field; in a batch each
+ * fault also carries the index of its item, and nothing of the batch is stored.
+ */
+function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
+  const result = schema.safeParse(body);
+  if (result.success) return result.data;
+  const issues = issuesOf(result.error, body);
+  const errors = issues.map((issue) => {
+    const [head, index, ...rest] = issue.path;
+    const inBatch = head === 'batch' && typeof index === 'number';
+    return {
+      ...(inBatch ? { index } : {}),
+      field: (inBatch ? rest : issue.path).join('.') || '(body)',
+      message: issue.message,
+    };
+  });
+  const summary = errors.slice(0, 5).map((e) => `${'index' in e ? `batch[${e.index}].` : ''}${e.field}: ${e.message}`).join('; ');
+  throw new AppError('invalid_request', summary, { errors });
+}
+
+/** Single-or-batch unions: report the issues of the branch the body meant. */
+function issuesOf(error: z.ZodError, body: unknown): { path: PropertyKey[]; message: string }[] {
+  const meantBatch = typeof body === 'object' && body !== null && 'batch' in body;
+  const issues: { path: PropertyKey[]; message: string }[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === 'invalid_union' && issue.errors.length === 2) {
+      for (const inner of issue.errors[meantBatch ? 1 : 0]!) issues.push({ path: [...issue.path, ...inner.path], message: inner.message });
+    } else {
+      issues.push({ path: issue.path, message: issue.message });
+    }
+  }
+  return issues;
+}
+
+const items = <T>(body: T | { batch: T[] }): T[] => (typeof body === 'object' && body !== null && 'batch' in body ? body.batch : [body as T]);
+
+/** The handler validates (to report batch indexes); the schema still documents the route. */
+const documentedOnly = () => (data: unknown) => ({ value: data });
+
+const eventResult = z.object({ event_id: z.string().nullable(), person_id: z.string().nullable(), duplicate: z.boolean() });
+
+export const ingestRoutes: FastifyPluginAsyncZod<{ ingest: Ingest }> = async (app, { ingest }) => {
+  app.post('/v1/persons', {
+    config: { auth: 'secret' },
+    validatorCompiler: documentedOnly,
+    schema: {
+      summary: 'Set a person\'s traits (no event)',
+      body: personBody,
+      response: { 200: z.object({ person_id: z.string().nullable() }) },
+    },
+  }, async (request) => ingest.person(request.workspaceId, parse(personBody, request.body)));
+
+  app.post('/v1/events', {
+    config: { auth: 'secret' },
+    validatorCompiler: documentedOnly,
+    schema: {
+      summary: 'Record one event, or a batch of up to 500',
+      body: eventsBody,
+      response: { 200: z.union([eventResult, z.object({ accepted: z.number().int(), results: z.array(eventResult) })]) },
+    },
+  }, async (request) => {
+    const body = parse(eventsBody, request.body);
+    const results = await ingest.events(request.workspaceId, items(body));
+    return 'batch' in body ? { accepted: results.filter((r) => !r.duplicate).length, results } : results[0]!;
+  });
+
+  await app.register(pageviewRoutes, { ingest });
+};
+
+async function pageviewRoutes(app: FastifyInstance, { ingest }: { ingest: Ingest }): Promise<void> {
+  // Browsers call this from the customer's site: any origin, and beacons' text/plain bodies.
+  await app.register(cors, { origin: true, methods: ['POST'], allowedHeaders: ['Authorization', 'Content-Type'], maxAge: 86_400 });
+  app.addContentTypeParser('text/plain', { parseAs: 'string' }, (_request, body, done) => {
+    try {
+      done(null, JSON.parse(body as string));
+    } catch (err) {
+      done(Object.assign(err as Error, { statusCode: 400 }), undefined);
+    }
+  });
+  app.withTypeProvider<import('fastify-type-provider-zod').ZodTypeProvider>().post('/v1/pageviews', {
+    config: { auth: 'any' },
+    validatorCompiler: documentedOnly,
+    schema: {
+      summary: 'Record page views (the browser tracker calls this)',
+      description: 'Publishable or secret key, as Authorization: Bearer or ?key= (beacons cannot set headers).',
+      querystring: z.object({ key: z.string().optional() }),
+      body: pageviewsBody,
+      response: { 200: z.object({ accepted: z.number().int() }) },
+    },
+  }, async (request) => {
+    const body = parse(pageviewsBody, request.body);
+    const stored = await ingest.pageviews(request.workspaceId, items(body));
+    return { accepted: stored.length };
+  });
+}

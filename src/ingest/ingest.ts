@@ -1,0 +1,158 @@
+// Ingest: persons, events and page views. Each call is one transaction: a rejected batch stores
+// nothing, an acknowledged one is committed (durable) before the answer.
+
+import { randomBytes } from 'node:crypto';
+import type { Store } from '../store/db.js';
+import { appendEvents, claimMessageIds, type EventRecord } from '../store/events.js';
+import { appendPageviews, type ChannelFields, latestPageviews, type PageviewRecord } from '../store/pageviews.js';
+import { knownPropertyPaths, propertyPaths, recordPropertyPaths } from '../store/properties.js';
+import { derivePageviewFields, isInternalNavigation } from './channels.js';
+import { type IdentityInput, resolveIdentities, type VisitorLink } from './identity.js';
+import type { EventInput, PageviewInput, PersonInput } from './schemas.js';
+
+export type { VisitorLink } from './identity.js';
+
+/** An internal navigation inherits the channel of a landing view at most this old. */
+const SESSION_MS = 30 * 60_000;
+
+const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`;
+
+function identityOf(input: PersonInput | EventInput, at: Date): IdentityInput {
+  return {
+    external_id: input.external_id ?? input.user_id,
+    email: input.email,
+    visitor_id: input.visitor_id ?? input.tr_visitor_id,
+    name: 'name' in input ? input.name : undefined,
+    // Only a resolved person keeps traits; an unlinked visitor's are dropped by resolution.
+    traits: input.traits,
+    at,
+  };
+}
+
+export interface EventResult {
+  event_id: string | null;
+  person_id: string | null;
+  /** The message_id was seen before: the event was not stored again. */
+  duplicate: boolean;
+}
+
+export class Ingest {
+  private readonly linkListeners: ((links: VisitorLink[]) => Promise<void>)[] = [];
+  /** Property paths known per workspace (`event_name \0 path`), so only new ones are written. */
+  private readonly knownPaths = new Map<string, Set<string>>();
+
+  constructor(private readonly store: Store, private readonly clock: () => Date = () => new Date()) {}
+
+  /**
+   * Calls `listener` after each committed change of visitor-to-person links (a visitor linked or
+   * moved). Deferred payment links hang off this.
+   */
+  onVisitorLinked(listener: (links: VisitorLink[]) => Promise<void>): void {
+    this.linkListeners.push(listener);
+  }
+
+  async person(ws: string, input: PersonInput): Promise<{ person_id: string | null }> {
+    const now = this.clock();
+    const { resolved, links } = await this.store.transaction((tx) => resolveIdentities(tx, ws, [identityOf(input, now)], now));
+    await this.notify(links);
+    return { person_id: resolved[0]?.person_id ?? null };
+  }
+
+  async events(ws: string, inputs: EventInput[]): Promise<EventResult[]> {
+    const now = this.clock();
+    const known = await this.pathsOf(ws);
+    const { results, links } = await this.store.transaction(async (tx) => {
+      // A message_id repeated within the batch or seen before is stored once.
+      const firstOfBatch = new Map<string, number>();
+      inputs.forEach((e, i) => { if (e.message_id !== undefined && !firstOfBatch.has(e.message_id)) firstOfBatch.set(e.message_id, i); });
+      const fresh = await claimMessageIds(tx, ws, [...firstOfBatch.keys()]);
+      const kept = inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && fresh.has(e.message_id)));
+      const stored = inputs.filter((_, i) => kept[i]);
+
+      const times = stored.map((e) => (e.timestamp ? new Date(e.timestamp) : now));
+      const { resolved, links } = await resolveIdentities(tx, ws, stored.map((e, i) => identityOf(e, times[i]!)), now);
+      const rows: EventRecord[] = [];
+      const newPaths: { event_name: string; path: string }[] = [];
+      stored.forEach((e, i) => {
+        const who = resolved[i]!;
+        const properties = e.properties ?? {};
+        rows.push({
+          event_id: newId('evt'),
+          message_id: e.message_id ?? null,
+          event_name: e.event_name,
+          ts: times[i]!,
+          // Identified events keep their person; the others follow their visitor's link.
+          person_key: who.identified ? who.person_key : null,
+          visitor_key: who.visitor_key,
+          properties: JSON.stringify(properties),
+        });
+        for (const path of propertyPaths(properties)) {
+          const key = `${e.event_name}\0${path}`;
+          if (!known.has(key)) {
+            known.add(key);
+            newPaths.push({ event_name: e.event_name, path });
+          }
+        }
+      });
+      await appendEvents(tx, ws, rows, now);
+      await recordPropertyPaths(tx, ws, newPaths);
+      let next = 0;
+      const results = inputs.map((_, i): EventResult => {
+        if (!kept[i]) return { event_id: null, person_id: null, duplicate: true };
+        const j = next++;
+        return { event_id: rows[j]!.event_id, person_id: resolved[j]!.person_id, duplicate: false };
+      });
+      return { results, links };
+    }).catch((err) => {
+      this.knownPaths.delete(ws); // paths added to the cache were rolled back
+      throw err;
+    });
+    await this.notify(links);
+    return results;
+  }
+
+  async pageviews(ws: string, inputs: PageviewInput[]): Promise<{ pageview_id: string }[]> {
+    const now = this.clock();
+    return this.store.transaction(async (tx) => {
+      const times = inputs.map((p) => (p.timestamp ? new Date(p.timestamp) : now));
+      const { resolved } = await resolveIdentities(tx, ws, inputs.map((p, i) => ({ visitor_id: p.visitor_id, at: times[i]! })), now);
+      const keys = resolved.map((r) => r.visitor_key!);
+      const latest = await latestPageviews(tx, ws, [...new Set(keys)]);
+      const rows = inputs.map((p, i): PageviewRecord => {
+        const fields = derivePageviewFields(p.url, p.referrer ?? null);
+        const ts = times[i]!;
+        let channel: ChannelFields = fields;
+        if (isInternalNavigation(fields)) {
+          const landing = latest.get(keys[i]!);
+          const recent = landing && ts.getTime() - landing.ts.getTime() <= SESSION_MS && landing.ts.getTime() <= ts.getTime();
+          channel = recent ? landing : { source: null, medium: null, campaign: null, channel: 'direct', channel_category: 'Direct' };
+        }
+        const row: PageviewRecord = {
+          pageview_id: newId('pv'), visitor_key: keys[i]!, ts, url: p.url, referrer: p.referrer ?? null, title: p.title ?? null,
+          host: fields.host, path: fields.path, referrer_host: fields.referrer_host,
+          source: channel.source, medium: channel.medium, campaign: channel.campaign,
+          channel: channel.channel, channel_category: channel.channel_category,
+        };
+        const previous = latest.get(keys[i]!);
+        if (!previous || previous.ts.getTime() <= ts.getTime()) latest.set(keys[i]!, { ...channel, ts });
+        return row;
+      });
+      await appendPageviews(tx, ws, rows);
+      return rows.map((r) => ({ pageview_id: r.pageview_id }));
+    });
+  }
+
+  private async pathsOf(ws: string): Promise<Set<string>> {
+    let known = this.knownPaths.get(ws);
+    if (!known) {
+      known = await knownPropertyPaths(this.store, ws);
+      this.knownPaths.set(ws, known);
+    }
+    return known;
+  }
+
+  private async notify(links: VisitorLink[]): Promise<void> {
+    if (links.length === 0) return;
+    for (const listener of this.linkListeners) await listener(links);
+  }
+}

@@ -1,0 +1,65 @@
+// Request shapes of the ingest endpoints (decisions §3–§5), one zod schema each: they validate,
+// type the handlers and document the API.
+
+import { z } from 'zod';
+
+const identifier = z.string().min(1).max(256);
+/** A JSON integer user id is kept as its decimal string, so it matches tr_user_id byte for byte. */
+const userId = z.union([identifier, z.number().int().refine(Number.isSafeInteger, 'must be a safe integer')])
+  .transform((v) => String(v));
+const email = z.string().trim().min(1).max(256).transform((v) => v.toLowerCase());
+const jsonObject = z.record(z.string(), z.unknown());
+const timestamp = z.iso.datetime({ offset: true, local: true });
+
+const identityShape = {
+  external_id: userId.optional(),
+  user_id: userId.optional().describe('alias of external_id'),
+  email: email.optional(),
+  visitor_id: identifier.optional(),
+  tr_visitor_id: identifier.optional().describe('alias of visitor_id'),
+};
+
+type IdentityFields = { [K in keyof typeof identityShape]?: string };
+
+/** Alias pairs must agree, and one identifier must be present. */
+function checkIdentity(value: IdentityFields, ctx: z.RefinementCtx): void {
+  for (const [field, alias] of [['external_id', 'user_id'], ['visitor_id', 'tr_visitor_id']] as const) {
+    if (value[field] !== undefined && value[alias] !== undefined && value[field] !== value[alias]) {
+      ctx.addIssue({ code: 'custom', path: [alias], message: `${alias} is an alias of ${field} and differs from it` });
+    }
+  }
+  if ([value.external_id, value.user_id, value.email, value.visitor_id, value.tr_visitor_id].every((v) => v === undefined)) {
+    ctx.addIssue({ code: 'custom', path: ['external_id'], message: 'one of external_id (user_id), email or visitor_id (tr_visitor_id) is required' });
+  }
+}
+
+export const personBody = z.object({
+  ...identityShape,
+  name: z.string().max(256).optional(),
+  traits: jsonObject.optional().describe('merged onto the person: keys sent are upserted, others kept'),
+}).superRefine(checkIdentity);
+
+export const eventBody = z.object({
+  event_name: z.string().min(1).max(200),
+  ...identityShape,
+  traits: jsonObject.optional(),
+  properties: jsonObject.optional().describe('describes the event only; never merged onto the person'),
+  timestamp: timestamp.optional().describe('ISO 8601; default: time of receipt'),
+  message_id: identifier.optional().describe('a repeated message_id is accepted and stored once'),
+}).superRefine(checkIdentity);
+
+export const MAX_BATCH = 500;
+export const eventsBody = z.union([eventBody, z.object({ batch: z.array(eventBody).min(1).max(MAX_BATCH) })]);
+
+export const pageviewBody = z.object({
+  visitor_id: identifier.describe('the raw value of the tr_v cookie'),
+  url: z.string().min(1).max(4096),
+  referrer: z.string().max(4096).nullable().optional(),
+  title: z.string().max(1024).nullable().optional(),
+  timestamp: timestamp.optional(),
+});
+export const pageviewsBody = z.union([pageviewBody, z.object({ batch: z.array(pageviewBody).min(1).max(MAX_BATCH) })]);
+
+export type PersonInput = z.output<typeof personBody>;
+export type EventInput = z.output<typeof eventBody>;
+export type PageviewInput = z.output<typeof pageviewBody>;

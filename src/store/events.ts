@@ -1,0 +1,53 @@
+// Event writes: message-id dedupe and the bulk append of a validated, resolved batch.
+
+import { timestampValue } from '@duckdb/node-api';
+import type { Tx } from './people.js';
+
+export interface EventRecord {
+  event_id: string;
+  message_id: string | null;
+  event_name: string;
+  ts: Date;
+  person_key: number | null;
+  visitor_key: number | null;
+  /** JSON object text. */
+  properties: string;
+}
+
+const micros = (at: Date) => timestampValue(BigInt(at.getTime()) * 1000n);
+
+/** Records message ids and returns those not seen before in the workspace. */
+export async function claimMessageIds(tx: Tx, ws: string, messageIds: string[]): Promise<Set<string>> {
+  const fresh = new Set<string>();
+  for (let i = 0; i < messageIds.length; i += 500) {
+    const chunk = messageIds.slice(i, i + 500);
+    const values = chunk.map((_, j) => `($1, $${j + 2})`).join(', ');
+    const reader = await tx.runAndReadAll(`INSERT INTO event_messages (workspace_id, message_id) VALUES ${values}
+      ON CONFLICT DO NOTHING RETURNING message_id`, [ws, ...chunk]);
+    for (const row of reader.getRowObjectsJS()) fresh.add(row.message_id as string);
+  }
+  return fresh;
+}
+
+/** Appends events with DuckDB's appender (far faster than INSERT for hundreds of rows). */
+export async function appendEvents(tx: Tx, ws: string, events: EventRecord[], receivedAt: Date): Promise<void> {
+  if (events.length === 0) return;
+  const appender = await tx.createAppender('events');
+  const received = micros(receivedAt);
+  for (const e of events) {
+    appender.appendVarchar(ws);
+    appender.appendVarchar(e.event_id);
+    if (e.message_id === null) appender.appendNull();
+    else appender.appendVarchar(e.message_id);
+    appender.appendVarchar(e.event_name);
+    appender.appendTimestamp(micros(e.ts));
+    if (e.person_key === null) appender.appendNull();
+    else appender.appendBigInt(BigInt(e.person_key));
+    if (e.visitor_key === null) appender.appendNull();
+    else appender.appendBigInt(BigInt(e.visitor_key));
+    appender.appendVarchar(e.properties);
+    appender.appendTimestamp(received);
+    appender.endRow();
+  }
+  appender.closeSync();
+}

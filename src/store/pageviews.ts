@@ -1,0 +1,70 @@
+// Page view writes, and the visitors' latest views (an internal navigation carries their channel).
+
+import { timestampValue } from '@duckdb/node-api';
+import type { Tx } from './people.js';
+
+export interface ChannelFields {
+  source: string | null;
+  medium: string | null;
+  campaign: string | null;
+  channel: string;
+  channel_category: string;
+}
+
+export interface PageviewRecord extends ChannelFields {
+  pageview_id: string;
+  visitor_key: number;
+  ts: Date;
+  url: string;
+  referrer: string | null;
+  title: string | null;
+  host: string;
+  path: string;
+  referrer_host: string | null;
+}
+
+/** Each visitor's latest page view: its time and channel fields. */
+export async function latestPageviews(tx: Tx, ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>> {
+  const latest = new Map<number, ChannelFields & { ts: Date }>();
+  if (visitorKeys.length === 0) return latest;
+  const list = visitorKeys.map((_, i) => `$${i + 2}`).join(', ');
+  const reader = await tx.runAndReadAll(`SELECT visitor_key, ts, source, medium, campaign, channel, channel_category
+    FROM pageviews WHERE workspace_id = $1 AND visitor_key IN (${list})
+    QUALIFY row_number() OVER (PARTITION BY visitor_key ORDER BY ts DESC) = 1`, [ws, ...visitorKeys]);
+  for (const row of reader.getRowObjectsJS()) {
+    latest.set(Number(row.visitor_key), {
+      ts: row.ts as Date,
+      source: row.source as string | null,
+      medium: row.medium as string | null,
+      campaign: row.campaign as string | null,
+      channel: row.channel as string,
+      channel_category: row.channel_category as string,
+    });
+  }
+  return latest;
+}
+
+export async function appendPageviews(tx: Tx, ws: string, rows: PageviewRecord[]): Promise<void> {
+  if (rows.length === 0) return;
+  const appender = await tx.createAppender('pageviews');
+  const text = (v: string | null) => (v === null ? appender.appendNull() : appender.appendVarchar(v));
+  for (const r of rows) {
+    appender.appendVarchar(ws);
+    appender.appendVarchar(r.pageview_id);
+    appender.appendBigInt(BigInt(r.visitor_key));
+    appender.appendTimestamp(timestampValue(BigInt(r.ts.getTime()) * 1000n));
+    appender.appendVarchar(r.url);
+    text(r.referrer);
+    text(r.title);
+    appender.appendVarchar(r.host);
+    appender.appendVarchar(r.path);
+    text(r.referrer_host);
+    text(r.source);
+    text(r.medium);
+    text(r.campaign);
+    appender.appendVarchar(r.channel);
+    appender.appendVarchar(r.channel_category);
+    appender.endRow();
+  }
+  appender.closeSync();
+}
