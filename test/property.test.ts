@@ -3,7 +3,7 @@
 
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AudienceCriteria, type CriteriaNode, planCriteria, printCount, printMembers, validateCriteria } from '../src/criteria/index.js';
+import { type AudienceCriteria, CHANNEL_CATEGORIES, type CriteriaNode, planCriteria, printCount, printMembers, validateCriteria } from '../src/criteria/index.js';
 import { Store } from '../src/store/db.js';
 import { importDataset } from '../src/store/import.js';
 import { AT, criteriaArb, criteriaToJson, datasetArb, PROPERTY_CATALOG } from './support/arbitraries.js';
@@ -40,6 +40,10 @@ function sameScanOr(criteria: AudienceCriteria, source: 'product_event' | 'pagev
   return { version: 1, root: { op: 'or', children } };
 }
 
+function pageviewWith(field: string, value: string): CriteriaNode {
+  return { source: 'pageview', filter: [{ field, op: '=', value }], occurrence: { op: 'did', count: null, window: { kind: 'ever' } } };
+}
+
 describe('compiled SQL against the reference evaluator', () => {
   let store: Store;
   let workspaces = 0;
@@ -49,7 +53,15 @@ describe('compiled SQL against the reference evaluator', () => {
   afterAll(() => store.close());
 
   it('selects exactly the reference members and count, for every generated dataset and criteria', async () => {
-    await fc.assert(fc.asyncProperty(datasetArb, fc.array(criteriaArb(3), { minLength: 4, maxLength: 8 }), async (ds, trees) => {
+    const equalityOrs = fc.tuple(
+      fc.subarray([...CHANNEL_CATEGORIES], { minLength: 2, maxLength: 3 }),
+      fc.subarray(['free', 'pro', 'team', 'Pro'], { minLength: 2, maxLength: 3 }),
+    ).map(([categories, plans]): AudienceCriteria[] => [
+      { version: 1, root: { op: 'or', children: categories.map((c) => pageviewWith('channel_category', c)) } },
+      { version: 1, root: { op: 'or', children: plans.map((plan) => ({ source: 'product_event' as const, name: 'signup',
+        filter: [{ field: 'payload.plan', op: '=' as const, value: plan }], occurrence: { op: 'did' as const, count: null, window: { kind: 'ever' as const } } })) } },
+    ]);
+    await fc.assert(fc.asyncProperty(datasetArb, fc.array(criteriaArb(3), { minLength: 4, maxLength: 8 }), equalityOrs, async (ds, trees, ors) => {
       // A fresh workspace per dataset: earlier datasets in the same database must never leak in.
       const ws = `ws_prop_${workspaces++}`;
       await importDataset(store, ws, ds);
@@ -67,7 +79,7 @@ describe('compiled SQL against the reference evaluator', () => {
 
         // Leaf by leaf too: a fault in one leaf is often hidden by the rest of a random tree.
         const merged = [sameScanOr(tree, 'product_event'), sameScanOr(tree, 'pageview')].filter((c) => c !== null);
-        for (const single of [tree, ...leavesOf(tree.root), ...merged]) {
+        for (const single of [tree, ...leavesOf(tree.root), ...merged, ...(tree === trees[0] ? ors : [])]) {
           const count = printCount(planCriteria(single, AT), ws);
           expect(await store.countWithin(count.sql, count.params, 60_000)).toBe(referenceProfiles(ds, single, AT).size);
         }

@@ -7,6 +7,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { Store } from '../src/store/db.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'server-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -77,5 +78,28 @@ describe('the service process', () => {
     expect((await compile(running.url, 'sk_bootstrap_test_key')).status).toBe(200);
     expect((await compile(running.url, 'pk_bootstrap_test_key')).status).toBe(403);
     expect(await stop(running, 'SIGTERM')).toBe(0);
+  });
+
+  it('keeps every acknowledged event when the process is killed right after the answers', async () => {
+    const database = join(dir, 'killed.duckdb');
+    const running = await start({ DATABASE_PATH: database, BOOTSTRAP_SECRET_KEY: 'sk_durability_test' });
+    let acknowledged = 0;
+    for (let b = 0; b < 20; b++) {
+      const batch = Array.from({ length: 50 }, (_, i) => ({ event_name: 'tick', external_id: `u${i % 7}`, properties: { b, i } }));
+      const res = await fetch(`${running.url}/v1/events`, {
+        method: 'POST',
+        headers: { authorization: 'Bearer sk_durability_test', 'content-type': 'application/json' },
+        body: JSON.stringify({ batch }),
+      });
+      expect(res.status).toBe(200);
+      acknowledged += ((await res.json()) as { accepted: number }).accepted;
+    }
+    expect(await stop(running, 'SIGKILL')).toBeNull();
+
+    const store = await Store.open(database);
+    const rows = await store.query("SELECT count(*) AS n FROM events WHERE event_name = 'tick'");
+    await store.close();
+    expect(Number(rows[0]!.n)).toBe(acknowledged);
+    expect(acknowledged).toBe(1000);
   });
 });

@@ -128,8 +128,22 @@ function payloadSql(predicates: Predicate[], params: Params): string {
 /** A filter over groups of predicates (any group, every predicate of it); none when a group is empty. */
 function anyOfSql(groups: Predicate[][], group: (predicates: Predicate[]) => string): string[] {
   if (groups.some((g) => g.length === 0)) return [];
-  const parts = groups.map(group);
+  const merged = mergeEqualities(groups);
+  const parts = (merged ? [[merged]] : groups).map(group);
   return parts.length === 1 ? parts : [`(${parts.map((p) => `(${p})`).join(' OR ')})`];
+}
+
+/** Groups that are each one `=` or `in` on the same field are one `in` (what a person writes by hand). */
+function mergeEqualities(groups: Predicate[][]): Predicate | null {
+  if (groups.length < 2) return null;
+  const field = groups[0]![0]!.field;
+  const values: Scalar[] = [];
+  for (const g of groups) {
+    const p = g[0]!;
+    if (g.length !== 1 || p.field !== field || (p.op !== '=' && p.op !== 'in')) return null;
+    values.push(...(Array.isArray(p.value) ? p.value : [p.value as Scalar]));
+  }
+  return { field, op: 'in', value: values };
 }
 
 function rangeSql(column: string, range: TimeRange, params: Params): string[] {

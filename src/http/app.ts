@@ -13,6 +13,7 @@ import { Ingest } from '../ingest/ingest.js';
 import { compileRoutes } from './routes/compile.js';
 import { healthRoutes } from './routes/health.js';
 import { ingestRoutes } from './routes/ingest.js';
+import { trackerRoutes } from './routes/tracker.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -55,6 +56,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     clock: opts.clock ?? (() => new Date()),
   });
   await app.register(ingestRoutes, { ingest: opts.ingest ?? new Ingest(opts.store) });
+  await app.register(trackerRoutes);
   await app.ready();
   return app;
 }
