@@ -45,6 +45,7 @@ function mutate(doc: Json, path: (string | number)[], replacement: Json, remove:
 }
 
 const allPaths = paths(valid);
+const pathsOf = (doc: Json) => paths(doc);
 const odd = fc.oneof(
   fc.constantFrom(null, true, 0, -1, 1.5, 1e308, '', 'did_not', 'not', 'and', '__proto__', 'payload.plan', 'ever', '2026-13-01', [], {}, [[]]),
   fc.jsonValue({ maxDepth: 3 }),
@@ -91,4 +92,36 @@ describe('compile fuzz', () => {
       await expectCleanAnswer(payload);
     }), { numRuns: 1500, seed: 7 });
   });
+});
+
+const ingestBodies: Record<string, Json> = {
+  '/v1/persons': { external_id: 'u1', email: 'A@example.com', visitor_id: 'v1', name: 'Ada', traits: { plan: 'pro', seats: 3, nested: { a: [1, 2] } } },
+  '/v1/events': { batch: [
+    { event_name: 'signup', user_id: 7, tr_visitor_id: 'v1', properties: { plan: 'pro', item: { price: 2.5 } }, timestamp: '2026-06-01T10:00:00Z', message_id: 'm1' },
+    { event_name: 'view_item', visitor_id: 'v2', traits: { a: null } },
+  ] },
+  '/v1/pageviews': { batch: [
+    { visitor_id: 'v1', url: 'https://www.example.com/a?utm_source=google&utm_medium=cpc&gclid=1', referrer: 'https://www.google.com/', title: 't' },
+    { visitor_id: 'v1', url: 'https://www.example.com/b', referrer: 'https://www.example.com/a', timestamp: '2026-06-01T10:00:00+02:00' },
+  ] },
+};
+
+describe('ingest fuzz', () => {
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp();
+  });
+  afterAll(() => t.close());
+
+  for (const [url, body] of Object.entries(ingestBodies)) {
+    it(`answers mutated and random bodies to ${url} with 200 or 4xx JSON`, async () => {
+      const docPaths = pathsOf(body);
+      const mutatedBody = fc.tuple(fc.constantFrom(...docPaths), odd, fc.boolean()).map(([p, r, rm]) => mutate(body, p, r, rm));
+      await fc.assert(fc.asyncProperty(fc.oneof(mutatedBody, mutatedBody, fc.jsonValue()), async (doc) => {
+        const res = await t.post(url, JSON.stringify(doc));
+        expect(res.statusCode === 200 || (res.statusCode >= 400 && res.statusCode < 500), `${res.statusCode} for ${JSON.stringify(doc).slice(0, 300)}: ${res.body}`).toBe(true);
+        expect(res.json()).toBeTypeOf('object');
+      }), { numRuns: 700, seed: 11 });
+    });
+  }
 });
