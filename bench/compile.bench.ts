@@ -72,7 +72,7 @@ for (const c of compiled) {
   counts.push(hand);
 }
 
-const bench = new Bench({ iterations: 7, time: 0, warmupIterations: 1 });
+const bench = new Bench({ iterations: 15, time: 0, warmupIterations: 2 });
 for (const c of compiled) {
   bench.add(`compiled: ${c.name}`, async () => { await store.countWithin(c.query.sql, c.query.params, 600_000); });
   bench.add(`hand: ${c.name}`, async () => { await store.query(c.handSql, handParams(c.handSql)); });

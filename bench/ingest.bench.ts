@@ -1,0 +1,98 @@
+// Sustained ingest over HTTP: batches of 500 events (and of page views) posted to the real server
+// on a DuckDB file; each 200 is a committed, durable batch.
+//   npx tsx bench/ingest.bench.ts [--events 1000000] [--concurrency 4]
+
+import { rmSync, statSync } from 'node:fs';
+import { cpus } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { Bench } from 'tinybench';
+import { buildApp } from '../src/http/app.js';
+import { Store } from '../src/store/db.js';
+import { Workspaces } from '../src/store/workspaces.js';
+
+const { values: args } = parseArgs({ options: {
+  events: { type: 'string', default: '1000000' },
+  pageviews: { type: 'string', default: '200000' },
+  concurrency: { type: 'string', default: '4' },
+} });
+const totalEvents = Number(args.events);
+const totalPageviews = Number(args.pageviews);
+const concurrency = Number(args.concurrency);
+const BATCH = 500;
+const dbPath = join('data', 'bench', 'ingest.duckdb');
+rmSync(dbPath, { force: true });
+rmSync(`${dbPath}.wal`, { force: true });
+
+const store = await Store.open(dbPath);
+const ws = await new Workspaces(store).create('bench');
+const app = await buildApp({ store, estimateBudgetMs: 5000 });
+const base = await app.listen({ port: 0, host: '127.0.0.1' });
+
+const NAMES = ['view_item', 'add_to_cart', 'login', 'feature_used', 'purchase', 'signup'];
+let seq = 0;
+function eventBatch(): string {
+  const batch = Array.from({ length: BATCH }, () => {
+    const i = seq++;
+    const user = (i * 7919) % 100_000;
+    return {
+      event_name: NAMES[i % NAMES.length],
+      ...(i % 5 === 0 ? { visitor_id: `v_${user}_${i % 3}` } : { user_id: `u_${user}`, visitor_id: `v_${user}_0` }),
+      properties: { plan: ['free', 'pro', 'team'][i % 3], item: { category: 'books', price: (i % 500) / 10 }, quantity: i % 5 },
+      message_id: `m_${i}`,
+    };
+  });
+  return JSON.stringify({ batch });
+}
+function pageviewBatch(): string {
+  const batch = Array.from({ length: BATCH }, () => {
+    const i = seq++;
+    return { visitor_id: `v_${(i * 7919) % 100_000}_0`, url: `https://example.com/p/${i % 50}?utm_source=newsletter&utm_medium=email`, referrer: i % 2 ? 'https://www.google.com/' : null };
+  });
+  return JSON.stringify({ batch });
+}
+
+async function post(path: string, body: string): Promise<number> {
+  const t0 = performance.now();
+  const res = await fetch(`${base}${path}`, { method: 'POST', body, headers: { authorization: `Bearer ${ws.secret_key}`, 'content-type': 'application/json' } });
+  if (res.status !== 200) throw new Error(`${res.status} ${await res.text()}`);
+  await res.arrayBuffer();
+  return performance.now() - t0;
+}
+
+/** Posts `total` rows in batches with `concurrency` requests in flight; returns batch latencies. */
+async function sustained(path: string, total: number, make: () => string): Promise<{ seconds: number; latencies: number[] }> {
+  const latencies: number[] = [];
+  let sent = 0;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (sent < total) {
+      sent += BATCH;
+      latencies.push(await post(path, make()));
+    }
+  }));
+  return { seconds: (performance.now() - t0) / 1000, latencies: latencies.sort((a, b) => a - b) };
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
+const report = (what: string, total: number, r: { seconds: number; latencies: number[] }) =>
+  console.log(`| ${what} | ${total.toLocaleString('en-US')} | ${concurrency} | ${Math.round(total / r.seconds).toLocaleString('en-US')} | ${pct(r.latencies, 0.5).toFixed(1)} | ${pct(r.latencies, 0.99).toFixed(1)} |`);
+
+console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.version}; batches of ${BATCH}\n`);
+console.log('| stream | rows | in flight | rows/s | p50 ms per batch | p99 ms per batch |');
+console.log('|---|---:|---:|---:|---:|---:|');
+report('events', totalEvents, await sustained('/v1/events', totalEvents, eventBatch));
+report('page views', totalPageviews, await sustained('/v1/pageviews', totalPageviews, pageviewBatch));
+
+// One batch at a time, as tinybench sees it (latency without queueing).
+const single = new Bench({ iterations: 50, time: 0 });
+single.add('one event batch', async () => { await post('/v1/events', eventBatch()); });
+await single.run();
+const r = single.tasks[0]!.result;
+if (r.state === 'completed') console.log(`\none batch of ${BATCH} events at a time: p50 ${r.latency.p50.toFixed(1)} ms, p99 ${r.latency.p99.toFixed(1)} ms`);
+
+await app.close();
+await store.query('CHECKPOINT');
+await store.close();
+const rows = totalEvents + 50 * BATCH;
+console.log(`database after ${rows.toLocaleString('en-US')} events and ${totalPageviews.toLocaleString('en-US')} page views: ${(statSync(dbPath).size / 2 ** 20).toFixed(0)} MiB`);
