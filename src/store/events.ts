@@ -1,6 +1,6 @@
 // Event writes: message-id dedupe and the bulk append of a validated, resolved batch.
 
-import { timestampValue } from '@duckdb/node-api';
+import { LIST, listValue, timestampValue, VARCHAR } from '@duckdb/node-api';
 import type { Tx } from './people.js';
 
 export interface EventRecord {
@@ -19,13 +19,10 @@ const micros = (at: Date) => timestampValue(BigInt(at.getTime()) * 1000n);
 /** Records message ids and returns those not seen before in the workspace. */
 export async function claimMessageIds(tx: Tx, ws: string, messageIds: string[]): Promise<Set<string>> {
   const fresh = new Set<string>();
-  for (let i = 0; i < messageIds.length; i += 500) {
-    const chunk = messageIds.slice(i, i + 500);
-    const values = chunk.map((_, j) => `($1, $${j + 2})`).join(', ');
-    const reader = await tx.runAndReadAll(`INSERT INTO event_messages (workspace_id, message_id) VALUES ${values}
-      ON CONFLICT DO NOTHING RETURNING message_id`, [ws, ...chunk]);
-    for (const row of reader.getRowObjectsJS()) fresh.add(row.message_id as string);
-  }
+  if (messageIds.length === 0) return fresh;
+  const reader = await tx.runAndReadAll(`INSERT INTO event_messages (workspace_id, message_id)
+    SELECT $1, unnest($2) ON CONFLICT DO NOTHING RETURNING message_id`, [ws, listValue(messageIds)], [VARCHAR, LIST(VARCHAR)]);
+  for (const row of reader.getRowObjectsJS()) fresh.add(row.message_id as string);
   return fresh;
 }
 

@@ -1,7 +1,7 @@
 // Persons and visitors: the reads identity resolution needs for a batch, and its writes, each one
 // statement for the whole batch.
 
-import type { DuckDBConnection } from '@duckdb/node-api';
+import { BIGINT, type DuckDBConnection, type DuckDBType, type DuckDBValue, LIST, listValue, VARCHAR } from '@duckdb/node-api';
 
 export type Tx = DuckDBConnection;
 
@@ -27,11 +27,16 @@ export interface VisitorRecord {
 
 const PERSON_COLUMNS = 'person_key, person_id, external_id, email, name, CAST(traits AS VARCHAR) AS traits';
 
-async function rows(tx: Tx, sql: string, params: (string | number)[]): Promise<Record<string, unknown>[]> {
-  return (await tx.runAndReadAll(sql, params)).getRowObjectsJS() as Record<string, unknown>[];
+async function rows(tx: Tx, sql: string, params: DuckDBValue[], types?: DuckDBType[]): Promise<Record<string, unknown>[]> {
+  return (await tx.runAndReadAll(sql, params, types)).getRowObjectsJS() as Record<string, unknown>[];
 }
 
-const placeholders = (n: number, from = 2) => Array.from({ length: n }, (_, i) => `$${i + from}`).join(', ');
+// Whole columns are bound as one LIST parameter each and unnested in SQL: a statement's cost stays
+// flat in the batch size (hundreds of scalar parameters cost more than the work itself).
+const texts = (values: (string | null)[]) => listValue(values);
+const keys = (values: (number | null)[]) => listValue(values.map((v) => (v === null ? null : BigInt(v))));
+const TEXTS = LIST(VARCHAR);
+const KEYS = LIST(BIGINT);
 
 function toPerson(row: Record<string, unknown>): PersonRecord {
   return {
@@ -47,13 +52,16 @@ function toPerson(row: Record<string, unknown>): PersonRecord {
 /** Persons of the workspace whose `column` is one of `values`. */
 export async function personsBy(tx: Tx, ws: string, column: 'external_id' | 'email' | 'person_key', values: (string | number)[]): Promise<PersonRecord[]> {
   if (values.length === 0) return [];
-  const found = await rows(tx, `SELECT ${PERSON_COLUMNS} FROM persons WHERE workspace_id = $1 AND ${column} IN (${placeholders(values.length)})`, [ws, ...values]);
+  const list = column === 'person_key' ? keys(values as number[]) : texts(values as string[]);
+  const found = await rows(tx, `SELECT ${PERSON_COLUMNS} FROM persons WHERE workspace_id = $1 AND ${column} IN (SELECT unnest($2))`,
+    [ws, list], [VARCHAR, column === 'person_key' ? KEYS : TEXTS]);
   return found.map(toPerson);
 }
 
 export async function visitorsById(tx: Tx, ws: string, visitorIds: string[]): Promise<VisitorRecord[]> {
   if (visitorIds.length === 0) return [];
-  const found = await rows(tx, `SELECT visitor_key, visitor_id, person_key FROM visitors WHERE workspace_id = $1 AND visitor_id IN (${placeholders(visitorIds.length)})`, [ws, ...visitorIds]);
+  const found = await rows(tx, 'SELECT visitor_key, visitor_id, person_key FROM visitors WHERE workspace_id = $1 AND visitor_id IN (SELECT unnest($2))',
+    [ws, texts(visitorIds)], [VARCHAR, TEXTS]);
   return found.map((r) => ({ visitor_key: Number(r.visitor_key), visitor_id: r.visitor_id as string, person_key: r.person_key === null ? null : Number(r.person_key) }));
 }
 
@@ -64,41 +72,42 @@ export async function nextKeys(tx: Tx, sequence: 'person_keys' | 'visitor_keys',
   return found.map((r) => Number(r.k));
 }
 
-/** Inserts `created` and writes the traits, email and name of `changed`, in two statements. */
+/** Inserts `created` and writes the traits, email and name of `changed`, a statement each. */
 export async function savePersons(tx: Tx, ws: string, created: PersonRecord[], changed: PersonRecord[], at: Date): Promise<void> {
-  const now = utc(at);
-  for (let i = 0; i < created.length; i += 200) {
-    const chunk = created.slice(i, i + 200);
-    const values = chunk.map((_, j) => `($1, $${j * 6 + 3}, $${j * 6 + 4}, $${j * 6 + 5}, $${j * 6 + 6}, $${j * 6 + 7}, CAST($${j * 6 + 8} AS JSON), CAST($2 AS TIMESTAMP), CAST($2 AS TIMESTAMP))`);
-    await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at) VALUES ${values.join(', ')}`,
-      [ws, now, ...chunk.flatMap((p) => [p.person_key, p.person_id, p.external_id, p.email, p.name, JSON.stringify(p.traits)])] as (string | number)[]);
+  const columns = (people: PersonRecord[]) => [
+    keys(people.map((p) => p.person_key)), texts(people.map((p) => p.email)), texts(people.map((p) => p.name)),
+    texts(people.map((p) => JSON.stringify(p.traits))),
+  ];
+  if (created.length > 0) {
+    await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at)
+      SELECT $1, k, id, ext, email, name, CAST(traits AS JSON), CAST($2 AS TIMESTAMP), CAST($2 AS TIMESTAMP)
+      FROM (SELECT unnest($3) AS k, unnest($4) AS email, unnest($5) AS name, unnest($6) AS traits, unnest($7) AS id, unnest($8) AS ext)`,
+    [ws, utc(at), ...columns(created), texts(created.map((p) => p.person_id)), texts(created.map((p) => p.external_id))],
+    [VARCHAR, VARCHAR, KEYS, TEXTS, TEXTS, TEXTS, TEXTS, TEXTS]);
   }
-  for (let i = 0; i < changed.length; i += 200) {
-    const chunk = changed.slice(i, i + 200);
-    const values = chunk.map((_, j) => `($${j * 4 + 3}::BIGINT, $${j * 4 + 4}::VARCHAR, $${j * 4 + 5}::VARCHAR, $${j * 4 + 6}::VARCHAR)`);
+  if (changed.length > 0) {
     await tx.run(`UPDATE persons SET email = u.email, name = u.name, traits = CAST(u.traits AS JSON), updated_at = CAST($2 AS TIMESTAMP)
-      FROM (VALUES ${values.join(', ')}) AS u(person_key, email, name, traits)
-      WHERE persons.workspace_id = $1 AND persons.person_key = u.person_key`,
-    [ws, now, ...chunk.flatMap((p) => [p.person_key, p.email, p.name, JSON.stringify(p.traits)])] as (string | number)[]);
+      FROM (SELECT unnest($3) AS k, unnest($4) AS email, unnest($5) AS name, unnest($6) AS traits) AS u
+      WHERE persons.workspace_id = $1 AND persons.person_key = u.k`,
+    [ws, utc(at), ...columns(changed)], [VARCHAR, VARCHAR, KEYS, TEXTS, TEXTS, TEXTS]);
   }
 }
 
-/** Inserts `created` visitors and moves the links of `relinked` ones, in two statements. */
+/** Inserts `created` visitors and moves the links of `relinked` ones, a statement each. */
 export async function saveVisitors(tx: Tx, ws: string, created: (VisitorRecord & { first_seen_at: Date })[], relinked: VisitorRecord[], at: Date): Promise<void> {
-  const now = utc(at);
-  for (let i = 0; i < created.length; i += 250) {
-    const chunk = created.slice(i, i + 250);
-    const values = chunk.map((_, j) => `($1, $${j * 4 + 3}, $${j * 4 + 4}, $${j * 4 + 5}::BIGINT, CAST($${j * 4 + 6} AS TIMESTAMP),
-      CASE WHEN $${j * 4 + 5}::BIGINT IS NULL THEN NULL ELSE CAST($2 AS TIMESTAMP) END)`);
-    await tx.run(`INSERT INTO visitors (workspace_id, visitor_key, visitor_id, person_key, first_seen_at, linked_at) VALUES ${values.join(', ')}`,
-      [ws, now, ...chunk.flatMap((v) => [v.visitor_key, v.visitor_id, v.person_key, utc(v.first_seen_at)])] as (string | number)[]);
+  if (created.length > 0) {
+    await tx.run(`INSERT INTO visitors (workspace_id, visitor_key, visitor_id, person_key, first_seen_at, linked_at)
+      SELECT $1, k, id, p, CAST(seen AS TIMESTAMP), CASE WHEN p IS NULL THEN NULL ELSE CAST($2 AS TIMESTAMP) END
+      FROM (SELECT unnest($3) AS k, unnest($4) AS id, unnest($5) AS p, unnest($6) AS seen)`,
+    [ws, utc(at), keys(created.map((v) => v.visitor_key)), texts(created.map((v) => v.visitor_id)),
+      keys(created.map((v) => v.person_key)), texts(created.map((v) => utc(v.first_seen_at)))],
+    [VARCHAR, VARCHAR, KEYS, TEXTS, KEYS, TEXTS]);
   }
-  for (let i = 0; i < relinked.length; i += 400) {
-    const chunk = relinked.slice(i, i + 400);
-    const values = chunk.map((_, j) => `($${j * 2 + 3}::BIGINT, $${j * 2 + 4}::BIGINT)`);
-    await tx.run(`UPDATE visitors SET person_key = u.person_key, linked_at = CAST($2 AS TIMESTAMP)
-      FROM (VALUES ${values.join(', ')}) AS u(visitor_key, person_key)
-      WHERE visitors.workspace_id = $1 AND visitors.visitor_key = u.visitor_key`,
-    [ws, now, ...chunk.flatMap((v) => [v.visitor_key, v.person_key])] as (string | number)[]);
+  if (relinked.length > 0) {
+    await tx.run(`UPDATE visitors SET person_key = u.p, linked_at = CAST($2 AS TIMESTAMP)
+      FROM (SELECT unnest($3) AS k, unnest($4) AS p) AS u
+      WHERE visitors.workspace_id = $1 AND visitors.visitor_key = u.k`,
+    [ws, utc(at), keys(relinked.map((v) => v.visitor_key)), keys(relinked.map((v) => v.person_key))],
+    [VARCHAR, VARCHAR, KEYS, KEYS]);
   }
 }
