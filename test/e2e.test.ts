@@ -2,6 +2,7 @@
 // make a compile estimate come out right.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { firstTouchChannels } from '../src/store/pageviews.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 const ever = { kind: 'ever' };
@@ -56,5 +57,24 @@ describe('events and page views through the API feed the estimates', () => {
 
   it('matches host filters written as URLs', async () => {
     expect(await estimate(did({ source: 'pageview', filter: { referrer_host: { op: '=', value: 'https://www.Google.com/' } } }))).toBe(1);
+  });
+
+  it('gives each visitor and person the channel of their earliest page view as first touch', async () => {
+    const keys = await t.store.query(`SELECT v.visitor_id, v.visitor_key, v.person_key FROM visitors v WHERE v.workspace_id = $1`, [t.ws.workspace_id]);
+    const key = (id: string) => keys.find((k) => k.visitor_id === id)!;
+    const later = new Date(Date.now() + 3_600_000).toISOString();
+    // A later visit from Google does not change a first touch.
+    const res = await t.app.inject({ method: 'POST', url: `/v1/pageviews?key=${t.ws.publishable_key}`, headers: { 'content-type': 'application/json' },
+      payload: { visitor_id: 'va', url: 'https://shop.example/', referrer: 'https://www.google.com/', timestamp: later } });
+    expect(res.statusCode).toBe(200);
+    const touch = await firstTouchChannels(t.store, t.ws.workspace_id, {
+      visitorKeys: ['va', 'vb', 'vc', 'vd'].map((v) => Number(key(v).visitor_key)),
+      personKeys: [Number(key('va').person_key), Number(key('vc').person_key)],
+    });
+    expect([...touch.visitors.values()]).toEqual(expect.arrayContaining(['AI', 'AI', 'Organic Search', 'AI']));
+    expect(touch.visitors.get(Number(key('va').visitor_key))).toBe('AI');
+    expect(touch.visitors.get(Number(key('vc').visitor_key))).toBe('Organic Search');
+    expect(touch.persons.get(Number(key('va').person_key))).toBe('AI');
+    expect(touch.persons.get(Number(key('vc').person_key))).toBe('Organic Search');
   });
 });

@@ -4,7 +4,7 @@
 
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DuckDBConnection, DuckDBInstance, type DuckDBValue } from '@duckdb/node-api';
+import { DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import { MIGRATIONS } from './migrations.js';
 
 export type Row = Record<string, unknown>;
@@ -117,8 +117,8 @@ export class Store {
     }
   }
 
-  async query(sql: string, params: Params = []): Promise<Row[]> {
-    return this.withConnection(async (conn) => (await conn.runAndReadAll(sql, params)).getRowObjectsJS() as Row[]);
+  async query(sql: string, params: Params = [], types?: DuckDBType[]): Promise<Row[]> {
+    return this.withConnection(async (conn) => (await conn.runAndReadAll(sql, params, types)).getRowObjectsJS() as Row[]);
   }
 
   /**

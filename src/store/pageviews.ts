@@ -1,6 +1,7 @@
 // Page view writes, and the visitors' latest views (an internal navigation carries their channel).
 
-import { timestampValue } from '@duckdb/node-api';
+import { BIGINT, LIST, listValue, timestampValue, VARCHAR } from '@duckdb/node-api';
+import type { Store } from './db.js';
 import type { Tx } from './people.js';
 
 export interface ChannelFields {
@@ -67,4 +68,29 @@ export async function appendPageviews(tx: Tx, ws: string, rows: PageviewRecord[]
     appender.endRow();
   }
   appender.closeSync();
+}
+
+/**
+ * First-touch channel: the channel_category of the earliest page view, per visitor and per person
+ * (over all the visitors linked to the person now). Absent keys have no page view.
+ */
+export async function firstTouchChannels(
+  store: Store, ws: string, of: { visitorKeys?: number[]; personKeys?: number[] },
+): Promise<{ visitors: Map<number, string>; persons: Map<number, string> }> {
+  const visitors = new Map<number, string>();
+  const persons = new Map<number, string>();
+  if (of.visitorKeys?.length) {
+    const rows = await store.query(`SELECT visitor_key, arg_min(channel_category, ts) AS category FROM pageviews
+      WHERE workspace_id = $1 AND visitor_key IN (SELECT unnest($2)) GROUP BY visitor_key`,
+    [ws, listValue(of.visitorKeys.map(BigInt))], [VARCHAR, LIST(BIGINT)]);
+    for (const r of rows) visitors.set(Number(r.visitor_key), r.category as string);
+  }
+  if (of.personKeys?.length) {
+    const rows = await store.query(`SELECT v.person_key, arg_min(pv.channel_category, pv.ts) AS category
+      FROM pageviews pv JOIN visitors v ON v.visitor_key = pv.visitor_key
+      WHERE pv.workspace_id = $1 AND v.workspace_id = $1 AND v.person_key IN (SELECT unnest($2)) GROUP BY v.person_key`,
+    [ws, listValue(of.personKeys.map(BigInt))], [VARCHAR, LIST(BIGINT)]);
+    for (const r of rows) persons.set(Number(r.person_key), r.category as string);
+  }
+  return { visitors, persons };
 }
