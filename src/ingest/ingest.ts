@@ -3,6 +3,7 @@
 
 import { randomBytes } from 'node:crypto';
 import type { Store } from '../store/db.js';
+import type { Tx } from '../store/people.js';
 import { appendEvents, claimMessageIds, type EventRecord } from '../store/events.js';
 import { appendPageviews, type ChannelFields, latestPageviews, type PageviewRecord } from '../store/pageviews.js';
 import { knownPropertyPaths, propertyPaths, recordPropertyPaths } from '../store/properties.js';
@@ -61,54 +62,58 @@ export class Ingest {
   async events(ws: string, inputs: EventInput[]): Promise<EventResult[]> {
     const now = this.clock();
     const known = await this.pathsOf(ws);
-    const { results, links } = await this.store.transaction(async (tx) => {
-      // A message_id repeated within the batch or seen before is stored once.
-      const firstOfBatch = new Map<string, number>();
-      inputs.forEach((e, i) => { if (e.message_id !== undefined && !firstOfBatch.has(e.message_id)) firstOfBatch.set(e.message_id, i); });
-      const fresh = await claimMessageIds(tx, ws, [...firstOfBatch.keys()]);
-      const kept = inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && fresh.has(e.message_id)));
-      const stored = inputs.filter((_, i) => kept[i]);
-
-      const times = stored.map((e) => (e.timestamp ? new Date(e.timestamp) : now));
-      const { resolved, links } = await resolveIdentities(tx, ws, stored.map((e, i) => identityOf(e, times[i]!)), now);
-      const rows: EventRecord[] = [];
-      const newPaths: { event_name: string; path: string }[] = [];
-      stored.forEach((e, i) => {
-        const who = resolved[i]!;
-        const properties = e.properties ?? {};
-        rows.push({
-          event_id: newId('evt'),
-          message_id: e.message_id ?? null,
-          event_name: e.event_name,
-          ts: times[i]!,
-          // Identified events keep their person; the others follow their visitor's link.
-          person_key: who.identified ? who.person_key : null,
-          visitor_key: who.visitor_key,
-          properties: JSON.stringify(properties),
-        });
-        for (const path of propertyPaths(properties)) {
-          const key = `${e.event_name}\0${path}`;
-          if (!known.has(key)) {
-            known.add(key);
-            newPaths.push({ event_name: e.event_name, path });
-          }
-        }
-      });
-      await appendEvents(tx, ws, rows, now);
-      await recordPropertyPaths(tx, ws, newPaths);
-      let next = 0;
-      const results = inputs.map((_, i): EventResult => {
-        if (!kept[i]) return { event_id: null, person_id: null, duplicate: true };
-        const j = next++;
-        return { event_id: rows[j]!.event_id, person_id: resolved[j]!.person_id, duplicate: false };
-      });
-      return { results, links };
-    }).catch((err) => {
-      this.knownPaths.delete(ws); // paths added to the cache were rolled back
+    const { results, links } = await this.store.transaction((tx) => this.storeEvents(tx, ws, inputs, now, known).catch((err) => {
+      // Paths added to the cache were rolled back; forget them before the next transaction runs.
+      this.knownPaths.delete(ws);
       throw err;
-    });
+    }));
     await this.notify(links);
     return results;
+  }
+
+  /** One batch inside its transaction: dedupe, resolve, append, record new property paths. */
+  private async storeEvents(tx: Tx, ws: string, inputs: EventInput[], now: Date, known: Set<string>) {
+    // A message_id repeated within the batch or seen before is stored once.
+    const firstOfBatch = new Map<string, number>();
+    inputs.forEach((e, i) => { if (e.message_id !== undefined && !firstOfBatch.has(e.message_id)) firstOfBatch.set(e.message_id, i); });
+    const fresh = await claimMessageIds(tx, ws, [...firstOfBatch.keys()]);
+    const kept = inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && fresh.has(e.message_id)));
+    const stored = inputs.filter((_, i) => kept[i]);
+
+    const times = stored.map((e) => (e.timestamp ? new Date(e.timestamp) : now));
+    const { resolved, links } = await resolveIdentities(tx, ws, stored.map((e, i) => identityOf(e, times[i]!)), now);
+    const rows: EventRecord[] = [];
+    const newPaths: { event_name: string; path: string }[] = [];
+    stored.forEach((e, i) => {
+      const who = resolved[i]!;
+      const properties = e.properties ?? {};
+      rows.push({
+        event_id: newId('evt'),
+        message_id: e.message_id ?? null,
+        event_name: e.event_name,
+        ts: times[i]!,
+        // Identified events keep their person; the others follow their visitor's link.
+        person_key: who.identified ? who.person_key : null,
+        visitor_key: who.visitor_key,
+        properties: JSON.stringify(properties),
+      });
+      for (const path of propertyPaths(properties)) {
+        const key = `${e.event_name}\0${path}`;
+        if (!known.has(key)) {
+          known.add(key);
+          newPaths.push({ event_name: e.event_name, path });
+        }
+      }
+    });
+    await appendEvents(tx, ws, rows, now);
+    await recordPropertyPaths(tx, ws, newPaths);
+    let next = 0;
+    const results = inputs.map((_, i): EventResult => {
+      if (!kept[i]) return { event_id: null, person_id: null, duplicate: true };
+      const j = next++;
+      return { event_id: rows[j]!.event_id, person_id: resolved[j]!.person_id, duplicate: false };
+    });
+    return { results, links };
   }
 
   async pageviews(ws: string, inputs: PageviewInput[]): Promise<{ pageview_id: string }[]> {
