@@ -190,6 +190,45 @@ describe('events', () => {
   });
 });
 
+describe('concurrent batches (group commit)', () => {
+  it('answers each of many concurrent batches with its own results, in order, storing each message once', async () => {
+    const requests = Array.from({ length: 8 }, (_, r) => ({ batch: Array.from({ length: 50 }, (_, i) => ({
+      event_name: `r${r}`, external_id: `u${i % 5}`, visitor_id: `cv${r}_${i % 3}`, message_id: `m${(r * 50 + i) % 300}`,
+    })) }));
+    const answers = await Promise.all(requests.map((body) => t.post('/v1/events', body)));
+    const results = answers.map((res) => {
+      expect(res.statusCode).toBe(200);
+      return res.json().results as { event_id: string | null; duplicate: boolean }[];
+    });
+    results.forEach((list) => expect(list).toHaveLength(50));
+    // 400 events over message ids m0..m299: each id stored exactly once, whichever request won it.
+    const winners = new Map<string, number>();
+    results.forEach((list, r) => list.forEach((res, i) => {
+      if (!res.duplicate) {
+        const id = requests[r]!.batch[i]!.message_id;
+        expect(winners.has(id), id).toBe(false);
+        winners.set(id, r);
+      }
+    }));
+    expect(winners.size).toBe(300);
+    // Each request's answers match what was stored under its event name.
+    const stored = new Map((await t.store.query('SELECT event_name, count(*) AS n FROM events GROUP BY event_name'))
+      .map((row) => [row.event_name as string, Number(row.n)]));
+    results.forEach((list, r) => expect(stored.get(`r${r}`) ?? 0).toBe(list.filter((x) => !x.duplicate).length));
+    expect(await count('persons')).toBe(5);
+  });
+
+  it('rejects an invalid batch without touching the concurrent valid ones', async () => {
+    const [bad, good] = await Promise.all([
+      t.post('/v1/events', { batch: [{ event_name: 'x', external_id: 'a' }, { event_name: '' }] }),
+      t.post('/v1/events', { batch: [{ event_name: 'y', external_id: 'b' }] }),
+    ]);
+    expect(bad.statusCode).toBe(400);
+    expect(good.statusCode).toBe(200);
+    expect(await count('events')).toBe(1);
+  });
+});
+
 describe('visitor link hook', () => {
   it('reports each new or moved visitor link once, after commit', async () => {
     const seen: string[] = [];

@@ -8,6 +8,7 @@ import { appendEvents, claimMessageIds, type EventRecord } from '../store/events
 import { appendPageviews, type ChannelFields, latestPageviews, type PageviewRecord } from '../store/pageviews.js';
 import { knownPropertyPaths, propertyPaths, recordPropertyPaths } from '../store/properties.js';
 import { derivePageviewFields, isInternalNavigation } from './channels.js';
+import { GroupCommit } from './group-commit.js';
 import { type IdentityInput, resolveIdentities, type VisitorLink } from './identity.js';
 import type { EventInput, PageviewInput, PersonInput } from './schemas.js';
 
@@ -37,7 +38,13 @@ export interface EventResult {
   duplicate: boolean;
 }
 
+interface ReceivedEvent {
+  input: EventInput;
+  receivedAt: Date;
+}
+
 export class Ingest {
+  private readonly eventWrites = new GroupCommit<ReceivedEvent, EventResult>((ws, items) => this.writeEvents(ws, items));
   private readonly linkListeners: ((links: VisitorLink[]) => Promise<void>)[] = [];
   /** Property paths known per workspace (`event_name \0 path`), so only new ones are written. */
   private readonly knownPaths = new Map<string, Set<string>>();
@@ -59,10 +66,15 @@ export class Ingest {
     return { person_id: resolved[0]?.person_id ?? null };
   }
 
-  async events(ws: string, inputs: EventInput[]): Promise<EventResult[]> {
-    const now = this.clock();
+  /** Stores a batch of events (with the batches of the workspace that are waiting, in one transaction). */
+  events(ws: string, inputs: EventInput[]): Promise<EventResult[]> {
+    const receivedAt = this.clock();
+    return this.eventWrites.submit(ws, inputs.map((input) => ({ input, receivedAt })));
+  }
+
+  private async writeEvents(ws: string, items: ReceivedEvent[]): Promise<EventResult[]> {
     const known = await this.pathsOf(ws);
-    const { results, links } = await this.store.transaction((tx) => this.storeEvents(tx, ws, inputs, now, known).catch((err) => {
+    const { results, links } = await this.store.transaction((tx) => this.storeEvents(tx, ws, items, this.clock(), known).catch((err) => {
       // Paths added to the cache were rolled back; forget them before the next transaction runs.
       this.knownPaths.delete(ws);
       throw err;
@@ -71,8 +83,9 @@ export class Ingest {
     return results;
   }
 
-  /** One batch inside its transaction: dedupe, resolve, append, record new property paths. */
-  private async storeEvents(tx: Tx, ws: string, inputs: EventInput[], now: Date, known: Set<string>) {
+  /** Events inside their transaction: dedupe, resolve, append, record new property paths. */
+  private async storeEvents(tx: Tx, ws: string, items: ReceivedEvent[], now: Date, known: Set<string>) {
+    const inputs = items.map((item) => item.input);
     // A message_id repeated within the batch or seen before is stored once.
     const firstOfBatch = new Map<string, number>();
     inputs.forEach((e, i) => { if (e.message_id !== undefined && !firstOfBatch.has(e.message_id)) firstOfBatch.set(e.message_id, i); });
@@ -80,7 +93,7 @@ export class Ingest {
     const kept = inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && fresh.has(e.message_id)));
     const stored = inputs.filter((_, i) => kept[i]);
 
-    const times = stored.map((e) => (e.timestamp ? new Date(e.timestamp) : now));
+    const times = items.filter((_, i) => kept[i]).map(({ input, receivedAt }) => (input.timestamp ? new Date(input.timestamp) : receivedAt));
     const { resolved, links } = await resolveIdentities(tx, ws, stored.map((e, i) => identityOf(e, times[i]!)), now);
     const rows: EventRecord[] = [];
     const newPaths: { event_name: string; path: string }[] = [];
