@@ -4,6 +4,8 @@ export interface Config {
   port: number;
   host: string;
   dataPort: number | null;
+  /** Base URL the payment processor reaches the service at (PUBLIC_URL, else http://HOST:PORT). */
+  publicUrl: string;
   databasePath: string;
   estimateBudgetMs: number;
   bootstrap: { secretKey?: string; publishableKey?: string; stripeWebhookSecret?: string };
@@ -18,9 +20,12 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number): number
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
+  const port = integer(env, 'PORT', 3000);
+  const host = env.HOST || '127.0.0.1';
   return {
-    port: integer(env, 'PORT', 3000),
-    host: env.HOST || '127.0.0.1',
+    port,
+    host,
+    publicUrl: (env.PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
     dataPort: env.DATA_PORT ? integer(env, 'DATA_PORT', 0) : null,
     databasePath: env.DATABASE_PATH || './data/attribution.duckdb',
     estimateBudgetMs: integer(env, 'ESTIMATE_BUDGET_MS', 5000),

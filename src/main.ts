@@ -1,7 +1,8 @@
 // `npm start`: open the database, make sure a workspace exists, serve the API.
 
 import { loadConfig } from './config.js';
-import { buildApp } from './http/app.js';
+import { buildApp, buildDataApp } from './http/app.js';
+import { webhookUrl } from './http/routes/workspace.js';
 import { Store } from './store/db.js';
 import { Workspaces } from './store/workspaces.js';
 
@@ -15,6 +16,7 @@ if (secretKey || publishableKey || stripeWebhookSecret) {
     secret_key: secretKey, publishable_key: publishableKey, stripe_webhook_secret: stripeWebhookSecret,
   });
   console.log(`workspace "default" (${ws.workspace_id}) uses the BOOTSTRAP_* credentials`);
+  console.log(`  stripe webhook URL:    ${webhookUrl(config.publicUrl, ws.workspace_id)}`);
 } else if ((await workspaces.count()) === 0) {
   const ws = await workspaces.create('default');
   console.log([
@@ -22,18 +24,22 @@ if (secretKey || publishableKey || stripeWebhookSecret) {
     `  secret key:            ${ws.secret_key}`,
     `  publishable key:       ${ws.publishable_key}`,
     `  stripe webhook secret: ${ws.stripe_webhook_secret}`,
+    `  stripe webhook URL:    ${webhookUrl(config.publicUrl, ws.workspace_id)}`,
   ].join('\n'));
 }
 
-const app = await buildApp({ store, estimateBudgetMs: config.estimateBudgetMs, logger: true });
+const app = await buildApp({ store, estimateBudgetMs: config.estimateBudgetMs, logger: true, publicUrl: config.publicUrl });
 await app.listen({ port: config.port, host: config.host });
+// The people lookup also on DATA_PORT, so that {data_url} can be a separate address.
+const dataApp = config.dataPort === null ? null : await buildDataApp({ store, logger: true });
+if (dataApp) await dataApp.listen({ port: config.dataPort!, host: config.host });
 
 let stopping = false;
 async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   app.log.info({ signal }, 'shutting down');
-  await app.close(); // stops accepting, waits for in-flight requests
+  await Promise.all([app.close(), dataApp?.close()]); // stops accepting, waits for in-flight requests
   await store.close(); // finishes writes, checkpoints
   process.exit(0);
 }

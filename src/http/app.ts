@@ -14,6 +14,10 @@ import { compileRoutes } from './routes/compile.js';
 import { healthRoutes } from './routes/health.js';
 import { ingestRoutes } from './routes/ingest.js';
 import { trackerRoutes } from './routes/tracker.js';
+import { PaymentWebhook } from '../attribution/webhook.js';
+import { peopleRoutes } from './routes/people.js';
+import { webhookRoutes } from './routes/webhooks.js';
+import { workspaceRoutes } from './routes/workspace.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
@@ -25,17 +29,26 @@ export interface AppOptions {
   logger?: boolean;
   /** The ingest feature, when the caller wants to listen to it (attribution); made here otherwise. */
   ingest?: Ingest;
+  /** Base URL the payment processor reaches this service at (webhook_url); PUBLIC_URL. */
+  publicUrl?: string;
 }
 
-export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+/** Fastify with zod schemas, the error mapping and key authentication: shared by both apps. */
+async function baseApp(store: Store, logger: boolean) {
   const app = Fastify({
-    logger: opts.logger ?? false,
+    logger,
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
+  const workspaces = new Workspaces(store);
+  return { app, workspaces };
+}
+
+export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
+  const { app, workspaces } = await baseApp(opts.store, opts.logger ?? false);
 
   await app.register(swagger, {
     openapi: {
@@ -47,7 +60,6 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   });
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
-  const workspaces = new Workspaces(opts.store);
   await app.register(authPlugin, { workspaces });
   await app.register(healthRoutes);
   await app.register(compileRoutes, {
@@ -55,8 +67,21 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
     budgetMs: opts.estimateBudgetMs,
     clock: opts.clock ?? (() => new Date()),
   });
-  await app.register(ingestRoutes, { ingest: opts.ingest ?? new Ingest(opts.store) });
+  const ingest = opts.ingest ?? new Ingest(opts.store);
+  await app.register(ingestRoutes, { ingest });
   await app.register(trackerRoutes);
+  await app.register(workspaceRoutes, { workspaces, publicUrl: opts.publicUrl ?? 'http://127.0.0.1:3000' });
+  await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.store, ingest) });
+  await app.register(peopleRoutes, { store: opts.store });
+  await app.ready();
+  return app;
+}
+
+/** The data app for DATA_PORT: the people lookup only. */
+export async function buildDataApp(opts: { store: Store; logger?: boolean }): Promise<FastifyInstance> {
+  const { app, workspaces } = await baseApp(opts.store, opts.logger ?? false);
+  await app.register(authPlugin, { workspaces });
+  await app.register(peopleRoutes, { store: opts.store });
   await app.ready();
   return app;
 }

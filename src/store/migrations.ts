@@ -126,4 +126,25 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (workspace_id, message_id)
   );
   `,
+  // Payments: notifications processed once; per-field times so the newest metadata wins whatever
+  // the arrival order; the processor's `created` on state rows so an older update never overwrites.
+  `
+  CREATE TABLE processed_notifications (
+    workspace_id VARCHAR NOT NULL,
+    notification_id VARCHAR NOT NULL,
+    processed_at TIMESTAMP NOT NULL DEFAULT current_timestamp,
+    PRIMARY KEY (workspace_id, notification_id)
+  );
+  CREATE TABLE payment_objects (
+    workspace_id VARCHAR NOT NULL,
+    object_id VARCHAR NOT NULL,
+    customer_id VARCHAR NOT NULL
+  );
+  ALTER TABLE payment_customers ADD COLUMN tr_user_id_created TIMESTAMP;
+  ALTER TABLE payment_customers ADD COLUMN tr_visitor_id_created TIMESTAMP;
+  ALTER TABLE subscriptions ADD COLUMN source_created TIMESTAMP;
+  ALTER TABLE invoices ADD COLUMN source_created TIMESTAMP;
+  CREATE INDEX payment_customers_by_id ON payment_customers (workspace_id, customer_id);
+  CREATE INDEX payment_objects_by_id ON payment_objects (workspace_id, object_id);
+  `,
 ];

@@ -1,0 +1,66 @@
+// A verified processor notification, read defensively: the processor's objects are loosely typed
+// JSON, and a field of an unexpected shape is treated as absent rather than failing the delivery.
+
+import { AppError } from '../errors.js';
+import { normalizeEmail } from '../ingest/identity.js';
+
+export type Json = Record<string, unknown>;
+
+export interface Notification {
+  id: string;
+  type: string;
+  created: Date;
+  object: Json;
+}
+
+export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A non-empty string, else null. */
+export const str = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
+
+export const int = (v: unknown): number | null => (typeof v === 'number' && Number.isSafeInteger(v) ? v : null);
+
+/** An id field: the id string, or an expanded object's `id`. */
+export const idOf = (v: unknown): string | null => str(v) ?? (isObject(v) ? str(v.id) : null);
+
+export const field = (v: unknown, ...path: string[]): unknown => path.reduce<unknown>((at, key) => (isObject(at) ? at[key] : undefined), v);
+
+const seconds = (v: unknown): Date | null => {
+  const n = int(v);
+  return n === null || n < 0 || n > 253_402_300_799 ? null : new Date(n * 1000);
+};
+
+export const timeOf = seconds;
+
+export function parseNotification(event: unknown): Notification {
+  const id = isObject(event) ? str(event.id) : null;
+  const type = isObject(event) ? str(event.type) : null;
+  const created = isObject(event) ? seconds(event.created) : null;
+  const object = field(event, 'data', 'object');
+  if (!id || id.length > 256 || !type || !created || !isObject(object)) {
+    throw new AppError('invalid_request', 'a notification needs id, type, created (unix seconds) and data.object');
+  }
+  return { id, type, created, object };
+}
+
+/** The object family of a notification type: `customer.subscription.updated` → `customer.subscription`. */
+export const familyOf = (type: string): string => type.slice(0, Math.max(0, type.lastIndexOf('.')));
+
+/** Attribution metadata is read from these object families only (spec: never charges, refunds, invoices). */
+const METADATA_FAMILIES = new Set(['checkout.session', 'payment_intent', 'customer.subscription']);
+
+export function metadataOf(n: Notification): { userId: string | null; visitorId: string | null } {
+  if (!METADATA_FAMILIES.has(familyOf(n.type))) return { userId: null, visitorId: null };
+  const metadata = n.object.metadata;
+  return { userId: str(field(metadata, 'tr_user_id')), visitorId: str(field(metadata, 'tr_visitor_id')) };
+}
+
+/** The payer's email as the object carries it, normalized; refunds carry none. */
+export function emailOf(n: Notification): string | null {
+  if (familyOf(n.type) === 'refund') return null;
+  const o = n.object;
+  const raw = str(field(o, 'customer_details', 'email')) ?? str(o.customer_email) ?? str(o.receipt_email)
+    ?? str(field(o, 'billing_details', 'email'));
+  const email = raw === null ? null : normalizeEmail(raw);
+  return email ? email : null;
+}

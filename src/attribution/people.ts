@@ -1,0 +1,48 @@
+// GET /people: matching people with their payment customers, link state and first-touch channel.
+
+import { AppError } from '../errors.js';
+import type { Store } from '../store/db.js';
+import { lookupPeople } from '../store/lookup.js';
+import { firstTouchChannels } from '../store/pageviews.js';
+
+export const NON_ATTRIBUTED = 'Non-attributed';
+
+export interface PersonMatch {
+  person_id: string | null;
+  external_id: string | null;
+  email: string | null;
+  name: string | null;
+  customer_ids: string[];
+  link_state: string | null;
+  first_touch_channel: string;
+}
+
+/** Cursors are opaque to clients: the last row's sort key. */
+const encodeCursor = (key: string) => Buffer.from(key, 'utf8').toString('base64url');
+
+function decodeCursor(cursor: string | undefined): string {
+  if (cursor === undefined || cursor === '') return '';
+  const key = Buffer.from(cursor, 'base64url').toString('utf8');
+  if (!/^[pc]/.test(key) || encodeCursor(key) !== cursor) throw new AppError('invalid_request', 'cursor: not a cursor returned by this endpoint');
+  return key;
+}
+
+export async function findPeople(store: Store, ws: string, q: string, limit: number, cursor?: string): Promise<{ data: PersonMatch[]; next_cursor: string | null }> {
+  const rows = await lookupPeople(store, ws, q, decodeCursor(cursor), limit + 1);
+  const page = rows.slice(0, limit);
+  const personKeys = page.flatMap((r) => (r.person_key === null ? [] : [r.person_key]));
+  const visitorKeys = page.flatMap((r) => (r.person_key === null && r.visitor_key !== null ? [r.visitor_key] : []));
+  const channels = await firstTouchChannels(store, ws, { personKeys, visitorKeys });
+  const data = page.map((r): PersonMatch => ({
+    person_id: r.person_id,
+    external_id: r.external_id,
+    email: r.email,
+    name: r.name,
+    customer_ids: r.customer_ids,
+    link_state: r.link_state,
+    first_touch_channel: (r.person_key !== null ? channels.persons.get(r.person_key)
+      : r.visitor_key !== null ? channels.visitors.get(r.visitor_key) : undefined) ?? NON_ATTRIBUTED,
+  }));
+  const last = page[page.length - 1];
+  return { data, next_cursor: rows.length > limit && last ? encodeCursor(last.sort_key) : null };
+}

@@ -1,0 +1,24 @@
+// POST /v1/webhooks/stripe/:workspace_id: payment-processor notifications. No API key: the
+// Stripe-Signature over the raw body, checked against the workspace's secret, authenticates.
+
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { PaymentWebhook } from '../../attribution/webhook.js';
+
+export const webhookRoutes: FastifyPluginAsyncZod<{ webhook: PaymentWebhook }> = async (app, { webhook }) => {
+  // This plugin's scope only: keep the exact bytes, the signature is over them.
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
+
+  app.post('/v1/webhooks/stripe/:workspace_id', {
+    schema: {
+      summary: 'Receive a Stripe notification (signed with the workspace\'s webhook secret)',
+      params: z.object({ workspace_id: z.string() }),
+      response: { 200: z.object({ received: z.literal(true), duplicate: z.boolean() }) },
+    },
+  }, async (request) => {
+    const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+    const { duplicate } = await webhook.receive(request.params.workspace_id, raw, request.headers['stripe-signature']);
+    return { received: true as const, duplicate };
+  });
+};

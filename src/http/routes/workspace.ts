@@ -1,0 +1,23 @@
+// GET /v1/workspace (secret key): where to point the payment processor's webhook.
+
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import { AppError } from '../../errors.js';
+import type { Workspaces } from '../../store/workspaces.js';
+
+export const webhookUrl = (publicUrl: string, workspaceId: string) =>
+  `${publicUrl.replace(/\/+$/, '')}/v1/webhooks/stripe/${encodeURIComponent(workspaceId)}`;
+
+export const workspaceRoutes: FastifyPluginAsyncZod<{ workspaces: Workspaces; publicUrl: string }> = async (app, { workspaces, publicUrl }) => {
+  app.get('/v1/workspace', {
+    config: { auth: 'secret' },
+    schema: {
+      summary: 'The key\'s workspace and its payment webhook URL',
+      response: { 200: z.object({ id: z.string(), name: z.string(), webhook_url: z.string() }) },
+    },
+  }, async (request) => {
+    const ws = await workspaces.get(request.workspaceId);
+    if (!ws) throw new AppError('not_found', 'the workspace no longer exists');
+    return { id: ws.workspace_id, name: ws.name, webhook_url: webhookUrl(publicUrl, ws.workspace_id) };
+  });
+};

@@ -1,0 +1,179 @@
+// Payment customers, their subscriptions, invoices and lifecycle events, and the notifications
+// already processed. All writes run inside the webhook's transaction.
+
+import { BIGINT, LIST, listValue, VARCHAR } from '@duckdb/node-api';
+import type { Store } from './db.js';
+import { type Tx, utc } from './people.js';
+
+export type LinkState = 'linked' | 'deferred' | 'email_matched' | 'unmatched';
+export type PaymentEventKind = 'first_paid_invoice' | 'subscription_canceled' | 'refund_issued';
+
+export interface CustomerRecord {
+  customer_id: string;
+  email: string | null;
+  person_key: number | null;
+  visitor_key: number | null;
+  tr_user_id: string | null;
+  tr_visitor_id: string | null;
+  tr_user_id_created: Date | null;
+  tr_visitor_id_created: Date | null;
+  link_state: LinkState;
+}
+
+export interface SubscriptionState {
+  subscription_id: string;
+  customer_id: string;
+  status: string;
+  price_id: string | null;
+  product_id: string | null;
+  interval: string | null;
+  amount: number | null;
+  currency: string | null;
+  cancel_at_period_end: boolean;
+  created_at: Date;
+}
+
+export interface InvoiceState {
+  invoice_id: string;
+  customer_id: string;
+  subscription_id: string | null;
+  status: string;
+  amount_due: number;
+  amount_paid: number;
+  currency: string;
+  created_at: Date;
+}
+
+async function rows(tx: Tx, sql: string, params: (string | number | null)[]): Promise<Record<string, unknown>[]> {
+  return (await tx.runAndReadAll(sql, params)).getRowObjectsJS() as Record<string, unknown>[];
+}
+
+const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+const ts = (d: Date | null) => (d === null ? null : utc(d));
+
+/** Claims a notification id: false when it was processed before (the caller then does nothing). */
+export async function claimNotification(tx: Tx, ws: string, id: string): Promise<boolean> {
+  const seen = await rows(tx, 'SELECT 1 FROM processed_notifications WHERE workspace_id = $1 AND notification_id = $2', [ws, id]);
+  if (seen.length > 0) return false;
+  await tx.run('INSERT INTO processed_notifications (workspace_id, notification_id) VALUES ($1, $2)', [ws, id]);
+  return true;
+}
+
+export async function getCustomer(tx: Tx, ws: string, customerId: string): Promise<CustomerRecord | null> {
+  const found = await rows(tx, `SELECT customer_id, email, person_key, visitor_key, tr_user_id, tr_visitor_id,
+      tr_user_id_created, tr_visitor_id_created, link_state
+    FROM payment_customers WHERE workspace_id = $1 AND customer_id = $2`, [ws, customerId]);
+  const r = found[0];
+  if (!r) return null;
+  return {
+    customer_id: r.customer_id as string,
+    email: (r.email as string | null) ?? null,
+    person_key: num(r.person_key),
+    visitor_key: num(r.visitor_key),
+    tr_user_id: (r.tr_user_id as string | null) ?? null,
+    tr_visitor_id: (r.tr_visitor_id as string | null) ?? null,
+    tr_user_id_created: (r.tr_user_id_created as Date | null) ?? null,
+    tr_visitor_id_created: (r.tr_visitor_id_created as Date | null) ?? null,
+    link_state: r.link_state as LinkState,
+  };
+}
+
+export async function saveCustomer(tx: Tx, ws: string, c: CustomerRecord, isNew: boolean, now: Date): Promise<void> {
+  const values = [c.email, c.person_key, c.visitor_key, c.tr_user_id, c.tr_visitor_id,
+    ts(c.tr_user_id_created), ts(c.tr_visitor_id_created), c.link_state, utc(now)];
+  if (isNew) {
+    await tx.run(`INSERT INTO payment_customers (workspace_id, customer_id, email, person_key, visitor_key, tr_user_id,
+        tr_visitor_id, tr_user_id_created, tr_visitor_id_created, link_state, updated_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, CAST($8 AS TIMESTAMP), CAST($9 AS TIMESTAMP), $10, CAST($11 AS TIMESTAMP))`,
+    [ws, c.customer_id, ...values]);
+  } else {
+    await tx.run(`UPDATE payment_customers SET email = $3, person_key = $4, visitor_key = $5, tr_user_id = $6,
+        tr_visitor_id = $7, tr_user_id_created = CAST($8 AS TIMESTAMP), tr_visitor_id_created = CAST($9 AS TIMESTAMP),
+        link_state = $10, updated_at = CAST($11 AS TIMESTAMP)
+      WHERE workspace_id = $1 AND customer_id = $2`, [ws, c.customer_id, ...values]);
+  }
+}
+
+/** Deferred customers of these visitors become linked (the visitor now has a person). */
+export async function linkDeferredCustomers(tx: Tx, ws: string, visitorKeys: number[], now: Date): Promise<void> {
+  if (visitorKeys.length === 0) return;
+  await tx.run(`UPDATE payment_customers SET link_state = 'linked', updated_at = CAST($2 AS TIMESTAMP)
+    WHERE workspace_id = $1 AND link_state = 'deferred' AND visitor_key IN (SELECT unnest($3))`,
+  [ws, utc(now), listValue(visitorKeys.map(BigInt))], [VARCHAR, VARCHAR, LIST(BIGINT)]);
+}
+
+/** Inserts the subscription, or overwrites it unless the stored state is newer than `created`. */
+export async function saveSubscription(tx: Tx, ws: string, s: SubscriptionState, created: Date): Promise<void> {
+  const found = await rows(tx, 'SELECT source_created FROM subscriptions WHERE workspace_id = $1 AND subscription_id = $2', [ws, s.subscription_id]);
+  const values = [s.customer_id, s.status, s.price_id, s.product_id, s.interval, s.amount, s.currency, s.cancel_at_period_end ? 1 : 0, utc(s.created_at), utc(created)];
+  if (found.length === 0) {
+    await tx.run(`INSERT INTO subscriptions (workspace_id, subscription_id, customer_id, status, price_id, product_id, "interval",
+        amount, currency, cancel_at_period_end, created_at, source_created)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CAST($10 AS INTEGER) = 1, CAST($11 AS TIMESTAMP), CAST($12 AS TIMESTAMP))`,
+    [ws, s.subscription_id, ...values]);
+  } else if (isOlder(found[0]!.source_created, created)) {
+    await tx.run(`UPDATE subscriptions SET customer_id = $3, status = $4, price_id = $5, product_id = $6, "interval" = $7,
+        amount = $8, currency = $9, cancel_at_period_end = CAST($10 AS INTEGER) = 1, created_at = CAST($11 AS TIMESTAMP),
+        source_created = CAST($12 AS TIMESTAMP)
+      WHERE workspace_id = $1 AND subscription_id = $2`, [ws, s.subscription_id, ...values]);
+  }
+}
+
+export async function saveInvoice(tx: Tx, ws: string, i: InvoiceState, created: Date): Promise<void> {
+  const found = await rows(tx, 'SELECT source_created FROM invoices WHERE workspace_id = $1 AND invoice_id = $2', [ws, i.invoice_id]);
+  const values = [i.customer_id, i.subscription_id, i.status, i.amount_due, i.amount_paid, i.currency, utc(i.created_at), utc(created)];
+  if (found.length === 0) {
+    await tx.run(`INSERT INTO invoices (workspace_id, invoice_id, customer_id, subscription_id, status, amount_due, amount_paid,
+        currency, created_at, source_created)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9 AS TIMESTAMP), CAST($10 AS TIMESTAMP))`, [ws, i.invoice_id, ...values]);
+  } else if (isOlder(found[0]!.source_created, created)) {
+    await tx.run(`UPDATE invoices SET customer_id = $3, subscription_id = $4, status = $5, amount_due = $6, amount_paid = $7,
+        currency = $8, created_at = CAST($9 AS TIMESTAMP), source_created = CAST($10 AS TIMESTAMP)
+      WHERE workspace_id = $1 AND invoice_id = $2`, [ws, i.invoice_id, ...values]);
+  }
+}
+
+/** Stored state at `stored` is not newer than an update made at `created` (equal: the later arrival wins). */
+function isOlder(stored: unknown, created: Date): boolean {
+  return !(stored instanceof Date) || stored.getTime() <= created.getTime();
+}
+
+/** Records a lifecycle event once per (kind, object). */
+export async function addPaymentEvent(tx: Tx, ws: string, customerId: string, kind: PaymentEventKind, at: Date, objectId: string): Promise<void> {
+  const seen = await rows(tx, 'SELECT 1 FROM payment_events WHERE workspace_id = $1 AND kind = $2 AND object_id = $3', [ws, kind, objectId]);
+  if (seen.length > 0) return;
+  await tx.run('INSERT INTO payment_events (workspace_id, customer_id, kind, ts, object_id) VALUES ($1, $2, $3, CAST($4 AS TIMESTAMP), $5)',
+    [ws, customerId, kind, utc(at), objectId]);
+}
+
+/** Keeps one first_paid_invoice per customer: the earliest paid invoice seen, whatever the arrival order. */
+export async function recordPaidInvoice(tx: Tx, ws: string, customerId: string, at: Date, invoiceId: string): Promise<void> {
+  const found = await rows(tx, `SELECT ts FROM payment_events WHERE workspace_id = $1 AND customer_id = $2 AND kind = 'first_paid_invoice'`, [ws, customerId]);
+  const first = found[0]?.ts;
+  if (first instanceof Date && first.getTime() <= at.getTime()) return;
+  if (found.length > 0) {
+    await tx.run(`DELETE FROM payment_events WHERE workspace_id = $1 AND customer_id = $2 AND kind = 'first_paid_invoice'`, [ws, customerId]);
+  }
+  await addPaymentEvent(tx, ws, customerId, 'first_paid_invoice', at, invoiceId);
+}
+
+/** Remembers which customer a charge or payment intent belongs to (refunds name only those). */
+export async function rememberObjects(tx: Tx, ws: string, customerId: string, objectIds: string[]): Promise<void> {
+  for (const id of new Set(objectIds)) {
+    const seen = await rows(tx, 'SELECT 1 FROM payment_objects WHERE workspace_id = $1 AND object_id = $2', [ws, id]);
+    if (seen.length === 0) await tx.run('INSERT INTO payment_objects (workspace_id, object_id, customer_id) VALUES ($1, $2, $3)', [ws, id, customerId]);
+  }
+}
+
+export async function customerOfObject(tx: Tx, ws: string, objectIds: string[]): Promise<string | null> {
+  for (const id of objectIds) {
+    const found = await rows(tx, 'SELECT customer_id FROM payment_objects WHERE workspace_id = $1 AND object_id = $2', [ws, id]);
+    if (found[0]) return found[0].customer_id as string;
+  }
+  return null;
+}
+
+export async function webhookSecret(store: Store, ws: string): Promise<string | null> {
+  const found = await store.query('SELECT stripe_webhook_secret FROM workspaces WHERE workspace_id = $1', [ws]);
+  return (found[0]?.stripe_webhook_secret as string | null | undefined) ?? null;
+}

@@ -1,0 +1,195 @@
+// Revenue attribution with the real parts: app, DuckDB, stripe's signatures (issue 5).
+
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from './support/app.js';
+import {
+  charge, checkoutSession, count, customerRow, deliver, invoice, notification, nowS, paymentIntent, refund, subscription,
+} from './support/stripe.js';
+
+let t: TestApp;
+beforeEach(async () => { t = await startTestApp(); });
+afterEach(async () => { await t.close(); });
+
+const get = (url: string, key = t.ws.secret_key) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
+const ok = async (res: Promise<{ statusCode: number; body: string }>) => {
+  const r = await res;
+  expect(r.statusCode, r.body).toBe(200);
+  return JSON.parse(r.body) as { received: true; duplicate: boolean };
+};
+
+describe('GET /v1/workspace', () => {
+  it('returns the id, name and webhook URL (secret key only)', async () => {
+    const res = await get('/v1/workspace');
+    expect(res.json()).toEqual({ id: t.ws.workspace_id, name: 'test', webhook_url: `http://127.0.0.1:3000/v1/webhooks/stripe/${t.ws.workspace_id}` });
+    expect((await get('/v1/workspace', t.ws.publishable_key)).statusCode).toBe(403);
+    expect((await t.app.inject({ method: 'GET', url: '/v1/workspace' })).statusCode).toBe(401);
+  });
+});
+
+describe('link states (the spec table)', () => {
+  it('tr_user_id and tr_visitor_id: linked at once, the visitor joins the person', async () => {
+    await ok(deliver(t, notification('checkout.session.completed', checkoutSession('cus_1', { tr_user_id: 'u1', tr_visitor_id: 'v1' }))));
+    expect(await customerRow(t, 'cus_1')).toMatchObject({ link_state: 'linked', external_id: 'u1', visitor_id: 'v1', visitor_person: 'u1' });
+  });
+
+  it('tr_user_id alone: linked (user id wins), person found or created', async () => {
+    await t.post('/v1/persons', { external_id: 'u2', email: 'u2@example.com' });
+    await ok(deliver(t, notification('payment_intent.succeeded', paymentIntent('cus_2', { tr_user_id: 'u2' }))));
+    await ok(deliver(t, notification('payment_intent.succeeded', paymentIntent('cus_3', { tr_user_id: 'new-user' }))));
+    expect(await customerRow(t, 'cus_2')).toMatchObject({ link_state: 'linked', external_id: 'u2' });
+    expect(await customerRow(t, 'cus_3')).toMatchObject({ link_state: 'linked', external_id: 'new-user' });
+    expect(await count(t, 'persons')).toBe(2);
+  });
+
+  it('a known visitor: linked through the visitor-to-user mapping', async () => {
+    await t.post('/v1/persons', { external_id: 'u4', visitor_id: 'v4' });
+    await ok(deliver(t, notification('customer.subscription.created', subscription('cus_4', { metadata: { tr_visitor_id: 'v4' } }))));
+    expect(await customerRow(t, 'cus_4')).toMatchObject({ link_state: 'linked', external_id: null, visitor_person: 'u4' });
+  });
+
+  it('an anonymous or unknown visitor: deferred, the row stays unlinked', async () => {
+    await t.post('/v1/pageviews', { visitor_id: 'v5', url: 'https://shop.example/' });
+    await ok(deliver(t, notification('checkout.session.completed', checkoutSession('cus_5', { tr_visitor_id: 'v5' }))));
+    await ok(deliver(t, notification('checkout.session.completed', checkoutSession('cus_6', { tr_visitor_id: 'v-never-seen' }))));
+    expect(await customerRow(t, 'cus_5')).toMatchObject({ link_state: 'deferred', visitor_id: 'v5', visitor_person: null });
+    expect(await customerRow(t, 'cus_6')).toMatchObject({ link_state: 'deferred', visitor_id: 'v-never-seen' });
+    expect(await count(t, 'persons')).toBe(0);
+  });
+
+  it('deferred becomes linked when POST /v1/events carries the visitor and the user id', async () => {
+    await ok(deliver(t, notification('checkout.session.completed', checkoutSession('cus_7', { tr_visitor_id: 'v7' }))));
+    const res = await t.post('/v1/events', { event_name: 'login', user_id: 'u7', visitor_id: 'v7' });
+    expect(res.statusCode).toBe(200);
+    expect(await customerRow(t, 'cus_7')).toMatchObject({ link_state: 'linked', visitor_person: 'u7' });
+  });
+
+  it('deferred becomes linked through POST /v1/persons too', async () => {
+    await ok(deliver(t, notification('checkout.session.completed', checkoutSession('cus_8', { tr_visitor_id: 'v8' }))));
+    await t.post('/v1/persons', { external_id: 'u8', tr_visitor_id: 'v8' });
+    expect(await customerRow(t, 'cus_8')).toMatchObject({ link_state: 'linked', visitor_person: 'u8' });
+  });
+
+  it('both absent: email matching, else unmatched', async () => {
+    await t.post('/v1/persons', { external_id: 'u9', email: 'payer@example.com' });
+    await ok(deliver(t, notification('checkout.session.completed', checkoutSession('cus_9', {}, '  Payer@Example.COM '))));
+    await ok(deliver(t, notification('checkout.session.completed', checkoutSession('cus_10', {}, 'stranger@example.com'))));
+    await ok(deliver(t, notification('payment_intent.succeeded', paymentIntent('cus_11', {}, { receipt_email: 'PAYER@example.com' }))));
+    expect(await customerRow(t, 'cus_9')).toMatchObject({ link_state: 'email_matched', external_id: 'u9', email: 'payer@example.com' });
+    expect(await customerRow(t, 'cus_10')).toMatchObject({ link_state: 'unmatched', external_id: null });
+    expect(await customerRow(t, 'cus_11')).toMatchObject({ link_state: 'email_matched', external_id: 'u9' });
+  });
+});
+
+describe('metadata precedence', () => {
+  it('chained creates: the session carries the visitor, the subscription the user', async () => {
+    const T = nowS();
+    await ok(deliver(t, notification('checkout.session.completed', checkoutSession('cus_c', { tr_visitor_id: 'vc' }), T)));
+    expect((await customerRow(t, 'cus_c'))?.link_state).toBe('deferred');
+    await ok(deliver(t, notification('customer.subscription.created', subscription('cus_c', { metadata: { tr_user_id: 'uc', tr_visitor_id: 'vc' } }), T + 1)));
+    expect(await customerRow(t, 'cus_c')).toMatchObject({ link_state: 'linked', external_id: 'uc', visitor_person: 'uc' });
+  });
+
+  it('out of order: an older notification with another tr_user_id does not win', async () => {
+    const T = nowS();
+    await ok(deliver(t, notification('customer.subscription.updated', subscription('cus_o', { metadata: { tr_user_id: 'new' } }), T)));
+    await ok(deliver(t, notification('checkout.session.completed', checkoutSession('cus_o', { tr_user_id: 'old', tr_visitor_id: 'vo' }), T - 600)));
+    const row = await customerRow(t, 'cus_o');
+    // The older visitor id is still the latest non-null visitor signal; the user id stays the newer one.
+    expect(row).toMatchObject({ link_state: 'linked', external_id: 'new' });
+  });
+
+  it('metadata on charges, refunds and invoices is ignored', async () => {
+    await ok(deliver(t, notification('charge.succeeded', charge('cus_x', { metadata: { tr_user_id: 'from-charge', tr_visitor_id: 'vx' } }))));
+    await ok(deliver(t, notification('invoice.paid', invoice('cus_x'))));
+    expect(await customerRow(t, 'cus_x')).toMatchObject({ link_state: 'unmatched', external_id: null, visitor_id: null });
+    expect(await count(t, 'persons')).toBe(0);
+    expect(await count(t, 'visitors')).toBe(0);
+  });
+});
+
+describe('delivery', () => {
+  it('a repeated notification id is processed once', async () => {
+    const event = notification('customer.subscription.deleted', subscription('cus_d', { status: 'canceled', metadata: { tr_user_id: 'ud' } }));
+    expect(await ok(deliver(t, event))).toEqual({ received: true, duplicate: false });
+    expect(await ok(deliver(t, event))).toEqual({ received: true, duplicate: true });
+    expect(await count(t, 'payment_events')).toBe(1);
+    expect(await count(t, 'processed_notifications')).toBe(1);
+    expect(await count(t, 'payment_customers')).toBe(1);
+  });
+
+  it.each([
+    ['forged', { secret: 'whsec_forged' }],
+    ['missing', { header: null }],
+    ['garbage', { header: 't=abc,v1=zzz' }],
+    ['stale', { timestamp: nowS() - 301 }],
+    ['unknown workspace', { workspaceId: 'ws_nope' }],
+  ])('a %s signature is a 400 and stores nothing', async (_name, opts) => {
+    const res = await deliver(t, notification('checkout.session.completed', checkoutSession('cus_s', { tr_user_id: 'us' })), opts);
+    expect(res.statusCode).toBe(400);
+    expect(res.json().error).toBe('invalid_signature');
+    for (const table of ['processed_notifications', 'payment_customers', 'persons']) expect(await count(t, table)).toBe(0);
+  });
+
+  it('a signed body that is not a notification is a 400', async () => {
+    expect((await deliver(t, null, { raw: '{"not":"an event"}' })).statusCode).toBe(400);
+    expect((await deliver(t, null, { raw: 'not json' })).json().error).toBe('invalid_json');
+    expect(await count(t, 'processed_notifications')).toBe(0);
+  });
+
+  it('unhandled types are acknowledged; guest payments store no customer', async () => {
+    await ok(deliver(t, notification('product.created', { id: 'prod_1', object: 'product' })));
+    await ok(deliver(t, notification('checkout.session.completed', checkoutSession(null, { tr_user_id: 'guest' }))));
+    expect(await count(t, 'payment_customers')).toBe(0);
+  });
+});
+
+describe('workspace isolation', () => {
+  it('A\'s notification on B\'s path is rejected; A never links to B\'s persons', async () => {
+    const b = await t.workspaces.create('b');
+    await t.post('/v1/persons', { external_id: 'shared', email: 'shared@example.com' }, b.secret_key);
+    const event = notification('checkout.session.completed', checkoutSession('cus_a', { tr_user_id: 'shared' }, 'shared@example.com'));
+    expect((await deliver(t, event, { workspaceId: b.workspace_id })).statusCode).toBe(400);
+    expect(await count(t, 'payment_customers', b.workspace_id)).toBe(0);
+    await ok(deliver(t, event));
+    const rows = await t.store.query(`SELECT p.workspace_id FROM payment_customers c JOIN persons p ON p.person_key = c.person_key
+      WHERE c.customer_id = 'cus_a'`);
+    expect(rows).toEqual([{ workspace_id: t.ws.workspace_id }]);
+    const lookup = await get('/people?q=cus_a', b.secret_key);
+    expect(lookup.json().data).toEqual([]);
+  });
+});
+
+describe('lifecycle events and state', () => {
+  it('first paid invoice once per customer; cancellation; refunds of both kinds once', async () => {
+    const T = nowS();
+    await ok(deliver(t, notification('payment_intent.succeeded', paymentIntent('cus_l', { tr_user_id: 'ul' }, { id: 'pi_l', latest_charge: 'ch_l' }), T)));
+    await ok(deliver(t, notification('invoice.paid', invoice('cus_l', { id: 'in_2' }), T + 50)));
+    await ok(deliver(t, notification('invoice.paid', invoice('cus_l', { id: 'in_1' }), T + 10))); // arrives late, is earlier
+    await ok(deliver(t, notification('invoice.paid', invoice('cus_l', { id: 'in_3' }), T + 90)));
+    await ok(deliver(t, notification('customer.subscription.deleted', subscription('cus_l', { id: 'sub_l', status: 'canceled' }), T + 100)));
+    await ok(deliver(t, notification('charge.refunded', charge('cus_l', { id: 'ch_l', refunded: true }), T + 110)));
+    await ok(deliver(t, notification('charge.refunded', charge('cus_l', { id: 'ch_l', refunded: true }), T + 111)));
+    await ok(deliver(t, notification('refund.created', refund('ch_l', 'pi_l'), T + 112)));
+    const events = await t.store.query(`SELECT kind, object_id, customer_id FROM payment_events ORDER BY kind, object_id`);
+    expect(events).toEqual([
+      { kind: 'first_paid_invoice', object_id: 'in_1', customer_id: 'cus_l' },
+      { kind: 'refund_issued', object_id: 'ch_l', customer_id: 'cus_l' },
+      { kind: 'refund_issued', object_id: expect.stringMatching(/^re_/), customer_id: 'cus_l' },
+      { kind: 'subscription_canceled', object_id: 'sub_l', customer_id: 'cus_l' },
+    ]);
+  });
+
+  it('subscription and invoice state: the newest created wins', async () => {
+    const T = nowS();
+    await ok(deliver(t, notification('customer.subscription.updated', subscription('cus_s', {
+      id: 'sub_s', status: 'past_due', price: 'price_team', product: 'prod_team', interval: 'year', unit_amount: 1500, quantity: 3, cancel_at_period_end: true,
+    }), T + 20)));
+    await ok(deliver(t, notification('customer.subscription.created', subscription('cus_s', { id: 'sub_s', status: 'active' }), T)));
+    await ok(deliver(t, notification('invoice.finalized', invoice('cus_s', { id: 'in_s', status: 'open', subscription: 'sub_s' }), T)));
+    await ok(deliver(t, notification('invoice.paid', invoice('cus_s', { id: 'in_s', status: 'paid', subscription: 'sub_s' }), T + 5)));
+    const [sub] = await t.store.query('SELECT status, price_id, product_id, "interval", amount, currency, cancel_at_period_end FROM subscriptions');
+    expect(sub).toEqual({ status: 'past_due', price_id: 'price_team', product_id: 'prod_team', interval: 'year', amount: 4500n, currency: 'usd', cancel_at_period_end: true });
+    const [inv] = await t.store.query('SELECT status, amount_due, amount_paid, subscription_id FROM invoices');
+    expect(inv).toEqual({ status: 'paid', amount_due: 2000n, amount_paid: 2000n, subscription_id: 'sub_s' });
+  });
+});

@@ -1,0 +1,41 @@
+// A notification that fails half-way keeps nothing (not even its id), so the processor's retry applies it.
+
+import { afterEach, beforeEach, expect, it } from 'vitest';
+import { PaymentWebhook } from '../src/attribution/webhook.js';
+import { parseNotification } from '../src/attribution/notification.js';
+import { Ingest } from '../src/ingest/ingest.js';
+import type { Store } from '../src/store/db.js';
+import { startTestApp, type TestApp } from './support/app.js';
+import { count, notification, subscription } from './support/stripe.js';
+
+let t: TestApp;
+beforeEach(async () => { t = await startTestApp(); });
+afterEach(async () => { await t.close(); });
+
+/** The same store, whose transactions fail on the first write to payment_events. */
+function failingOnPaymentEvents(store: Store): Store {
+  const failing = Object.create(store) as Store;
+  failing.transaction = (fn) => store.transaction((tx) => fn(new Proxy(tx, {
+    get(target, prop) {
+      if (prop === 'run') {
+        return (sql: string, ...rest: unknown[]) => (sql.includes('INSERT INTO payment_events')
+          ? Promise.reject(new Error('disk full'))
+          : (target.run as (...a: unknown[]) => Promise<unknown>).call(target, sql, ...rest));
+      }
+      const value = Reflect.get(target, prop, target) as unknown;
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  })));
+  return failing;
+}
+
+it('rolls back everything, and the retry succeeds', async () => {
+  const n = parseNotification(notification('customer.subscription.deleted', subscription('cus_r', { status: 'canceled', metadata: { tr_user_id: 'ur' } })));
+  const broken = new PaymentWebhook(failingOnPaymentEvents(t.store), new Ingest(t.store));
+  await expect(broken.apply(t.ws.workspace_id, n)).rejects.toThrow('disk full');
+  for (const table of ['processed_notifications', 'payment_customers', 'subscriptions', 'persons']) expect(await count(t, table)).toBe(0);
+  const healthy = new PaymentWebhook(t.store, new Ingest(t.store));
+  expect(await healthy.apply(t.ws.workspace_id, n)).toEqual({ duplicate: false });
+  expect(await count(t, 'payment_events')).toBe(1);
+  expect(await count(t, 'persons')).toBe(1);
+});
