@@ -38,13 +38,16 @@ export interface EventResult {
   duplicate: boolean;
 }
 
-interface ReceivedEvent {
-  input: EventInput;
+/** An item of a request, with the time its request arrived (the default timestamp). */
+interface Received<T> {
+  input: T;
   receivedAt: Date;
 }
+type ReceivedEvent = Received<EventInput>;
 
 export class Ingest {
   private readonly eventWrites = new GroupCommit<ReceivedEvent, EventResult>((ws, items) => this.writeEvents(ws, items));
+  private readonly pageviewWrites = new GroupCommit<Received<PageviewInput>, { pageview_id: string }>((ws, items) => this.writePageviews(ws, items));
   private readonly linkListeners: ((links: VisitorLink[]) => Promise<void>)[] = [];
   /** Property paths known per workspace (`event_name \0 path`), so only new ones are written. */
   private readonly knownPaths = new Map<string, Set<string>>();
@@ -129,10 +132,17 @@ export class Ingest {
     return { results, links };
   }
 
-  async pageviews(ws: string, inputs: PageviewInput[]): Promise<{ pageview_id: string }[]> {
+  /** Stores a batch of page views (grouped with the workspace's waiting batches, like events). */
+  pageviews(ws: string, inputs: PageviewInput[]): Promise<{ pageview_id: string }[]> {
+    const receivedAt = this.clock();
+    return this.pageviewWrites.submit(ws, inputs.map((input) => ({ input, receivedAt })));
+  }
+
+  private writePageviews(ws: string, items: Received<PageviewInput>[]): Promise<{ pageview_id: string }[]> {
     const now = this.clock();
+    const inputs = items.map((item) => item.input);
     return this.store.transaction(async (tx) => {
-      const times = inputs.map((p) => (p.timestamp ? new Date(p.timestamp) : now));
+      const times = items.map(({ input, receivedAt }) => (input.timestamp ? new Date(input.timestamp) : receivedAt));
       const { resolved } = await resolveIdentities(tx, ws, inputs.map((p, i) => ({ visitor_id: p.visitor_id, at: times[i]! })), now);
       const keys = resolved.map((r) => r.visitor_key!);
       const latest = await latestPageviews(tx, ws, [...new Set(keys)]);
