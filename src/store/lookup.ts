@@ -20,7 +20,8 @@ export interface LookupRow {
 const CUSTOMERS = `SELECT c.customer_id, c.email, c.visitor_key, coalesce(c.person_key, v.person_key) AS owner,
     CASE WHEN c.link_state = 'deferred' AND v.person_key IS NOT NULL THEN 'linked' ELSE c.link_state END AS link_state
   FROM payment_customers c
-    LEFT JOIN visitors v ON v.workspace_id = c.workspace_id AND v.visitor_key = c.visitor_key
+    LEFT JOIN (SELECT visitor_key, person_key FROM visitors WHERE workspace_id = $1 AND person_key IS NOT NULL) v
+      ON v.visitor_key = c.visitor_key
   WHERE c.workspace_id = $1`;
 
 const has = (column: string) => `contains(lower(coalesce(${column}, '')), $2)`;
@@ -33,13 +34,18 @@ export async function lookupPeople(store: Store, ws: string, q: string, after: s
           ELSE min(link_state) END AS link_state
       FROM customers WHERE owner IS NOT NULL GROUP BY owner
     ),
+    -- Matching persons first (a scan of persons and of customers), then their details.
+    matches AS (
+      SELECT person_key FROM persons p
+      WHERE p.workspace_id = $1 AND (${has('p.email')} OR ${has('p.external_id')} OR ${has('p.name')})
+      UNION
+      SELECT owner FROM customers c WHERE c.owner IS NOT NULL AND ${has('c.customer_id')}
+    ),
     people AS (
       SELECT 'p' || lpad(CAST(p.person_key AS VARCHAR), 20, '0') AS sort_key, p.person_key, p.person_id, p.external_id,
         p.email, p.name, NULL::BIGINT AS visitor_key, coalesce(o.customer_ids, []) AS customer_ids, o.link_state
-      FROM persons p LEFT JOIN owned o ON o.owner = p.person_key
-      WHERE p.workspace_id = $1
-        AND (${has('p.email')} OR ${has('p.external_id')} OR ${has('p.name')}
-          OR EXISTS (SELECT 1 FROM customers c WHERE c.owner = p.person_key AND ${has('c.customer_id')}))
+      FROM matches m JOIN persons p ON p.person_key = m.person_key AND p.workspace_id = $1
+        LEFT JOIN owned o ON o.owner = p.person_key
       UNION ALL
       SELECT 'c' || c.customer_id, NULL, NULL, NULL, c.email, NULL, c.visitor_key, [c.customer_id], c.link_state
       FROM customers c
