@@ -4,9 +4,10 @@
 import { BIGINT, LIST, listValue, VARCHAR } from '@duckdb/node-api';
 import type { Store } from './db.js';
 import { type Tx, utc } from './people.js';
+import type { CustomerRow, InvoiceRow, PaymentEventRow, SubscriptionRow } from './layout.js';
 
-export type LinkState = 'linked' | 'deferred' | 'email_matched' | 'unmatched';
-export type PaymentEventKind = 'first_paid_invoice' | 'subscription_canceled' | 'refund_issued';
+export type LinkState = CustomerRow['link_state'];
+export type PaymentEventKind = PaymentEventRow['kind'];
 
 export interface CustomerRecord {
   customer_id: string;
@@ -20,29 +21,9 @@ export interface CustomerRecord {
   link_state: LinkState;
 }
 
-export interface SubscriptionState {
-  subscription_id: string;
-  customer_id: string;
-  status: string;
-  price_id: string | null;
-  product_id: string | null;
-  interval: string | null;
-  amount: number | null;
-  currency: string | null;
-  cancel_at_period_end: boolean;
-  created_at: Date;
-}
-
-export interface InvoiceState {
-  invoice_id: string;
-  customer_id: string;
-  subscription_id: string | null;
-  status: string;
-  amount_due: number;
-  amount_paid: number;
-  currency: string;
-  created_at: Date;
-}
+/** Current state of a subscription / an invoice: the same fields as the export layout's rows. */
+export type SubscriptionState = SubscriptionRow;
+export type InvoiceState = InvoiceRow;
 
 async function rows(tx: Tx, sql: string, params: (string | number | null)[]): Promise<Record<string, unknown>[]> {
   return (await tx.runAndReadAll(sql, params)).getRowObjectsJS() as Record<string, unknown>[];
