@@ -80,6 +80,20 @@ describe('the service process', () => {
     expect(await stop(running, 'SIGTERM')).toBe(0);
   });
 
+  it('serves the people lookup on DATA_PORT too, and only that there', async () => {
+    const dataPort = await freePort();
+    const running = await start({ DATA_PORT: String(dataPort), BOOTSTRAP_SECRET_KEY: 'sk_data_port_test' });
+    const headers = { authorization: 'Bearer sk_data_port_test' };
+    const dataUrl = `http://127.0.0.1:${dataPort}`;
+    const lookup = await fetch(`${dataUrl}/people?q=nobody`, { headers });
+    expect(lookup.status).toBe(200);
+    expect(await lookup.json()).toEqual({ data: [], next_cursor: null });
+    expect((await fetch(`${running.url}/people?q=nobody`, { headers })).status).toBe(200);
+    expect((await fetch(`${dataUrl}/health`)).status).toBe(404);
+    expect((await fetch(`${dataUrl}/people?q=x`)).status).toBe(401);
+    expect(await stop(running, 'SIGTERM')).toBe(0);
+  });
+
   it('keeps every acknowledged event when the process is killed right after the answers', async () => {
     const database = join(dir, 'killed.duckdb');
     const running = await start({ DATABASE_PATH: database, BOOTSTRAP_SECRET_KEY: 'sk_durability_test' });
