@@ -55,30 +55,35 @@ const INSERTS: Record<DatasetTable, string> = {
 const PROPERTY_STRUCTURE = `SELECT event_name, CAST(json_group_structure(CAST(s.properties AS JSON)) AS VARCHAR) AS structure
   FROM {src} s GROUP BY event_name`;
 
+/** Called after each imported table with its inserted rows and elapsed milliseconds (progress). */
+export type ImportProgress = (table: DatasetTable, rows: number, ms: number) => void;
+
 async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) => { src: string; params: string[] } | null,
-  before?: (tx: DuckDBConnection) => Promise<void>): Promise<void> {
+  before?: (tx: DuckDBConnection) => Promise<void>, onTable?: ImportProgress): Promise<void> {
   await store.transaction(async (tx) => {
     await before?.(tx);
     for (const table of DATASET_TABLES) {
       const source = relation(table);
       if (!source) continue;
-      await tx.run(INSERTS[table].replace('{src}', source.src), [ws, ...source.params]);
+      const t0 = performance.now();
+      const inserted = await tx.run(INSERTS[table].replace('{src}', source.src), [ws, ...source.params]);
       if (table === 'events') {
         const rows = (await tx.runAndReadAll(PROPERTY_STRUCTURE.replace('{src}', source.src.replace(/\$2/g, '$1')), source.params))
           .getRowObjectsJS() as { event_name: string; structure: string }[];
         await recordPropertyPaths(tx, ws, rows.flatMap((r) =>
           propertyPaths(JSON.parse(r.structure)).map((path) => ({ event_name: r.event_name, path }))));
       }
+      onTable?.(table, inserted.rowsChanged, performance.now() - t0);
     }
   });
 }
 
 /** Imports `<dir>/<table>.parquet` for each table file present, in one transaction. */
-export async function importParquetDir(store: Store, ws: string, dir: string): Promise<void> {
+export async function importParquetDir(store: Store, ws: string, dir: string, onTable?: ImportProgress): Promise<void> {
   await importFrom(store, ws, (table) => {
     const file = join(dir, `${table}.parquet`);
     return existsSync(file) ? { src: 'read_parquet($2)', params: [file] } : null;
-  });
+  }, undefined, onTable);
 }
 
 function append(appender: DuckDBAppender, type: LayoutType, value: unknown): void {

@@ -1,0 +1,118 @@
+// `explain <criteria.json> --data …`: the criteria tree with each branch's and leaf's distinct
+// profile count (each subtree planned and counted on its own), then the SQL and its parameters.
+
+import {
+  type AudienceCriteria, type CriteriaNode, planCriteria, pointer, printCount, type SqlParam,
+} from '../criteria/index.js';
+import type { Store } from '../store/db.js';
+import { atOption, type Command, integerOption, stringOption, type Values } from './args.js';
+import { readCriteriaFile } from './criteria-file.js';
+import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';
+import { describeLeaf } from './describe.js';
+import { DEFAULT_BUDGET_MS } from './estimate.js';
+import { fmt, print, printJson } from './output.js';
+import { validatedCriteria } from './validated.js';
+
+const HELP = `usage: audiences explain <criteria.json> --data <dir|file.duckdb> [--at <timestamp>] [--budget <ms>] [--json]
+
+Shows why an audience has its size: the criteria as a tree of and / or / not nodes and leaves
+(each leaf in one line), each with its own count of distinct profiles, then the SQL of the whole
+audience with its parameters. A subtree's count is the estimate of that subtree alone. A negation
+(a not node, or a did_not leaf) shows the size of the set its parent "and" subtracts: for a
+did_not leaf, the profiles that did it.
+
+${DATA_HELP}
+
+options:
+  --data <dir|file.duckdb>  the data (required)
+  --workspace <id>          workspace of a database file (default: the one named "analyst")
+  --at <timestamp>          evaluation time (default: now)
+  --budget <ms>             budget of each count (default ${DEFAULT_BUDGET_MS}); over it, count is null
+  --json                    print { at, count, tree, sql, params }; tree nodes are
+                            { kind: and|or|not|leaf, path, count, negated, description?, children? }
+  -h, --help                this help`;
+
+export interface ExplainNode {
+  kind: 'and' | 'or' | 'not' | 'leaf';
+  /** JSON Pointer of the node in the criteria. */
+  path: string;
+  /** Distinct profiles of this subtree alone; null past the budget. */
+  count: number | null;
+  /** The set is subtracted by its parent `and`. */
+  negated: boolean;
+  description?: string;
+  children?: ExplainNode[];
+}
+
+async function explainNode(store: Store, ws: string, node: CriteriaNode, path: string, at: Date, budgetMs: number): Promise<ExplainNode> {
+  const subtree: AudienceCriteria = { version: 1, root: node };
+  const query = printCount(planCriteria(subtree, at), ws);
+  const count = await store.countWithin(query.sql, query.params, budgetMs);
+  if (!('op' in node)) {
+    const negated = 'occurrence' in node && node.occurrence.op === 'did_not';
+    return { kind: 'leaf', path, count, negated, description: describeLeaf(node) };
+  }
+  if (node.op === 'not') {
+    return { kind: 'not', path, count, negated: true, children: [await explainNode(store, ws, node.child, pointer(path, 'child'), at, budgetMs)] };
+  }
+  const children: ExplainNode[] = [];
+  for (const [i, child] of node.children.entries()) {
+    children.push(await explainNode(store, ws, child, pointer(pointer(path, 'children'), i), at, budgetMs));
+  }
+  return { kind: node.op, path, count, negated: false, children };
+}
+
+const countText = (n: ExplainNode) => (n.count === null ? 'over budget' : fmt(n.count));
+
+function treeLines(node: ExplainNode, prefix: string, branch: string, lines: string[]): void {
+  const label = node.kind === 'leaf' ? node.description! : node.kind === 'not' ? 'not (subtracted)' : node.kind;
+  const negation = node.kind === 'leaf' && node.negated ? '  (subtracted: profiles who did it)' : '';
+  lines.push(`${prefix}${branch}${label}  [${countText(node)}]${negation}`);
+  const children = node.children ?? [];
+  const inner = prefix + (branch === '' ? '' : branch === '└─ ' ? '   ' : '│  ');
+  children.forEach((c, i) => treeLines(c, inner, i === children.length - 1 ? '└─ ' : '├─ ', lines));
+}
+
+function paramText(p: SqlParam): string {
+  return typeof p === 'string' ? `'${p}'` : String(p);
+}
+
+async function run([file]: string[], values: Values): Promise<number> {
+  const criteria = readCriteriaFile(file!);
+  const at = atOption(values, 'explain');
+  const budgetMs = integerOption(values, 'budget', DEFAULT_BUDGET_MS, 'explain');
+  const data = await openData(stringOption(values, 'data'), stringOption(values, 'workspace'), 'explain');
+  try {
+    const valid = await validatedCriteria(data, criteria, file!, values.json === true);
+    if (!valid) return 1;
+    const tree = await explainNode(data.store, data.workspaceId, valid.root, '/root', at, budgetMs);
+    const query = printCount(planCriteria(valid, at), data.workspaceId);
+    if (values.json) {
+      printJson({ valid: true, at: at.toISOString(), count: tree.count, tree, sql: query.sql, params: query.params });
+      return 0;
+    }
+    const lines: string[] = [];
+    treeLines(tree, '', '', lines);
+    print(`audience at ${at.toISOString()}: ${countText(tree)} profiles`);
+    print();
+    for (const line of lines) print(line);
+    print();
+    print('SQL:');
+    print(query.sql);
+    print();
+    print('parameters:');
+    query.params.forEach((p, i) => print(`  $${i + 1} = ${paramText(p)}`));
+    return 0;
+  } finally {
+    await data.close();
+  }
+}
+
+export const explain: Command = {
+  name: 'explain',
+  summary: 'the criteria tree with per-branch and per-leaf counts, and the SQL',
+  help: HELP,
+  options: { ...DATA_OPTIONS, budget: { type: 'string' } },
+  positionals: ['criteria.json'],
+  run,
+};

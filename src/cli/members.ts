@@ -1,0 +1,93 @@
+// `members <criteria.json> --data … --out file.parquet|csv|arrow`: the audience's members.
+
+import { writeFileSync } from 'node:fs';
+import { extname } from 'node:path';
+import { planCriteria, printMembers } from '../criteria/index.js';
+import type { Store } from '../store/db.js';
+import { atOption, type Command, stringOption, type Values } from './args.js';
+import { readCriteriaFile } from './criteria-file.js';
+import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';
+import { CliError, oneLine, UsageError } from './errors.js';
+import { fmt, print, printJson, seconds } from './output.js';
+import { validatedCriteria } from './validated.js';
+
+/** The member columns written: printMembers' rows without the internal profile key. */
+export const MEMBER_COLUMNS = ['person_id', 'visitor_id', 'external_id', 'email'] as const;
+const FORMATS = { '.parquet': 'parquet', '.csv': 'csv', '.arrow': 'arrow' } as const;
+
+const HELP = `usage: audiences members <criteria.json> --data <dir|file.duckdb> --out <file.parquet|file.csv|file.arrow> [--at <timestamp>] [--json]
+
+Writes the audience's members, one row per profile, with the
+columns ${MEMBER_COLUMNS.join(', ')}: a person has person_id (and
+external_id, email when known); an anonymous visitor has only visitor_id. The format follows the
+extension of --out: parquet and csv through DuckDB's COPY, arrow as an Arrow IPC file.
+Invalid criteria print their faults and exit 1. No budget applies.
+
+${DATA_HELP}
+
+options:
+  --data <dir|file.duckdb>  the data (required)
+  --out <file>              the output file, overwritten (required)
+  --workspace <id>          workspace of a database file (default: the one named "analyst")
+  --at <timestamp>          evaluation time (default: now)
+  --json                    print { out, format, rows, elapsed_ms }
+  -h, --help                this help`;
+
+const sqlString = (s: string) => `'${s.replace(/'/g, "''")}'`;
+
+async function writeArrow(store: Store, sql: string, params: (string | number | boolean)[], out: string): Promise<number> {
+  let arrow: typeof import('apache-arrow');
+  try {
+    arrow = await import('apache-arrow');
+  } catch {
+    throw new CliError('--out .arrow needs the apache-arrow package (npm install apache-arrow); use .parquet or .csv');
+  }
+  const rows = await store.query(sql, params);
+  const columns = Object.fromEntries(MEMBER_COLUMNS.map((c) =>
+    [c, arrow.vectorFromArray(rows.map((r) => (r[c] ?? null) as string | null), new arrow.Utf8())]));
+  writeFileSync(out, arrow.tableToIPC(new arrow.Table(columns), 'file'));
+  return rows.length;
+}
+
+async function run([file]: string[], values: Values): Promise<number> {
+  const criteria = readCriteriaFile(file!);
+  const out = stringOption(values, 'out');
+  if (out === undefined) throw new UsageError('--out <file.parquet|file.csv|file.arrow> is required', 'members');
+  const ext = extname(out).toLowerCase();
+  const format = Object.hasOwn(FORMATS, ext) ? FORMATS[ext as keyof typeof FORMATS] : undefined;
+  if (!format) throw new UsageError(`--out must end in .parquet, .csv or .arrow, got "${out}"`, 'members');
+  const at = atOption(values, 'members');
+  const data = await openData(stringOption(values, 'data'), stringOption(values, 'workspace'), 'members');
+  try {
+    const valid = await validatedCriteria(data, criteria, file!, values.json === true);
+    if (!valid) return 1;
+    const query = printMembers(planCriteria(valid, at), data.workspaceId);
+    const select = `SELECT ${MEMBER_COLUMNS.join(', ')} FROM (${query.sql}) AS members`;
+    const t0 = performance.now();
+    let rows: number;
+    try {
+      rows = format === 'arrow'
+        ? await writeArrow(data.store, select, query.params, out)
+        : await data.store.withConnection(async (conn) =>
+          (await conn.run(`COPY (${select}) TO ${sqlString(out)} (FORMAT ${format}${format === 'csv' ? ', HEADER true' : ''})`, query.params)).rowsChanged);
+    } catch (err) {
+      if (err instanceof CliError) throw err;
+      throw new CliError(`${out}: cannot write (${oneLine(err)})`);
+    }
+    const elapsed = performance.now() - t0;
+    if (values.json) printJson({ out, format, rows, at: at.toISOString(), elapsed_ms: Math.round(elapsed) });
+    else print(`wrote ${fmt(rows)} members to ${out} (${format}, ${seconds(elapsed)})`);
+    return 0;
+  } finally {
+    await data.close();
+  }
+}
+
+export const members: Command = {
+  name: 'members',
+  summary: 'write the members to a parquet, csv or arrow file',
+  help: HELP,
+  options: { ...DATA_OPTIONS, out: { type: 'string' } },
+  positionals: ['criteria.json'],
+  run,
+};

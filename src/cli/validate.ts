@@ -1,0 +1,64 @@
+// `validate <criteria.json> [--data …]`: the HTTP compile's validation, without estimating.
+
+import { isTimeWindowed, type PropertyCatalog, validateCriteria } from '../criteria/index.js';
+import { propertyCatalog } from '../store/properties.js';
+import { type Command, stringOption, type Values } from './args.js';
+import { readCriteriaFile } from './criteria-file.js';
+import { openData } from './data.js';
+import { print, printCriteriaErrors, printJson } from './output.js';
+
+const HELP = `usage: audiences validate <criteria.json> [--data <dir|file.duckdb> [--workspace <id>]] [--json]
+
+Validates criteria exactly as POST /v1/audiences/compile does and prints every fault as
+"code  path  message" (path is a JSON Pointer into the criteria). Exit 0 when valid, 1 when not.
+
+A product_event filter on payload.<path> is valid only for property paths seen on that event name
+in the data. With --data the paths are checked against that data (the same answer as the HTTP
+compile on it); without --data every payload path is accepted.
+
+options:
+  --data <dir|file.duckdb>  data whose event property paths to check against
+  --workspace <id>          workspace of a database file (default: the one named "analyst")
+  --json                    print { valid, errors, is_time_windowed, payload_paths_checked }
+  -h, --help                this help`;
+
+/** Accepts every payload path of every event name. */
+const ANY_PATH: PropertyCatalog = {
+  get: () => ({ has: () => true }),
+} as unknown as PropertyCatalog;
+
+async function run([file]: string[], values: Values): Promise<number> {
+  const criteria = readCriteriaFile(file!);
+  const dataPath = stringOption(values, 'data');
+  let catalog = ANY_PATH;
+  if (dataPath !== undefined) {
+    const data = await openData(dataPath, stringOption(values, 'workspace'), 'validate');
+    try {
+      catalog = await propertyCatalog(data.store, data.workspaceId);
+    } finally {
+      await data.close();
+    }
+  }
+  const result = validateCriteria(criteria, catalog);
+  const checked = dataPath !== undefined;
+  if (values.json) {
+    printJson(result.ok
+      ? { valid: true, errors: [], is_time_windowed: isTimeWindowed(result.criteria.root), payload_paths_checked: checked }
+      : { valid: false, errors: result.errors, is_time_windowed: null, payload_paths_checked: checked });
+  } else if (result.ok) {
+    print(`${file}: valid${checked ? '' : ' (payload paths not checked: pass --data to check them)'}`);
+  } else {
+    print(`${file}: ${result.errors.length} error${result.errors.length > 1 ? 's' : ''}`);
+    printCriteriaErrors(result.errors);
+  }
+  return result.ok ? 0 : 1;
+}
+
+export const validate: Command = {
+  name: 'validate',
+  summary: 'validate criteria like the HTTP compile (code, path, message); exit 1 when invalid',
+  help: HELP,
+  options: { data: { type: 'string' }, workspace: { type: 'string' } },
+  positionals: ['criteria.json'],
+  run,
+};
