@@ -8,6 +8,12 @@ export interface Config {
   publicUrl: string;
   databasePath: string;
   estimateBudgetMs: number;
+  /** Audiences: the refresh worker's limit, the scheduler's interval, delivery tries, platform URLs. */
+  refreshLimitMs: number;
+  schedulerIntervalMs: number;
+  deliveryMaxTries: number;
+  metaBaseUrl?: string;
+  googleAdsBaseUrl?: string;
   bootstrap: { secretKey?: string; publishableKey?: string; stripeWebhookSecret?: string };
 }
 
@@ -29,6 +35,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataPort: env.DATA_PORT ? integer(env, 'DATA_PORT', 0) : null,
     databasePath: env.DATABASE_PATH || './data/attribution.duckdb',
     estimateBudgetMs: integer(env, 'ESTIMATE_BUDGET_MS', 5000),
+    refreshLimitMs: integer(env, 'REFRESH_LIMIT_MS', 600_000),
+    schedulerIntervalMs: integer(env, 'SCHEDULER_INTERVAL_MS', 30_000),
+    deliveryMaxTries: Math.max(1, integer(env, 'DELIVERY_MAX_TRIES', 6)),
+    metaBaseUrl: env.META_BASE_URL || undefined,
+    googleAdsBaseUrl: env.GOOGLE_ADS_BASE_URL || undefined,
     bootstrap: {
       secretKey: env.BOOTSTRAP_SECRET_KEY || undefined,
       publishableKey: env.BOOTSTRAP_PUBLISHABLE_KEY || undefined,

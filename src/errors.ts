@@ -10,6 +10,7 @@ export const ERRORS = {
   forbidden: { status: 403, message: 'this endpoint needs a secret key (sk_…), not a publishable key' },
   not_found: { status: 404, message: 'no such resource' },
   method_not_allowed: { status: 405, message: 'method not allowed' },
+  conflict: { status: 409, message: 'the resource is busy; try again' },
   payload_too_large: { status: 413, message: 'the request body is larger than 1 MiB' },
   unsupported_media_type: { status: 415, message: 'send the body as Content-Type: application/json' },
   rate_limited: { status: 429, message: 'too many requests' },

@@ -1,6 +1,7 @@
 // `npm start`: open the database, make sure a workspace exists, serve the API.
 
 import { loadConfig } from './config.js';
+import { AUDIENCE_DEFAULTS } from './audiences/service.js';
 import { buildApp, buildDataApp } from './http/app.js';
 import { webhookUrl } from './http/routes/workspace.js';
 import { Store } from './store/db.js';
@@ -28,8 +29,21 @@ if (secretKey || publishableKey || stripeWebhookSecret) {
   ].join('\n'));
 }
 
-const app = await buildApp({ store, estimateBudgetMs: config.estimateBudgetMs, logger: true, publicUrl: config.publicUrl });
+const app = await buildApp({
+  store, estimateBudgetMs: config.estimateBudgetMs, logger: true, publicUrl: config.publicUrl,
+  audiences: {
+    refreshLimitMs: config.refreshLimitMs,
+    schedulerIntervalMs: config.schedulerIntervalMs,
+    delivery: {
+      ...AUDIENCE_DEFAULTS.delivery,
+      maxTries: config.deliveryMaxTries,
+      metaBaseUrl: config.metaBaseUrl ?? AUDIENCE_DEFAULTS.delivery.metaBaseUrl,
+      googleBaseUrl: config.googleAdsBaseUrl ?? AUDIENCE_DEFAULTS.delivery.googleBaseUrl,
+    },
+  },
+});
 await app.listen({ port: config.port, host: config.host });
+app.audiences.scheduler.start();
 // The people lookup also on DATA_PORT, so that {data_url} can be a separate address.
 const dataApp = config.dataPort === null ? null : await buildDataApp({ store, logger: true });
 if (dataApp) await dataApp.listen({ port: config.dataPort!, host: config.host });
@@ -39,6 +53,7 @@ async function shutdown(signal: string): Promise<void> {
   if (stopping) return;
   stopping = true;
   app.log.info({ signal }, 'shutting down');
+  await app.audiences.scheduler.stop(); // a refresh under way commits or rolls back; deliveries pause
   await Promise.all([app.close(), dataApp?.close()]); // stops accepting, waits for in-flight requests
   await store.close(); // finishes writes, checkpoints
   process.exit(0);

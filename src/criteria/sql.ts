@@ -290,3 +290,8 @@ FROM (\n  ${set}\n) AS a
 ORDER BY a.profile`;
   });
 }
+
+/** `SELECT profile`: the members' profiles alone, for `INSERT … SELECT` of a snapshot inside the database. */
+export function printProfiles(plan: SetPlan, workspaceId: string): CompiledQuery {
+  return print(plan, workspaceId, (set) => `SELECT profile FROM (\n  ${set}\n) AS audience`);
+}

@@ -11,6 +11,8 @@ import { authPlugin } from './auth.js';
 import { registerErrorHandling } from './errors.js';
 import { Ingest } from '../ingest/ingest.js';
 import { compileRoutes } from './routes/compile.js';
+import { audienceRoutes } from './routes/audiences.js';
+import { type AudienceService, type AudienceServiceOptions, createAudienceService } from '../audiences/service.js';
 import { healthRoutes } from './routes/health.js';
 import { ingestRoutes } from './routes/ingest.js';
 import { trackerRoutes } from './routes/tracker.js';
@@ -31,6 +33,15 @@ export interface AppOptions {
   ingest?: Ingest;
   /** Base URL the payment processor reaches this service at (webhook_url); PUBLIC_URL. */
   publicUrl?: string;
+  /** Refresh limit, scheduler interval, delivery policy and platform URLs; defaults otherwise. */
+  audiences?: Partial<AudienceServiceOptions>;
+}
+
+declare module 'fastify' {
+  interface FastifyInstance {
+    /** The audiences feature: main.ts starts and stops its scheduler, tests call tick(). */
+    audiences: AudienceService;
+  }
 }
 
 /** Fastify with zod schemas, the error mapping and key authentication: shared by both apps. */
@@ -62,11 +73,13 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 
   await app.register(authPlugin, { workspaces });
   await app.register(healthRoutes);
-  await app.register(compileRoutes, {
-    store: opts.store,
-    budgetMs: opts.estimateBudgetMs,
-    clock: opts.clock ?? (() => new Date()),
-  });
+  const clock = opts.clock ?? (() => new Date());
+  await app.register(compileRoutes, { store: opts.store, budgetMs: opts.estimateBudgetMs, clock });
+  const audiences = createAudienceService(opts.store, clock, (err) => app.log.error({ err }, 'audience refresh or delivery failed'), opts.audiences);
+  app.decorate('audiences', audiences);
+  // Stops the scheduler before the store closes (app.close() runs before store.close()).
+  app.addHook('onClose', () => audiences.scheduler.stop());
+  await app.register(audienceRoutes, { store: opts.store, ...audiences, clock });
   const ingest = opts.ingest ?? new Ingest(opts.store);
   await app.register(ingestRoutes, { ingest });
   await app.register(trackerRoutes);

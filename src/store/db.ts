@@ -50,6 +50,28 @@ class ConnectionPool {
   }
 }
 
+const INTERRUPTED = Symbol('interrupted');
+
+/**
+ * Runs `work` on `conn`; past `limitMs` the running statement is interrupted inside DuckDB and,
+ * once `work` has stopped, the answer is INTERRUPTED instead of its error.
+ */
+async function interruptAfter<T>(conn: DuckDBConnection, limitMs: number, work: () => Promise<T>): Promise<T | typeof INTERRUPTED> {
+  let interrupted = false;
+  const timer = setTimeout(() => {
+    interrupted = true;
+    conn.interrupt();
+  }, limitMs);
+  try {
+    return await work();
+  } catch (err) {
+    if (interrupted) return INTERRUPTED;
+    throw err;
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 export interface StoreOptions {
   /** DuckDB worker threads (default: one per core). */
   threads?: number;
@@ -107,6 +129,41 @@ export class Store {
     });
   }
 
+  /**
+   * Runs `fn` in one transaction on a connection of its own, so a long refresh never holds the
+   * ingest writer. Past `limitMs` the running statement is interrupted inside DuckDB, the
+   * transaction rolls back, and the error says so. Conflicting writes to the same rows fail at commit.
+   */
+  async transactionWithin<T>(limitMs: number, fn: (tx: DuckDBConnection) => Promise<T>): Promise<T> {
+    return this.withConnection(async (conn) => {
+      const result = await interruptAfter(conn, limitMs, async () => {
+        await conn.run('BEGIN TRANSACTION');
+        try {
+          const value = await fn(conn);
+          await conn.run('COMMIT');
+          return value;
+        } catch (err) {
+          await conn.run('ROLLBACK').catch(() => undefined);
+          throw err;
+        }
+      });
+      if (result === INTERRUPTED) throw new Error(`interrupted after the ${limitMs} ms limit`);
+      return result;
+    });
+  }
+
+
+  /** Rows of a query chunk by chunk (DuckDB's streaming result), on a connection held until the end. */
+  async *streamRows(sql: string, params: Params = []): AsyncGenerator<Row[]> {
+    const conn = await this.instance.connect();
+    try {
+      const result = await conn.stream(sql, params);
+      for await (const rows of result.yieldRowObjectJs()) yield rows as Row[];
+    } finally {
+      conn.closeSync();
+    }
+  }
+
   /** Runs `fn` on a fresh connection of its own, closed afterwards. */
   async withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
     const conn = await this.instance.connect();
@@ -127,22 +184,14 @@ export class Store {
    */
   async countWithin(sql: string, params: Params, budgetMs: number): Promise<number | null> {
     const conn = await this.estimates.acquire();
-    let interrupted = false;
-    const timer = setTimeout(() => {
-      interrupted = true;
-      conn.interrupt();
-    }, budgetMs);
     try {
-      const rows = (await conn.runAndReadAll(sql, params)).getRowObjectsJS();
-      return Number(rows[0]?.count ?? 0);
-    } catch (err) {
-      if (interrupted) return null;
-      throw err;
+      const rows = await interruptAfter(conn, budgetMs, async () => (await conn.runAndReadAll(sql, params)).getRowObjectsJS());
+      return rows === INTERRUPTED ? null : Number(rows[0]?.count ?? 0);
     } finally {
-      clearTimeout(timer);
       this.estimates.release(conn);
     }
   }
+
 
   /** Checkpoints the WAL into the database file and closes; in-flight writes finish first. */
   async close(): Promise<void> {

@@ -147,4 +147,69 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX payment_customers_by_id ON payment_customers (workspace_id, customer_id);
   CREATE INDEX payment_objects_by_id ON payment_objects (workspace_id, object_id);
   `,
+  // Audiences: saved criteria, membership snapshots (profiles; only the last two kept), the diff of
+  // each snapshot to the one before, and deliveries of diffs to destinations with every attempt.
+  `
+  CREATE SEQUENCE audience_snapshot_ids START 1;
+  CREATE SEQUENCE audience_delivery_ids START 1;
+  CREATE TABLE audiences (
+    workspace_id VARCHAR NOT NULL,
+    audience_id VARCHAR NOT NULL,
+    name VARCHAR NOT NULL,
+    criteria JSON NOT NULL,
+    is_time_windowed BOOLEAN NOT NULL,
+    refresh_every VARCHAR NOT NULL,
+    refresh_every_ms BIGINT NOT NULL,
+    destinations JSON NOT NULL,
+    status VARCHAR NOT NULL,
+    snapshot_id BIGINT,
+    member_count BIGINT,
+    last_refreshed_at TIMESTAMP,
+    next_refresh_at TIMESTAMP NOT NULL,
+    last_error VARCHAR,
+    created_at TIMESTAMP NOT NULL,
+    updated_at TIMESTAMP NOT NULL
+  );
+  CREATE TABLE audience_snapshots (
+    audience_id VARCHAR NOT NULL,
+    snapshot_id BIGINT NOT NULL,
+    previous_snapshot_id BIGINT,
+    taken_at TIMESTAMP NOT NULL,
+    member_count BIGINT NOT NULL,
+    added_count BIGINT NOT NULL,
+    removed_count BIGINT NOT NULL
+  );
+  CREATE TABLE audience_members (
+    snapshot_id BIGINT NOT NULL,
+    profile BIGINT NOT NULL
+  );
+  CREATE TABLE audience_diffs (
+    audience_id VARCHAR NOT NULL,
+    snapshot_id BIGINT NOT NULL,
+    change VARCHAR NOT NULL,
+    profile BIGINT NOT NULL
+  );
+  CREATE TABLE audience_deliveries (
+    delivery_id BIGINT NOT NULL,
+    audience_id VARCHAR NOT NULL,
+    destination_id VARCHAR NOT NULL,
+    snapshot_id BIGINT NOT NULL,
+    status VARCHAR NOT NULL,
+    next_page INTEGER NOT NULL DEFAULT 0,
+    skipped BIGINT NOT NULL DEFAULT 0,
+    last_error VARCHAR,
+    created_at TIMESTAMP NOT NULL,
+    finished_at TIMESTAMP
+  );
+  CREATE TABLE audience_delivery_attempts (
+    delivery_id BIGINT NOT NULL,
+    page INTEGER NOT NULL,
+    request VARCHAR NOT NULL,
+    attempt INTEGER NOT NULL,
+    ok BOOLEAN NOT NULL,
+    http_status INTEGER,
+    error VARCHAR,
+    attempted_at TIMESTAMP NOT NULL
+  );
+  `,
 ];

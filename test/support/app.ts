@@ -1,7 +1,7 @@
 // A real app on a real in-memory DuckDB, with one workspace, for tests.
 
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
-import { buildApp } from '../../src/http/app.js';
+import { type AppOptions, buildApp } from '../../src/http/app.js';
 import { Store, type StoreOptions } from '../../src/store/db.js';
 import { type CreatedWorkspace, Workspaces } from '../../src/store/workspaces.js';
 
@@ -15,12 +15,23 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startTestApp(options: StoreOptions & { budgetMs?: number; at?: Date; path?: string } = {}): Promise<TestApp> {
+export interface TestAppOptions extends StoreOptions {
+  budgetMs?: number;
+  at?: Date;
+  /** A moving clock, for tests that let time pass; `at` fixes it instead. */
+  clock?: () => Date;
+  path?: string;
+  audiences?: AppOptions['audiences'];
+}
+
+export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
   const store = await Store.open(options.path ?? ':memory:', options);
   const workspaces = new Workspaces(store);
   const ws = await workspaces.create('test');
   const at = options.at;
-  const app = await buildApp({ store, estimateBudgetMs: options.budgetMs ?? 5000, clock: at ? () => at : undefined });
+  const app = await buildApp({
+    store, estimateBudgetMs: options.budgetMs ?? 5000, clock: options.clock ?? (at ? () => at : undefined), audiences: options.audiences,
+  });
   const post = (url: string, body: unknown, key = ws.secret_key) => app.inject({
     method: 'POST',
     url,

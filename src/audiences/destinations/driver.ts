@@ -1,0 +1,38 @@
+// What every destination implements: how many diff rows fit a page, and how one page is sent.
+
+import type { DiffMember } from '../../store/audiences.js';
+
+export interface HttpRequest {
+  /** Shown in the delivery log, e.g. `POST /users`. */
+  label: string;
+  method: 'POST' | 'DELETE';
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Sends a request built at each attempt (signatures carry the attempt's time), retrying as the
+ * delivery policy says; resolves with the accepted response, throws when it gives up.
+ */
+export type Send = (build: (now: Date) => HttpRequest) => Promise<Response>;
+
+export interface DiffPage {
+  audienceId: string;
+  snapshotId: number;
+  page: number;
+  members: DiffMember[];
+}
+
+export interface DriverConfig {
+  metaBaseUrl: string;
+  googleBaseUrl: string;
+}
+
+export interface Driver<D> {
+  pageSize: number;
+  /** Sends one page; answers how many members it skipped (no email for an ad platform). */
+  deliverPage(destination: D, page: DiffPage, send: Send, config: DriverConfig): Promise<{ skipped: number }>;
+}
+
+export const publicMember = ({ person_id, visitor_id, external_id, email }: DiffMember) => ({ person_id, visitor_id, external_id, email });

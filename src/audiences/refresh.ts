@@ -1,0 +1,52 @@
+// One refresh of an audience: the criteria evaluated at the refresh time, a new snapshot and its
+// diff written in one transaction (store/audiences.ts). One refresh at a time per audience.
+
+import { planCriteria, printProfiles, validateCriteria } from '../criteria/index.js';
+import { AppError } from '../errors.js';
+import { getAudience, type SnapshotResult, updateAudience, writeSnapshot } from '../store/audiences.js';
+import type { Store } from '../store/db.js';
+import { propertyCatalog } from '../store/properties.js';
+import { storedDestinations } from './resource.js';
+
+export type RefreshOutcome = { ok: true; snapshot: SnapshotResult } | { ok: false; error: string };
+
+export class Refresher {
+  private readonly running = new Set<string>();
+
+  constructor(private readonly store: Store, private readonly limitMs: number) {}
+
+  isRunning(audienceId: string): boolean {
+    return this.running.has(audienceId);
+  }
+
+  /** Refreshes at `at`; a failure marks the audience failed and leaves it due, so the next tick retries. */
+  async refresh(ws: string, audienceId: string, at: Date): Promise<RefreshOutcome> {
+    if (this.running.has(audienceId)) throw new AppError('conflict', 'a refresh of this audience is already running');
+    this.running.add(audienceId);
+    try {
+      const row = await getAudience(this.store, ws, audienceId);
+      if (!row) throw new AppError('not_found', `no audience ${audienceId}`);
+      await updateAudience(this.store, ws, audienceId, { status: 'refreshing' });
+      try {
+        const validation = validateCriteria(JSON.parse(row.criteria), await propertyCatalog(this.store, ws));
+        if (!validation.ok) throw new Error(`the criteria are no longer valid: ${validation.errors[0]!.message}`);
+        const snapshot = await writeSnapshot(this.store, {
+          ws,
+          audienceId,
+          at,
+          nextRefreshAt: new Date(at.getTime() + row.refresh_every_ms),
+          profiles: printProfiles(planCriteria(validation.criteria, at), ws),
+          destinationIds: storedDestinations(row).map((d) => d.id),
+          limitMs: this.limitMs,
+        });
+        return { ok: true, snapshot };
+      } catch (err) {
+        const error = err instanceof Error ? err.message : String(err);
+        await updateAudience(this.store, ws, audienceId, { status: 'failed', last_error: error, next_refresh_at: at });
+        return { ok: false, error };
+      }
+    } finally {
+      this.running.delete(audienceId);
+    }
+  }
+}

@@ -1,0 +1,154 @@
+// Saved audiences: create, read, update, delete. Criteria are validated like compile's, and a
+// fault answers invalid_criteria with nothing saved.
+
+import { randomBytes } from 'node:crypto';
+import { isTimeWindowed, validateCriteria } from '../criteria/index.js';
+import { AppError } from '../errors.js';
+import {
+  type AudienceChanges, type AudienceRow, deleteAudience, getAudience, insertAudience, listAudiences, updateAudience,
+} from '../store/audiences.js';
+import type { Store } from '../store/db.js';
+import { propertyCatalog } from '../store/properties.js';
+import { type Destination, type DestinationInput, type PublicDestination, publicDestination } from './destinations/schema.js';
+import { DEFAULT_REFRESH_EVERY, durationMs } from './duration.js';
+
+export interface AudienceInput {
+  name: string;
+  criteria_json: unknown;
+  refresh_every?: string;
+  destinations?: DestinationInput[];
+}
+
+export type AudiencePatch = Partial<AudienceInput>;
+
+export interface Audience {
+  id: string;
+  name: string;
+  criteria_json: unknown;
+  status: AudienceRow['status'];
+  member_count: number | null;
+  last_refreshed_at: string | null;
+  next_refresh_at: string;
+  is_time_windowed: boolean;
+  refresh_every: string;
+  destinations: PublicDestination[];
+  last_error: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`;
+const iso = (d: Date | null) => (d ? d.toISOString() : null);
+
+export function storedDestinations(row: AudienceRow): Destination[] {
+  return JSON.parse(row.destinations) as Destination[];
+}
+
+export function toAudience(row: AudienceRow): Audience {
+  return {
+    id: row.audience_id,
+    name: row.name,
+    criteria_json: JSON.parse(row.criteria),
+    status: row.status,
+    member_count: row.member_count,
+    last_refreshed_at: iso(row.last_refreshed_at),
+    next_refresh_at: row.next_refresh_at.toISOString(),
+    is_time_windowed: row.is_time_windowed,
+    refresh_every: row.refresh_every,
+    destinations: storedDestinations(row).map(publicDestination),
+    last_error: row.last_error,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** The criteria as stored (a parsed envelope) and whether they are windowed, or invalid_criteria. */
+async function checkedCriteria(store: Store, ws: string, raw: unknown): Promise<{ criteria: string; is_time_windowed: boolean }> {
+  const validation = validateCriteria(raw, await propertyCatalog(store, ws));
+  if (!validation.ok) {
+    const first = validation.errors[0]!;
+    throw new AppError('invalid_criteria', first.message, { code: first.code, path: first.path, errors: validation.errors });
+  }
+  const envelope: unknown = typeof raw === 'string' ? JSON.parse(raw) : raw;
+  return { criteria: JSON.stringify(envelope), is_time_windowed: isTimeWindowed(validation.criteria.root) };
+}
+
+/** The body schema already checked the format; the cadence is checked here against its bounds. */
+function cadence(refreshEvery: string): { refresh_every: string; refresh_every_ms: number } {
+  const ms = durationMs(refreshEvery);
+  if (ms === null) throw new AppError('invalid_request', 'refresh_every: expected a duration such as 15m, 1h or 1d');
+  return { refresh_every: refreshEvery, refresh_every_ms: ms };
+}
+
+/** Keeps the id of a destination whose configuration is unchanged, so its pending diffs still go out. */
+function withIds(inputs: DestinationInput[], previous: Destination[]): Destination[] {
+  return inputs.map((input) => {
+    const same = previous.find(({ id, ...config }) => JSON.stringify(config) === JSON.stringify(input));
+    return { ...input, id: same?.id ?? newId('dst') };
+  });
+}
+
+export class AudienceResource {
+  constructor(private readonly store: Store, private readonly clock: () => Date) {}
+
+  async create(ws: string, input: AudienceInput): Promise<Audience> {
+    const now = this.clock();
+    const row: AudienceRow = {
+      workspace_id: ws,
+      audience_id: newId('aud'),
+      name: input.name,
+      ...(await checkedCriteria(this.store, ws, input.criteria_json)),
+      ...cadence(input.refresh_every ?? DEFAULT_REFRESH_EVERY),
+      destinations: JSON.stringify(withIds(input.destinations ?? [], [])),
+      status: 'pending',
+      snapshot_id: null,
+      member_count: null,
+      last_refreshed_at: null,
+      next_refresh_at: now,
+      last_error: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await insertAudience(this.store, row);
+    return toAudience(row);
+  }
+
+  async list(ws: string): Promise<Audience[]> {
+    return (await listAudiences(this.store, ws)).map(toAudience);
+  }
+
+  async row(ws: string, id: string): Promise<AudienceRow> {
+    const row = await getAudience(this.store, ws, id);
+    if (!row) throw new AppError('not_found', `no audience ${id}`);
+    return row;
+  }
+
+  async get(ws: string, id: string): Promise<Audience> {
+    return toAudience(await this.row(ws, id));
+  }
+
+  /** New criteria make the audience due at once; a new cadence counts from the last refresh. */
+  async update(ws: string, id: string, patch: AudiencePatch): Promise<Audience> {
+    const row = await this.row(ws, id);
+    const now = this.clock();
+    const changes: AudienceChanges = { updated_at: now };
+    if (patch.name !== undefined) changes.name = patch.name;
+    if (patch.criteria_json !== undefined) {
+      Object.assign(changes, await checkedCriteria(this.store, ws, patch.criteria_json));
+      changes.next_refresh_at = now;
+    }
+    if (patch.refresh_every !== undefined) {
+      Object.assign(changes, cadence(patch.refresh_every));
+      if (!changes.next_refresh_at && row.last_refreshed_at) {
+        changes.next_refresh_at = new Date(row.last_refreshed_at.getTime() + changes.refresh_every_ms!);
+      }
+    }
+    if (patch.destinations !== undefined) changes.destinations = JSON.stringify(withIds(patch.destinations, storedDestinations(row)));
+    if (!(await updateAudience(this.store, ws, id, changes))) throw new AppError('not_found', `no audience ${id}`);
+    return this.get(ws, id);
+  }
+
+  async remove(ws: string, id: string): Promise<void> {
+    if (!(await deleteAudience(this.store, ws, id))) throw new AppError('not_found', `no audience ${id}`);
+  }
+}

@@ -1,0 +1,61 @@
+// The refresh scheduler: every interval, refresh each due audience at the tick's time, then deliver
+// pending diffs. Tests call tick(now) directly with their own clock.
+
+import { audiencesWithPendingDeliveries, dueAudiences } from '../store/audiences.js';
+import type { Store } from '../store/db.js';
+import type { Deliverer } from './delivery.js';
+import type { Refresher } from './refresh.js';
+
+export interface SchedulerOptions {
+  clock: () => Date;
+  intervalMs: number;
+  onError?: (err: unknown) => void;
+}
+
+export class Scheduler {
+  private timer: NodeJS.Timeout | null = null;
+  private current: Promise<void> | null = null;
+
+  constructor(
+    private readonly store: Store,
+    private readonly refresher: Refresher,
+    private readonly deliverer: Deliverer,
+    private readonly options: SchedulerOptions,
+  ) {}
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => {
+      // A tick still running (a long refresh, a destination backing off) is not doubled.
+      if (!this.current) void this.tick(this.options.clock()).catch((err) => this.options.onError?.(err));
+    }, this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Refreshes the audiences due at `now`, one after another, then delivers their diffs. */
+  tick(now: Date = this.options.clock()): Promise<void> {
+    const run = this.current ? this.current.then(() => this.run(now)) : this.run(now);
+    const tracked = run.finally(() => {
+      if (this.current === tracked) this.current = null;
+    });
+    this.current = tracked;
+    return tracked;
+  }
+
+  private async run(now: Date): Promise<void> {
+    for (const { workspace_id, audience_id } of await dueAudiences(this.store, now)) {
+      if (this.refresher.isRunning(audience_id)) continue;
+      await this.refresher.refresh(workspace_id, audience_id, now).catch((err) => this.options.onError?.(err));
+    }
+    const pending = await audiencesWithPendingDeliveries(this.store);
+    await Promise.all(pending.map((a) => this.deliverer.deliver(a.workspace_id, a.audience_id)));
+  }
+
+  /** Stops the timer and waits for the tick and deliveries under way (deliveries pause between attempts). */
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.deliverer.stop();
+    await this.current?.catch(() => undefined);
+  }
+}

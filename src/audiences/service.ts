@@ -1,0 +1,51 @@
+// The audiences feature assembled: resource, refresher, deliverer and scheduler sharing one clock.
+
+import type { Store } from '../store/db.js';
+import { Deliverer, type DeliveryConfig } from './delivery.js';
+import { Refresher } from './refresh.js';
+import { AudienceResource } from './resource.js';
+import { Scheduler } from './scheduler.js';
+
+export interface AudienceServiceOptions {
+  /** The refresh worker's own time limit (REFRESH_LIMIT_MS), larger than the estimate budget. */
+  refreshLimitMs: number;
+  schedulerIntervalMs: number;
+  delivery: Omit<DeliveryConfig, 'clock' | 'onError'>;
+}
+
+export const AUDIENCE_DEFAULTS: AudienceServiceOptions = {
+  refreshLimitMs: 10 * 60_000,
+  schedulerIntervalMs: 30_000,
+  delivery: {
+    fetch: (...args) => fetch(...args),
+    maxTries: 6,
+    backoffBaseMs: 1000,
+    backoffMaxMs: 60_000,
+    requestTimeoutMs: 30_000,
+    metaBaseUrl: 'https://graph.facebook.com/v21.0',
+    googleBaseUrl: 'https://googleads.googleapis.com/v21',
+  },
+};
+
+export interface AudienceService {
+  resource: AudienceResource;
+  refresher: Refresher;
+  deliverer: Deliverer;
+  scheduler: Scheduler;
+}
+
+export function createAudienceService(
+  store: Store, clock: () => Date, onError: (err: unknown) => void, options: Partial<AudienceServiceOptions> = {},
+): AudienceService {
+  const delivery = { ...AUDIENCE_DEFAULTS.delivery, ...options.delivery, clock, onError };
+  const deliverer = new Deliverer(store, delivery);
+  const refresher = new Refresher(store, options.refreshLimitMs ?? AUDIENCE_DEFAULTS.refreshLimitMs);
+  return {
+    resource: new AudienceResource(store, clock),
+    refresher,
+    deliverer,
+    scheduler: new Scheduler(store, refresher, deliverer, {
+      clock, intervalMs: options.schedulerIntervalMs ?? AUDIENCE_DEFAULTS.schedulerIntervalMs, onError,
+    }),
+  };
+}

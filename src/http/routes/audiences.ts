@@ -1,0 +1,218 @@
+// Saved audiences (decisions §9), secret key: CRUD, refresh, members and exports, delivery log.
+
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { Deliverer } from '../../audiences/delivery.js';
+import { destinationInput, publicDestinationSchema } from '../../audiences/destinations/schema.js';
+import { durationMs, MAX_REFRESH_MS, MIN_REFRESH_MS } from '../../audiences/duration.js';
+import { EXPORT_CONTENT_TYPES, exportMembers } from '../../audiences/export.js';
+import type { Refresher } from '../../audiences/refresh.js';
+import type { AudienceResource } from '../../audiences/resource.js';
+import { AppError } from '../../errors.js';
+import { deliveryLog, membersPage } from '../../store/audiences.js';
+import type { Store } from '../../store/db.js';
+
+const refreshEvery = z.string()
+  .refine((v) => durationMs(v) !== null, 'expected a duration such as 15m, 1h or 1d')
+  .refine((v) => (durationMs(v) ?? MIN_REFRESH_MS) >= MIN_REFRESH_MS, 'the minimum is 5m')
+  .refine((v) => (durationMs(v) ?? 0) <= MAX_REFRESH_MS, 'the maximum is 365d')
+  .describe('refresh cadence: 15m, 1h, 1d…; minimum 5m, default 1h');
+
+const criteriaJson = z.unknown()
+  .refine((v) => v !== undefined, 'criteria_json is required')
+  .describe('AudienceCriteria { version: 1, root }, or a JSON string holding it');
+
+const fields = {
+  name: z.string().trim().min(1).max(200),
+  criteria_json: criteriaJson,
+  refresh_every: refreshEvery.optional(),
+  destinations: z.array(destinationInput).max(10).optional(),
+};
+
+const audience = z.object({
+  id: z.string(),
+  name: z.string(),
+  criteria_json: z.unknown(),
+  status: z.enum(['pending', 'refreshing', 'ready', 'failed']),
+  member_count: z.number().int().nullable(),
+  last_refreshed_at: z.string().nullable(),
+  next_refresh_at: z.string(),
+  is_time_windowed: z.boolean(),
+  refresh_every: z.string(),
+  destinations: z.array(publicDestinationSchema).describe('secrets are never shown'),
+  last_error: z.string().nullable(),
+  created_at: z.string(),
+  updated_at: z.string(),
+});
+
+const member = z.object({
+  person_id: z.string().nullable(),
+  visitor_id: z.string().nullable(),
+  external_id: z.string().nullable(),
+  email: z.string().nullable(),
+});
+
+const attempt = z.object({
+  page: z.number().int(),
+  request: z.string(),
+  attempt: z.number().int(),
+  ok: z.boolean(),
+  http_status: z.number().int().nullable(),
+  error: z.string().nullable(),
+  attempted_at: z.string(),
+});
+
+const delivery = z.object({
+  delivery_id: z.string(),
+  destination_id: z.string(),
+  snapshot_id: z.number().int(),
+  status: z.enum(['pending', 'delivered', 'failed', 'canceled']),
+  pages_delivered: z.number().int(),
+  skipped: z.number().int().describe('members without an email (ad platforms)'),
+  last_error: z.string().nullable(),
+  created_at: z.string(),
+  finished_at: z.string().nullable(),
+  attempts: z.array(attempt),
+});
+
+const idParams = z.object({ id: z.string().min(1).max(128) });
+
+/** Cursors pin the snapshot they page through: `<snapshot>:<profile>`, opaque to clients. */
+const encodeCursor = (snapshot: number, profile: number) => Buffer.from(`${snapshot}:${profile}`).toString('base64url');
+
+function decodeCursor(cursor: string | undefined, snapshot: number): bigint | null {
+  if (!cursor) return null;
+  const match = /^(\d+):(-?\d{1,19})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
+  if (!match) throw new AppError('invalid_request', 'cursor: not a cursor returned by this endpoint');
+  if (Number(match[1]) !== snapshot) throw new AppError('invalid_request', 'cursor: the audience was refreshed since; start from the first page');
+  return BigInt(match[2]!);
+}
+
+export interface AudienceRouteOptions {
+  store: Store;
+  resource: AudienceResource;
+  refresher: Refresher;
+  deliverer: Deliverer;
+  clock: () => Date;
+}
+
+export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async (app, { store, resource, refresher, deliverer, clock }) => {
+  const auth = { auth: 'secret' as const };
+
+  app.post('/v1/audiences', {
+    config: auth,
+    schema: {
+      summary: 'Save an audience',
+      description: 'Invalid criteria answer 400 invalid_criteria with every fault; nothing is saved. The audience is refreshed at the next scheduler tick.',
+      body: z.object(fields),
+      response: { 201: audience },
+    },
+  }, async (request, reply) => reply.status(201).send(await resource.create(request.workspaceId, request.body)));
+
+  app.get('/v1/audiences', {
+    config: auth,
+    schema: { summary: 'List audiences', response: { 200: z.object({ data: z.array(audience) }) } },
+  }, async (request) => ({ data: await resource.list(request.workspaceId) }));
+
+  app.get('/v1/audiences/:id', {
+    config: auth,
+    schema: { summary: 'Get an audience', params: idParams, response: { 200: audience } },
+  }, async (request) => resource.get(request.workspaceId, request.params.id));
+
+  app.patch('/v1/audiences/:id', {
+    config: auth,
+    schema: {
+      summary: 'Change an audience',
+      description: 'New criteria make the audience due for refresh at once. destinations replaces the whole list.',
+      params: idParams,
+      body: z.object({ ...fields, name: fields.name.optional(), criteria_json: z.unknown().optional() }),
+      response: { 200: audience },
+    },
+  }, async (request) => resource.update(request.workspaceId, request.params.id, request.body));
+
+  app.delete('/v1/audiences/:id', {
+    config: auth,
+    schema: { summary: 'Delete an audience with its snapshots and delivery log', params: idParams, response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }) } },
+  }, async (request) => {
+    await resource.remove(request.workspaceId, request.params.id);
+    return { id: request.params.id, deleted: true as const };
+  });
+
+  app.post('/v1/audiences/:id/refresh', {
+    config: auth,
+    schema: {
+      summary: 'Refresh an audience now',
+      description: 'Answers once the snapshot is written (status ready) or the refresh failed (status failed, last_error); diffs are then delivered in the background. 409 while a refresh of it runs.',
+      params: idParams,
+      response: { 200: audience },
+    },
+  }, async (request) => {
+    const ws = request.workspaceId;
+    const { id } = request.params;
+    await resource.row(ws, id);
+    const outcome = await refresher.refresh(ws, id, clock());
+    if (outcome.ok) void deliverer.deliver(ws, id);
+    return resource.get(ws, id);
+  });
+
+  app.get('/v1/audiences/:id/members', {
+    config: auth,
+    schema: {
+      summary: 'Members of the current snapshot, or an export of them',
+      description: 'JSON pages by default; format=csv, parquet or arrow (Arrow IPC stream) streams the whole snapshot.',
+      params: idParams,
+      querystring: z.object({
+        format: z.enum(['json', 'csv', 'parquet', 'arrow']).default('json'),
+        limit: z.coerce.number().int().min(1).max(1000).default(100),
+        cursor: z.string().max(200).optional(),
+      }),
+      response: { 200: z.object({ data: z.array(member), next_cursor: z.string().nullable() }) },
+    },
+  }, async (request, reply) => {
+    const row = await resource.row(request.workspaceId, request.params.id);
+    // No snapshot yet: an empty membership (snapshot ids are positive).
+    const snapshot = row.snapshot_id ?? 0;
+    const { format, limit, cursor } = request.query;
+    if (format !== 'json') {
+      const stream = await exportMembers(store, request.workspaceId, snapshot, format);
+      return reply
+        .header('content-type', EXPORT_CONTENT_TYPES[format])
+        .header('content-disposition', `attachment; filename="${row.audience_id}.${format}"`)
+        .send(stream as never); // the schema types the JSON format; a stream is sent unserialized
+    }
+    const rows = await membersPage(store, request.workspaceId, snapshot, decodeCursor(cursor, snapshot), limit + 1);
+    const page = rows.slice(0, limit);
+    const last = page[page.length - 1];
+    return {
+      data: page.map(({ person_id, visitor_id, external_id, email }) => ({ person_id, visitor_id, external_id, email })),
+      next_cursor: rows.length > limit && last ? encodeCursor(snapshot, last.profile) : null,
+    };
+  });
+
+  app.get('/v1/audiences/:id/deliveries', {
+    config: auth,
+    schema: {
+      summary: 'The delivery log: each diff sent to each destination, with every attempt',
+      params: idParams,
+      querystring: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) }),
+      response: { 200: z.object({ data: z.array(delivery) }) },
+    },
+  }, async (request) => {
+    const row = await resource.row(request.workspaceId, request.params.id);
+    const log = await deliveryLog(store, row.audience_id, request.query.limit);
+    return {
+      data: log.map((d) => ({
+        delivery_id: String(d.delivery_id),
+        destination_id: d.destination_id,
+        snapshot_id: d.snapshot_id,
+        status: d.status,
+        pages_delivered: d.next_page,
+        skipped: d.skipped,
+        last_error: d.last_error,
+        created_at: d.created_at.toISOString(),
+        finished_at: d.finished_at ? d.finished_at.toISOString() : null,
+        attempts: d.attempts.map((a) => ({ ...a, attempted_at: a.attempted_at.toISOString() })),
+      })),
+    };
+  });
+};

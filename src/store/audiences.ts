@@ -1,0 +1,314 @@
+// Saved audiences, their membership snapshots and diffs. A snapshot is a set of profiles written
+// with INSERT … SELECT from the compiled criteria; diffs are EXCEPTs between two snapshots. Member
+// lists never leave the database except page by page.
+
+import { type DuckDBConnection, timestampValue } from '@duckdb/node-api';
+import type { CompiledQuery } from '../criteria/index.js';
+import type { Params, Row, Store } from './db.js';
+
+export type AudienceStatus = 'pending' | 'refreshing' | 'ready' | 'failed';
+
+export interface AudienceRow {
+  workspace_id: string;
+  audience_id: string;
+  name: string;
+  /** JSON text of the criteria envelope. */
+  criteria: string;
+  is_time_windowed: boolean;
+  refresh_every: string;
+  refresh_every_ms: number;
+  /** JSON text of the destinations, secrets included. */
+  destinations: string;
+  status: AudienceStatus;
+  snapshot_id: number | null;
+  member_count: number | null;
+  last_refreshed_at: Date | null;
+  next_refresh_at: Date;
+  last_error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Columns a caller may change; the rest are kept by the refresh. */
+export type AudienceChanges = Partial<Pick<AudienceRow,
+  'name' | 'criteria' | 'is_time_windowed' | 'refresh_every' | 'refresh_every_ms' | 'destinations' | 'status' | 'next_refresh_at' | 'last_error' | 'updated_at'>>;
+
+const CHANGEABLE: readonly (keyof AudienceChanges)[] = [
+  'name', 'criteria', 'is_time_windowed', 'refresh_every', 'refresh_every_ms', 'destinations', 'status', 'next_refresh_at', 'last_error', 'updated_at',
+];
+
+export interface MemberRow {
+  profile: number;
+  person_id: string | null;
+  visitor_id: string | null;
+  external_id: string | null;
+  email: string | null;
+}
+
+export const ts = (at: Date) => timestampValue(BigInt(at.getTime()) * 1000n);
+const bound = (value: unknown) => (value instanceof Date ? ts(value) : value) as Params[number];
+const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+
+function toAudience(r: Row): AudienceRow {
+  return {
+    ...(r as unknown as AudienceRow),
+    refresh_every_ms: Number(r.refresh_every_ms),
+    snapshot_id: num(r.snapshot_id),
+    member_count: num(r.member_count),
+    criteria: String(r.criteria),
+    destinations: String(r.destinations),
+  };
+}
+
+export async function insertAudience(store: Store, a: AudienceRow): Promise<void> {
+  const columns = Object.keys(a) as (keyof AudienceRow)[];
+  await store.transaction((tx) => tx.run(
+    `INSERT INTO audiences (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
+    columns.map((c) => bound(a[c]))));
+}
+
+export async function listAudiences(store: Store, ws: string): Promise<AudienceRow[]> {
+  const rows = await store.query('SELECT * FROM audiences WHERE workspace_id = $1 ORDER BY created_at, audience_id', [ws]);
+  return rows.map(toAudience);
+}
+
+export async function getAudience(store: Store, ws: string, id: string): Promise<AudienceRow | null> {
+  const rows = await store.query('SELECT * FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
+  return rows[0] ? toAudience(rows[0]) : null;
+}
+
+/** Applies `changes`; false when the audience does not exist. */
+export async function updateAudience(store: Store, ws: string, id: string, changes: AudienceChanges): Promise<boolean> {
+  const columns = CHANGEABLE.filter((c) => changes[c] !== undefined);
+  if (columns.length === 0) return (await getAudience(store, ws, id)) !== null;
+  const sets = columns.map((c, i) => `${c} = $${i + 3}`).join(', ');
+  return store.transaction(async (tx) => {
+    const result = await tx.run(`UPDATE audiences SET ${sets} WHERE workspace_id = $1 AND audience_id = $2`,
+      [ws, id, ...columns.map((c) => bound(changes[c]))]);
+    return result.rowsChanged > 0;
+  });
+}
+
+/** Deletes the audience with its snapshots, diffs and delivery log. */
+export async function deleteAudience(store: Store, ws: string, id: string): Promise<boolean> {
+  return store.transaction(async (tx) => {
+    const result = await tx.run('DELETE FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
+    if (result.rowsChanged === 0) return false;
+    await tx.run('DELETE FROM audience_members WHERE snapshot_id IN (SELECT snapshot_id FROM audience_snapshots WHERE audience_id = $1)', [id]);
+    await tx.run('DELETE FROM audience_delivery_attempts WHERE delivery_id IN (SELECT delivery_id FROM audience_deliveries WHERE audience_id = $1)', [id]);
+    for (const table of ['audience_snapshots', 'audience_diffs', 'audience_deliveries']) {
+      await tx.run(`DELETE FROM ${table} WHERE audience_id = $1`, [id]);
+    }
+    return true;
+  });
+}
+
+export async function dueAudiences(store: Store, now: Date): Promise<{ workspace_id: string; audience_id: string }[]> {
+  const rows = await store.query('SELECT workspace_id, audience_id FROM audiences WHERE next_refresh_at <= $1 ORDER BY next_refresh_at', [ts(now)]);
+  return rows as { workspace_id: string; audience_id: string }[];
+}
+
+export interface SnapshotInput {
+  ws: string;
+  audienceId: string;
+  at: Date;
+  nextRefreshAt: Date;
+  /** `SELECT profile …` of the criteria (criteria/sql.ts printProfiles). */
+  profiles: CompiledQuery;
+  /** Destinations that receive this snapshot's diff. */
+  destinationIds: string[];
+  limitMs: number;
+}
+
+export interface SnapshotResult {
+  snapshot_id: number;
+  member_count: number;
+  added: number;
+  removed: number;
+}
+
+/**
+ * One transaction: the new snapshot's members, its diff to the current snapshot, a pending delivery
+ * per destination, then the audience points at it. A crash before COMMIT leaves the previous
+ * snapshot in place. Members are kept for the last two snapshots only; diffs while a delivery needs them.
+ */
+export async function writeSnapshot(store: Store, input: SnapshotInput): Promise<SnapshotResult> {
+  const { ws, audienceId: id } = input;
+  return store.transactionWithin(input.limitMs, async (tx) => {
+    const current = await one(tx, 'SELECT snapshot_id FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
+    if (!current) throw new Error('the audience was deleted during its refresh');
+    const previous = num(current.snapshot_id);
+    const snapshot = Number((await one(tx, "SELECT nextval('audience_snapshot_ids') AS id", []))!.id);
+    const n = input.profiles.params.length;
+    await tx.run(`INSERT INTO audience_members (snapshot_id, profile) SELECT $${n + 1}, profile FROM (${input.profiles.sql}) AS members`,
+      [...input.profiles.params, snapshot]);
+    const sides = [['added', snapshot, previous ?? -1], ['removed', previous ?? -1, snapshot]] as const;
+    for (const [change, from, minus] of sides) {
+      await tx.run(`INSERT INTO audience_diffs (audience_id, snapshot_id, change, profile)
+        SELECT $1, $2, $3, profile FROM (
+          SELECT profile FROM audience_members WHERE snapshot_id = $4
+          EXCEPT SELECT profile FROM audience_members WHERE snapshot_id = $5)`, [id, snapshot, change, from, minus]);
+    }
+    const counts = (await one(tx, `SELECT
+        (SELECT count(*) FROM audience_members WHERE snapshot_id = $1) AS members,
+        count(*) FILTER (WHERE change = 'added') AS added, count(*) FILTER (WHERE change = 'removed') AS removed
+      FROM audience_diffs WHERE audience_id = $2 AND snapshot_id = $1`, [snapshot, id]))!;
+    const result = { snapshot_id: snapshot, member_count: Number(counts.members), added: Number(counts.added), removed: Number(counts.removed) };
+    await tx.run(`INSERT INTO audience_snapshots VALUES ($1, $2, $3, $4, $5, $6, $7)`,
+      [id, snapshot, previous, ts(input.at), result.member_count, result.added, result.removed]);
+    if (result.added + result.removed > 0) {
+      for (const destination of input.destinationIds) {
+        await tx.run(`INSERT INTO audience_deliveries (delivery_id, audience_id, destination_id, snapshot_id, status, created_at)
+          VALUES (nextval('audience_delivery_ids'), $1, $2, $3, 'pending', $4)`, [id, destination, snapshot, ts(input.at)]);
+      }
+    }
+    await tx.run(`UPDATE audiences SET snapshot_id = $3, member_count = $4, status = 'ready', last_error = NULL,
+        last_refreshed_at = $5, next_refresh_at = $6, updated_at = $5
+      WHERE workspace_id = $1 AND audience_id = $2`, [ws, id, snapshot, result.member_count, ts(input.at), ts(input.nextRefreshAt)]);
+    await tx.run(`DELETE FROM audience_members WHERE snapshot_id IN (
+      SELECT snapshot_id FROM audience_snapshots WHERE audience_id = $1 AND snapshot_id NOT IN ($2, $3))`, [id, snapshot, previous ?? -1]);
+    await tx.run(`DELETE FROM audience_diffs WHERE audience_id = $1 AND snapshot_id <> $2
+      AND snapshot_id NOT IN (SELECT snapshot_id FROM audience_deliveries WHERE audience_id = $1 AND status = 'pending')`, [id, snapshot]);
+    return result;
+  });
+}
+
+async function one(tx: DuckDBConnection, sql: string, params: Params): Promise<Row | undefined> {
+  return (await tx.runAndReadAll(sql, params)).getRowObjectsJS()[0] as Row | undefined;
+}
+
+/** Member details of profiles; `$1` is the workspace. */
+const DETAILS = `LEFT JOIN persons p ON p.workspace_id = $1 AND p.person_key = m.profile
+  LEFT JOIN visitors v ON v.workspace_id = $1 AND v.visitor_key = -m.profile`;
+const MEMBER_COLUMNS = 'm.profile, p.person_id, v.visitor_id, p.external_id, p.email';
+
+function toMember(r: Row): MemberRow {
+  return {
+    profile: Number(r.profile),
+    person_id: (r.person_id as string | null) ?? null,
+    visitor_id: (r.visitor_id as string | null) ?? null,
+    external_id: (r.external_id as string | null) ?? null,
+    email: (r.email as string | null) ?? null,
+  };
+}
+
+/** A page of a snapshot's members after profile `after`, by profile. */
+export async function membersPage(store: Store, ws: string, snapshotId: number, after: bigint | null, limit: number): Promise<MemberRow[]> {
+  const rows = await store.query(`SELECT ${MEMBER_COLUMNS} FROM audience_members m ${DETAILS}
+    WHERE m.snapshot_id = $2 AND m.profile > $3 ORDER BY m.profile LIMIT $4`,
+  [ws, snapshotId, after ?? -(2n ** 63n) + 1n, limit]);
+  return rows.map(toMember);
+}
+
+/** The export query of a snapshot: public columns only, by profile. */
+function exportQuery(ws: string, snapshotId: number): { sql: string; params: Params } {
+  return {
+    sql: `SELECT p.person_id, v.visitor_id, p.external_id, p.email FROM audience_members m ${DETAILS}
+      WHERE m.snapshot_id = $2 ORDER BY m.profile`,
+    params: [ws, snapshotId],
+  };
+}
+
+/** Writes a snapshot's members to `path` (a temporary file the service chose) with DuckDB's COPY. */
+export async function copyMembers(store: Store, ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet'): Promise<void> {
+  const { sql, params } = exportQuery(ws, snapshotId);
+  const options = format === 'csv' ? 'FORMAT csv, HEADER true' : 'FORMAT parquet';
+  await store.withConnection((conn) => conn.run(`COPY (${sql}) TO '${path.replace(/'/g, "''")}' (${options})`, params));
+}
+
+/** A snapshot's members as DuckDB result chunks. */
+export function streamMembers(store: Store, ws: string, snapshotId: number): AsyncGenerator<Row[]> {
+  const { sql, params } = exportQuery(ws, snapshotId);
+  return store.streamRows(sql, params);
+}
+
+// Deliveries
+
+export interface DeliveryRow {
+  delivery_id: number;
+  audience_id: string;
+  destination_id: string;
+  snapshot_id: number;
+  status: 'pending' | 'delivered' | 'failed' | 'canceled';
+  next_page: number;
+  skipped: number;
+  last_error: string | null;
+  created_at: Date;
+  finished_at: Date | null;
+}
+
+const toDelivery = (r: Row): DeliveryRow => ({
+  ...(r as unknown as DeliveryRow),
+  delivery_id: Number(r.delivery_id), snapshot_id: Number(r.snapshot_id), next_page: Number(r.next_page), skipped: Number(r.skipped),
+});
+
+/** Pending deliveries of an audience, oldest snapshot first per destination. */
+export async function pendingDeliveries(store: Store, audienceId: string): Promise<DeliveryRow[]> {
+  const rows = await store.query(`SELECT * FROM audience_deliveries WHERE audience_id = $1 AND status = 'pending'
+    ORDER BY destination_id, snapshot_id`, [audienceId]);
+  return rows.map(toDelivery);
+}
+
+export async function audiencesWithPendingDeliveries(store: Store): Promise<{ workspace_id: string; audience_id: string }[]> {
+  const rows = await store.query(`SELECT DISTINCT a.workspace_id, a.audience_id FROM audience_deliveries d
+    JOIN audiences a ON a.audience_id = d.audience_id WHERE d.status = 'pending'`);
+  return rows as { workspace_id: string; audience_id: string }[];
+}
+
+export interface DiffMember extends MemberRow {
+  change: 'added' | 'removed';
+}
+
+/** Page `page` of a snapshot's diff, added first, by profile; diffs are immutable so offsets are stable. */
+export async function diffPage(store: Store, ws: string, audienceId: string, snapshotId: number, page: number, size: number): Promise<DiffMember[]> {
+  const rows = await store.query(`SELECT m.change, ${MEMBER_COLUMNS} FROM audience_diffs m ${DETAILS}
+    WHERE m.audience_id = $2 AND m.snapshot_id = $3 ORDER BY m.change, m.profile LIMIT $4 OFFSET $5`,
+  [ws, audienceId, snapshotId, size, page * size]);
+  return rows.map((r) => ({ ...toMember(r), change: r.change as DiffMember['change'] }));
+}
+
+export interface AttemptRecord {
+  delivery_id: number;
+  page: number;
+  request: string;
+  attempt: number;
+  ok: boolean;
+  http_status: number | null;
+  error: string | null;
+  attempted_at: Date;
+}
+
+export async function recordAttempt(store: Store, a: AttemptRecord): Promise<void> {
+  await store.transaction((tx) => tx.run('INSERT INTO audience_delivery_attempts VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
+    [a.delivery_id, a.page, a.request, a.attempt, a.ok, a.http_status, a.error, ts(a.attempted_at)]));
+}
+
+/** Records a page as acknowledged, or the delivery as finished. */
+export async function advanceDelivery(store: Store, deliveryId: number, change:
+  { next_page: number; skipped: number } | { status: DeliveryRow['status']; last_error: string | null; finished_at: Date }): Promise<void> {
+  await store.transaction((tx) => ('next_page' in change
+    ? tx.run('UPDATE audience_deliveries SET next_page = $2, skipped = $3 WHERE delivery_id = $1', [deliveryId, change.next_page, change.skipped])
+    : tx.run('UPDATE audience_deliveries SET status = $2, last_error = $3, finished_at = $4 WHERE delivery_id = $1',
+      [deliveryId, change.status, change.last_error, ts(change.finished_at)])));
+}
+
+export interface DeliveryLog extends DeliveryRow {
+  attempts: Omit<AttemptRecord, 'delivery_id'>[];
+}
+
+/** The latest deliveries of an audience with their attempts, newest first. */
+export async function deliveryLog(store: Store, audienceId: string, limit: number): Promise<DeliveryLog[]> {
+  const deliveries = (await store.query(`SELECT * FROM audience_deliveries WHERE audience_id = $1
+    ORDER BY delivery_id DESC LIMIT $2`, [audienceId, limit])).map(toDelivery);
+  if (deliveries.length === 0) return [];
+  const attempts = await store.query(`SELECT * FROM audience_delivery_attempts WHERE delivery_id IN (
+      SELECT delivery_id FROM audience_deliveries WHERE audience_id = $1 ORDER BY delivery_id DESC LIMIT $2)
+    ORDER BY rowid`, [audienceId, limit]);
+  return deliveries.map((d) => ({
+    ...d,
+    attempts: attempts.filter((a) => Number(a.delivery_id) === d.delivery_id).map((a) => ({
+      page: Number(a.page), request: a.request as string, attempt: Number(a.attempt), ok: a.ok as boolean,
+      http_status: num(a.http_status), error: (a.error as string | null) ?? null, attempted_at: a.attempted_at as Date,
+    })),
+  }));
+}
