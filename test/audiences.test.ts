@@ -296,4 +296,52 @@ describe('audiences', () => {
     await send('DELETE', `/v1/audiences/${a.id}`);
     now = START;
   });
+
+  it("keeps audiences, snapshots, members and deliveries of one workspace out of another's", async () => {
+    const hook = await receiver(0);
+    const other = await t.workspaces.create('other');
+    await importDataset(t.store, other.workspace_id, {
+      persons: [{ person_id: 'b0', external_id: 'u_b0', email: 'b0@example.com', name: null, traits: null, created_at: day('2026-01-01') }],
+      events: [{ event_id: 'e_b0', event_name: 'signup', ts: day('2026-06-01'), person_id: 'b0', visitor_id: null, properties: '{}' }],
+    });
+    const body = { criteria_json: ever('signup'), destinations: [{ type: 'webhook', url: hook.url, secret: SECRET }] };
+    const a = await create({ name: 'mine', ...body });
+    const created = await t.post('/v1/audiences', { name: 'theirs', ...body }, other.secret_key);
+    expect(created.statusCode, created.body).toBe(201);
+    const b = created.json() as { id: string };
+    try {
+      expect((await send('POST', `/v1/audiences/${a.id}/refresh`)).json()).toMatchObject({ status: 'ready', member_count: 6 });
+      expect((await send('POST', `/v1/audiences/${b.id}/refresh`, undefined, other.secret_key)).json()).toMatchObject({ status: 'ready', member_count: 1 });
+      await t.app.audiences.deliverer.idle();
+      expect(hook.accepted).toHaveLength(2);
+
+      // Every row of the audience tables carries the workspace of its audience (joined without it).
+      const tables = {
+        audience_snapshots: 'audience_snapshots x JOIN audiences a ON a.audience_id = x.audience_id',
+        audience_members: 'audience_members x JOIN audience_snapshots s ON s.snapshot_id = x.snapshot_id JOIN audiences a ON a.audience_id = s.audience_id',
+        audience_diffs: 'audience_diffs x JOIN audiences a ON a.audience_id = x.audience_id',
+        audience_deliveries: 'audience_deliveries x JOIN audiences a ON a.audience_id = x.audience_id',
+        audience_delivery_attempts: 'audience_delivery_attempts x JOIN audience_deliveries d ON d.delivery_id = x.delivery_id JOIN audiences a ON a.audience_id = d.audience_id',
+      };
+      for (const [table, from] of Object.entries(tables)) {
+        const [row] = await t.store.query(`SELECT count(*) AS n, count(DISTINCT a.workspace_id) AS workspaces,
+            count(*) FILTER (WHERE x.workspace_id IS DISTINCT FROM a.workspace_id) AS wrong
+          FROM ${from} WHERE a.audience_id IN ($1, $2)`, [a.id, b.id]);
+        expect({ table, n: Number(row!.n) > 0, workspaces: Number(row!.workspaces), wrong: Number(row!.wrong) })
+          .toEqual({ table, n: true, workspaces: 2, wrong: 0 });
+      }
+
+      // Workspace B's key cannot see A's audience, its members or its deliveries.
+      for (const path of ['', '/members', '/members?format=csv', '/deliveries']) {
+        const res = await send('GET', `/v1/audiences/${a.id}${path}`, undefined, other.secret_key);
+        expect(res.statusCode, `${path}: ${res.body}`).toBe(404);
+      }
+      const theirs = await send('GET', `/v1/audiences/${b.id}/members`, undefined, other.secret_key);
+      expect(theirs.json().data).toEqual([{ person_id: 'b0', visitor_id: null, external_id: 'u_b0', email: 'b0@example.com' }]);
+    } finally {
+      hook.server.close();
+      await send('DELETE', `/v1/audiences/${a.id}`);
+      await send('DELETE', `/v1/audiences/${b.id}`, undefined, other.secret_key);
+    }
+  });
 });

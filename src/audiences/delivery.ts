@@ -67,7 +67,7 @@ export class Deliverer {
     if (!audience) return;
     const destinations = new Map(storedDestinations(audience).map((d) => [d.id, d]));
     const byDestination = new Map<string, DeliveryRow[]>();
-    for (const delivery of await pendingDeliveries(this.store, audienceId)) {
+    for (const delivery of await pendingDeliveries(this.store, ws, audienceId)) {
       byDestination.set(delivery.destination_id, [...(byDestination.get(delivery.destination_id) ?? []), delivery]);
     }
     await Promise.all([...byDestination].map(async ([destinationId, deliveries]) => {
@@ -94,7 +94,7 @@ export class Deliverer {
         const result = await driver.deliverPage(destination, { audienceId: delivery.audience_id, snapshotId: delivery.snapshot_id, page, members }, send, this.config);
         page++;
         skipped += result.skipped;
-        await advanceDelivery(this.store, delivery.delivery_id, { next_page: page, skipped });
+        await advanceDelivery(this.store, ws, delivery.delivery_id, { next_page: page, skipped });
         if (members.length < driver.pageSize) break;
       }
       await this.finish(delivery, 'delivered', null);
@@ -105,7 +105,7 @@ export class Deliverer {
   }
 
   private finish(delivery: DeliveryRow, status: DeliveryRow['status'], error: string | null): Promise<void> {
-    return advanceDelivery(this.store, delivery.delivery_id, { status, last_error: error, finished_at: this.config.clock() });
+    return advanceDelivery(this.store, delivery.workspace_id, delivery.delivery_id, { status, last_error: error, finished_at: this.config.clock() });
   }
 
   /** Sends with retries on network errors, 429 and 5xx, logging each attempt. */
@@ -117,7 +117,7 @@ export class Deliverer {
         const now = this.config.clock();
         const request = build(now);
         const outcome = await this.attempt(request);
-        await recordAttempt(this.store, {
+        await recordAttempt(this.store, delivery.workspace_id, {
           delivery_id: delivery.delivery_id, page, request: request.label, attempt, ok: outcome.response?.ok ?? false,
           http_status: outcome.response?.status ?? null, error: outcome.error, attempted_at: now,
         });

@@ -94,10 +94,12 @@ export async function deleteAudience(store: Store, ws: string, id: string): Prom
   return store.transaction(async (tx) => {
     const result = await tx.run('DELETE FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
     if (result.rowsChanged === 0) return false;
-    await tx.run('DELETE FROM audience_members WHERE snapshot_id IN (SELECT snapshot_id FROM audience_snapshots WHERE audience_id = $1)', [id]);
-    await tx.run('DELETE FROM audience_delivery_attempts WHERE delivery_id IN (SELECT delivery_id FROM audience_deliveries WHERE audience_id = $1)', [id]);
+    await tx.run(`DELETE FROM audience_members WHERE workspace_id = $1 AND snapshot_id IN (
+      SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
+    await tx.run(`DELETE FROM audience_delivery_attempts WHERE workspace_id = $1 AND delivery_id IN (
+      SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
     for (const table of ['audience_snapshots', 'audience_diffs', 'audience_deliveries']) {
-      await tx.run(`DELETE FROM ${table} WHERE audience_id = $1`, [id]);
+      await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2`, [ws, id]);
     }
     return true;
   });
@@ -140,35 +142,38 @@ export async function writeSnapshot(store: Store, input: SnapshotInput): Promise
     const previous = num(current.snapshot_id);
     const snapshot = Number((await one(tx, "SELECT nextval('audience_snapshot_ids') AS id", []))!.id);
     const n = input.profiles.params.length;
-    await tx.run(`INSERT INTO audience_members (snapshot_id, profile) SELECT $${n + 1}, profile FROM (${input.profiles.sql}) AS members`,
-      [...input.profiles.params, snapshot]);
+    await tx.run(`INSERT INTO audience_members (workspace_id, snapshot_id, profile)
+      SELECT $${n + 1}, $${n + 2}, profile FROM (${input.profiles.sql}) AS members`,
+      [...input.profiles.params, ws, snapshot]);
     const sides = [['added', snapshot, previous ?? -1], ['removed', previous ?? -1, snapshot]] as const;
     for (const [change, from, minus] of sides) {
-      await tx.run(`INSERT INTO audience_diffs (audience_id, snapshot_id, change, profile)
-        SELECT $1, $2, $3, profile FROM (
-          SELECT profile FROM audience_members WHERE snapshot_id = $4
-          EXCEPT SELECT profile FROM audience_members WHERE snapshot_id = $5)`, [id, snapshot, change, from, minus]);
+      await tx.run(`INSERT INTO audience_diffs (workspace_id, audience_id, snapshot_id, change, profile)
+        SELECT $1, $2, $3, $4, profile FROM (
+          SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $5
+          EXCEPT SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $6)`, [ws, id, snapshot, change, from, minus]);
     }
     const counts = (await one(tx, `SELECT
-        (SELECT count(*) FROM audience_members WHERE snapshot_id = $1) AS members,
+        (SELECT count(*) FROM audience_members WHERE workspace_id = $3 AND snapshot_id = $1) AS members,
         count(*) FILTER (WHERE change = 'added') AS added, count(*) FILTER (WHERE change = 'removed') AS removed
-      FROM audience_diffs WHERE audience_id = $2 AND snapshot_id = $1`, [snapshot, id]))!;
+      FROM audience_diffs WHERE workspace_id = $3 AND audience_id = $2 AND snapshot_id = $1`, [snapshot, id, ws]))!;
     const result = { snapshot_id: snapshot, member_count: Number(counts.members), added: Number(counts.added), removed: Number(counts.removed) };
-    await tx.run(`INSERT INTO audience_snapshots VALUES ($1, $2, $3, $4, $5, $6, $7)`,
-      [id, snapshot, previous, ts(input.at), result.member_count, result.added, result.removed]);
+    await tx.run(`INSERT INTO audience_snapshots VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+      [ws, id, snapshot, previous, ts(input.at), result.member_count, result.added, result.removed]);
     if (result.added + result.removed > 0) {
       for (const destination of input.destinationIds) {
-        await tx.run(`INSERT INTO audience_deliveries (delivery_id, audience_id, destination_id, snapshot_id, status, created_at)
-          VALUES (nextval('audience_delivery_ids'), $1, $2, $3, 'pending', $4)`, [id, destination, snapshot, ts(input.at)]);
+        await tx.run(`INSERT INTO audience_deliveries (workspace_id, delivery_id, audience_id, destination_id, snapshot_id, status, created_at)
+          VALUES ($1, nextval('audience_delivery_ids'), $2, $3, $4, 'pending', $5)`, [ws, id, destination, snapshot, ts(input.at)]);
       }
     }
     await tx.run(`UPDATE audiences SET snapshot_id = $3, member_count = $4, status = 'ready', last_error = NULL,
         last_refreshed_at = $5, next_refresh_at = $6, updated_at = $5
       WHERE workspace_id = $1 AND audience_id = $2`, [ws, id, snapshot, result.member_count, ts(input.at), ts(input.nextRefreshAt)]);
-    await tx.run(`DELETE FROM audience_members WHERE snapshot_id IN (
-      SELECT snapshot_id FROM audience_snapshots WHERE audience_id = $1 AND snapshot_id NOT IN ($2, $3))`, [id, snapshot, previous ?? -1]);
-    await tx.run(`DELETE FROM audience_diffs WHERE audience_id = $1 AND snapshot_id <> $2
-      AND snapshot_id NOT IN (SELECT snapshot_id FROM audience_deliveries WHERE audience_id = $1 AND status = 'pending')`, [id, snapshot]);
+    await tx.run(`DELETE FROM audience_members WHERE workspace_id = $1 AND snapshot_id IN (
+      SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id NOT IN ($3, $4))`,
+    [ws, id, snapshot, previous ?? -1]);
+    await tx.run(`DELETE FROM audience_diffs WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id <> $3
+      AND snapshot_id NOT IN (SELECT snapshot_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending')`,
+    [ws, id, snapshot]);
     return result;
   });
 }
@@ -195,7 +200,7 @@ function toMember(r: Row): MemberRow {
 /** A page of a snapshot's members after profile `after`, by profile. */
 export async function membersPage(store: Store, ws: string, snapshotId: number, after: bigint | null, limit: number): Promise<MemberRow[]> {
   const rows = await store.query(`SELECT ${MEMBER_COLUMNS} FROM audience_members m ${DETAILS}
-    WHERE m.snapshot_id = $2 AND m.profile > $3 ORDER BY m.profile LIMIT $4`,
+    WHERE m.workspace_id = $1 AND m.snapshot_id = $2 AND m.profile > $3 ORDER BY m.profile LIMIT $4`,
   [ws, snapshotId, after ?? -(2n ** 63n) + 1n, limit]);
   return rows.map(toMember);
 }
@@ -204,7 +209,7 @@ export async function membersPage(store: Store, ws: string, snapshotId: number, 
 function exportQuery(ws: string, snapshotId: number): { sql: string; params: Params } {
   return {
     sql: `SELECT p.person_id, v.visitor_id, p.external_id, p.email FROM audience_members m ${DETAILS}
-      WHERE m.snapshot_id = $2 ORDER BY m.profile`,
+      WHERE m.workspace_id = $1 AND m.snapshot_id = $2 ORDER BY m.profile`,
     params: [ws, snapshotId],
   };
 }
@@ -225,6 +230,7 @@ export function streamMembers(store: Store, ws: string, snapshotId: number): Asy
 // Deliveries
 
 export interface DeliveryRow {
+  workspace_id: string;
   delivery_id: number;
   audience_id: string;
   destination_id: string;
@@ -243,15 +249,15 @@ const toDelivery = (r: Row): DeliveryRow => ({
 });
 
 /** Pending deliveries of an audience, oldest snapshot first per destination. */
-export async function pendingDeliveries(store: Store, audienceId: string): Promise<DeliveryRow[]> {
-  const rows = await store.query(`SELECT * FROM audience_deliveries WHERE audience_id = $1 AND status = 'pending'
-    ORDER BY destination_id, snapshot_id`, [audienceId]);
+export async function pendingDeliveries(store: Store, ws: string, audienceId: string): Promise<DeliveryRow[]> {
+  const rows = await store.query(`SELECT * FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending'
+    ORDER BY destination_id, snapshot_id`, [ws, audienceId]);
   return rows.map(toDelivery);
 }
 
 export async function audiencesWithPendingDeliveries(store: Store): Promise<{ workspace_id: string; audience_id: string }[]> {
   const rows = await store.query(`SELECT DISTINCT a.workspace_id, a.audience_id FROM audience_deliveries d
-    JOIN audiences a ON a.audience_id = d.audience_id WHERE d.status = 'pending'`);
+    JOIN audiences a ON a.workspace_id = d.workspace_id AND a.audience_id = d.audience_id WHERE d.status = 'pending'`);
   return rows as { workspace_id: string; audience_id: string }[];
 }
 
@@ -262,7 +268,7 @@ export interface DiffMember extends MemberRow {
 /** Page `page` of a snapshot's diff, added first, by profile; diffs are immutable so offsets are stable. */
 export async function diffPage(store: Store, ws: string, audienceId: string, snapshotId: number, page: number, size: number): Promise<DiffMember[]> {
   const rows = await store.query(`SELECT m.change, ${MEMBER_COLUMNS} FROM audience_diffs m ${DETAILS}
-    WHERE m.audience_id = $2 AND m.snapshot_id = $3 ORDER BY m.change, m.profile LIMIT $4 OFFSET $5`,
+    WHERE m.workspace_id = $1 AND m.audience_id = $2 AND m.snapshot_id = $3 ORDER BY m.change, m.profile LIMIT $4 OFFSET $5`,
   [ws, audienceId, snapshotId, size, page * size]);
   return rows.map((r) => ({ ...toMember(r), change: r.change as DiffMember['change'] }));
 }
@@ -278,18 +284,19 @@ export interface AttemptRecord {
   attempted_at: Date;
 }
 
-export async function recordAttempt(store: Store, a: AttemptRecord): Promise<void> {
-  await store.transaction((tx) => tx.run('INSERT INTO audience_delivery_attempts VALUES ($1, $2, $3, $4, $5, $6, $7, $8)',
-    [a.delivery_id, a.page, a.request, a.attempt, a.ok, a.http_status, a.error, ts(a.attempted_at)]));
+export async function recordAttempt(store: Store, ws: string, a: AttemptRecord): Promise<void> {
+  await store.transaction((tx) => tx.run('INSERT INTO audience_delivery_attempts VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+    [ws, a.delivery_id, a.page, a.request, a.attempt, a.ok, a.http_status, a.error, ts(a.attempted_at)]));
 }
 
 /** Records a page as acknowledged, or the delivery as finished. */
-export async function advanceDelivery(store: Store, deliveryId: number, change:
+export async function advanceDelivery(store: Store, ws: string, deliveryId: number, change:
   { next_page: number; skipped: number } | { status: DeliveryRow['status']; last_error: string | null; finished_at: Date }): Promise<void> {
   await store.transaction((tx) => ('next_page' in change
-    ? tx.run('UPDATE audience_deliveries SET next_page = $2, skipped = $3 WHERE delivery_id = $1', [deliveryId, change.next_page, change.skipped])
-    : tx.run('UPDATE audience_deliveries SET status = $2, last_error = $3, finished_at = $4 WHERE delivery_id = $1',
-      [deliveryId, change.status, change.last_error, ts(change.finished_at)])));
+    ? tx.run('UPDATE audience_deliveries SET next_page = $3, skipped = $4 WHERE workspace_id = $1 AND delivery_id = $2',
+      [ws, deliveryId, change.next_page, change.skipped])
+    : tx.run('UPDATE audience_deliveries SET status = $3, last_error = $4, finished_at = $5 WHERE workspace_id = $1 AND delivery_id = $2',
+      [ws, deliveryId, change.status, change.last_error, ts(change.finished_at)])));
 }
 
 export interface DeliveryLog extends DeliveryRow {
@@ -297,13 +304,13 @@ export interface DeliveryLog extends DeliveryRow {
 }
 
 /** The latest deliveries of an audience with their attempts, newest first. */
-export async function deliveryLog(store: Store, audienceId: string, limit: number): Promise<DeliveryLog[]> {
-  const deliveries = (await store.query(`SELECT * FROM audience_deliveries WHERE audience_id = $1
-    ORDER BY delivery_id DESC LIMIT $2`, [audienceId, limit])).map(toDelivery);
+export async function deliveryLog(store: Store, ws: string, audienceId: string, limit: number): Promise<DeliveryLog[]> {
+  const deliveries = (await store.query(`SELECT * FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2
+    ORDER BY delivery_id DESC LIMIT $3`, [ws, audienceId, limit])).map(toDelivery);
   if (deliveries.length === 0) return [];
-  const attempts = await store.query(`SELECT * FROM audience_delivery_attempts WHERE delivery_id IN (
-      SELECT delivery_id FROM audience_deliveries WHERE audience_id = $1 ORDER BY delivery_id DESC LIMIT $2)
-    ORDER BY rowid`, [audienceId, limit]);
+  const attempts = await store.query(`SELECT * FROM audience_delivery_attempts WHERE workspace_id = $1 AND delivery_id IN (
+      SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 ORDER BY delivery_id DESC LIMIT $3)
+    ORDER BY rowid`, [ws, audienceId, limit]);
   return deliveries.map((d) => ({
     ...d,
     attempts: attempts.filter((a) => Number(a.delivery_id) === d.delivery_id).map((a) => ({

@@ -171,6 +171,7 @@ export const MIGRATIONS: readonly string[] = [
     updated_at TIMESTAMP NOT NULL
   );
   CREATE TABLE audience_snapshots (
+    workspace_id VARCHAR NOT NULL,
     audience_id VARCHAR NOT NULL,
     snapshot_id BIGINT NOT NULL,
     previous_snapshot_id BIGINT,
@@ -180,16 +181,19 @@ export const MIGRATIONS: readonly string[] = [
     removed_count BIGINT NOT NULL
   );
   CREATE TABLE audience_members (
+    workspace_id VARCHAR NOT NULL,
     snapshot_id BIGINT NOT NULL,
     profile BIGINT NOT NULL
   );
   CREATE TABLE audience_diffs (
+    workspace_id VARCHAR NOT NULL,
     audience_id VARCHAR NOT NULL,
     snapshot_id BIGINT NOT NULL,
     change VARCHAR NOT NULL,
     profile BIGINT NOT NULL
   );
   CREATE TABLE audience_deliveries (
+    workspace_id VARCHAR NOT NULL,
     delivery_id BIGINT NOT NULL,
     audience_id VARCHAR NOT NULL,
     destination_id VARCHAR NOT NULL,
@@ -202,6 +206,7 @@ export const MIGRATIONS: readonly string[] = [
     finished_at TIMESTAMP
   );
   CREATE TABLE audience_delivery_attempts (
+    workspace_id VARCHAR NOT NULL,
     delivery_id BIGINT NOT NULL,
     page INTEGER NOT NULL,
     request VARCHAR NOT NULL,

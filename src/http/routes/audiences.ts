@@ -199,7 +199,7 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
     },
   }, async (request) => {
     const row = await resource.row(request.workspaceId, request.params.id);
-    const log = await deliveryLog(store, row.audience_id, request.query.limit);
+    const log = await deliveryLog(store, request.workspaceId, row.audience_id, request.query.limit);
     return {
       data: log.map((d) => ({
         delivery_id: String(d.delivery_id),
