@@ -19,13 +19,16 @@ const INSERTS: Record<DatasetTable, string> = {
     SELECT $1, nextval('visitor_keys'), s.visitor_id, p.person_key, s.first_seen_at,
       CASE WHEN p.person_key IS NOT NULL THEN s.first_seen_at END
     FROM {src} s LEFT JOIN persons p ON p.workspace_id = $1 AND p.person_id = s.person_id`,
-  // Ordered by name and time so DuckDB's zone maps skip row groups for a leaf's name and window.
+  // One event name per statement ({name} is its parameter), in name order, each sorted by time:
+  // the table ends up ordered by name and time, so zone maps skip row groups of other names and
+  // windows, and no single sort has to hold every event (100 M events in one ran out of memory).
   events: `INSERT INTO events (workspace_id, event_id, message_id, event_name, ts, person_key, visitor_key, properties, received_at)
     SELECT $1, s.event_id, NULL, s.event_name, s.ts, p.person_key, v.visitor_key, CAST(s.properties AS JSON), s.ts
     FROM {src} s
       LEFT JOIN persons p ON p.workspace_id = $1 AND p.person_id = s.person_id
       LEFT JOIN visitors v ON v.workspace_id = $1 AND v.visitor_id = s.visitor_id
-    ORDER BY s.event_name, s.ts`,
+    WHERE s.event_name = {name}
+    ORDER BY s.ts`,
   pageviews: `INSERT INTO pageviews (workspace_id, pageview_id, visitor_key, ts, url, referrer, title, host, path,
       referrer_host, source, medium, campaign, channel, channel_category)
     SELECT $1, s.pageview_id, v.visitor_key, s.ts, s.url, s.referrer, NULL, s.host, s.path, s.referrer_host,
@@ -66,14 +69,21 @@ async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) 
       const source = relation(table);
       if (!source) continue;
       const t0 = performance.now();
-      const inserted = await tx.run(INSERTS[table].replace('{src}', source.src), [ws, ...source.params]);
+      const sql = INSERTS[table].replace('{src}', source.src);
+      let inserted = 0;
       if (table === 'events') {
         const rows = (await tx.runAndReadAll(PROPERTY_STRUCTURE.replace('{src}', source.src.replace(/\$2/g, '$1')), source.params))
           .getRowObjectsJS() as { event_name: string; structure: string }[];
         await recordPropertyPaths(tx, ws, rows.flatMap((r) =>
           propertyPaths(JSON.parse(r.structure)).map((path) => ({ event_name: r.event_name, path }))));
+        const byName = sql.replace('{name}', `$${source.params.length + 2}`);
+        for (const name of rows.map((r) => r.event_name).sort()) {
+          inserted += (await tx.run(byName, [ws, ...source.params, name])).rowsChanged;
+        }
+      } else {
+        inserted = (await tx.run(sql, [ws, ...source.params])).rowsChanged;
       }
-      onTable?.(table, inserted.rowsChanged, performance.now() - t0);
+      onTable?.(table, inserted, performance.now() - t0);
     }
   });
 }
