@@ -54,9 +54,11 @@ const INSERTS: Record<DatasetTable, string> = {
     SELECT $1, s.customer_id, s.kind, s.ts, s.object_id FROM {src} s`,
 };
 
-/** Property paths seen per event name, from DuckDB's merged JSON structure of the properties. */
-const PROPERTY_STRUCTURE = `SELECT event_name, CAST(json_group_structure(CAST(s.properties AS JSON)) AS VARCHAR) AS structure
-  FROM {src} s GROUP BY event_name`;
+const EVENT_NAMES = 'SELECT DISTINCT event_name FROM {src} s ORDER BY event_name';
+
+/** Property paths seen on one event name ({name}), from DuckDB's merged JSON structure of the properties. */
+const PROPERTY_STRUCTURE = `SELECT CAST(json_group_structure(CAST(s.properties AS JSON)) AS VARCHAR) AS structure
+  FROM {src} s WHERE s.event_name = {name}`;
 
 /** Called after each imported table with its inserted rows and elapsed milliseconds (progress). */
 export type ImportProgress = (table: DatasetTable, rows: number, ms: number) => void;
@@ -72,13 +74,15 @@ async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) 
       const sql = INSERTS[table].replace('{src}', source.src);
       let inserted = 0;
       if (table === 'events') {
-        const rows = (await tx.runAndReadAll(PROPERTY_STRUCTURE.replace('{src}', source.src.replace(/\$2/g, '$1')), source.params))
-          .getRowObjectsJS() as { event_name: string; structure: string }[];
-        await recordPropertyPaths(tx, ws, rows.flatMap((r) =>
-          propertyPaths(JSON.parse(r.structure)).map((path) => ({ event_name: r.event_name, path }))));
-        const byName = sql.replace('{name}', `$${source.params.length + 2}`);
-        for (const name of rows.map((r) => r.event_name).sort()) {
-          inserted += (await tx.run(byName, [ws, ...source.params, name])).rowsChanged;
+        // Name by name: each statement holds one name's events, not all of them (memory at 100 M).
+        const src = source.src.replace(/\$2/g, '$1');
+        const names = (await tx.runAndReadAll(EVENT_NAMES.replace('{src}', src), source.params)).getRowObjectsJS();
+        for (const { event_name: name } of names as { event_name: string }[]) {
+          const structure = await tx.runAndReadAll(PROPERTY_STRUCTURE.replace('{src}', src).replace('{name}', `$${source.params.length + 1}`),
+            [...source.params, name]);
+          const paths = propertyPaths(JSON.parse(String(structure.getRowObjectsJS()[0]?.structure ?? '{}')));
+          await recordPropertyPaths(tx, ws, paths.map((path) => ({ event_name: name, path })));
+          inserted += (await tx.run(sql.replace('{name}', `$${source.params.length + 2}`), [ws, ...source.params, name])).rowsChanged;
         }
       } else {
         inserted = (await tx.run(sql, [ws, ...source.params])).rowsChanged;
