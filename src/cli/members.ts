@@ -33,7 +33,6 @@ options:
   --json                    print { out, format, rows, elapsed_ms }
   -h, --help                this help`;
 
-const sqlString = (s: string) => `'${s.replace(/'/g, "''")}'`;
 
 async function writeArrow(store: Store, sql: string, params: (string | number | boolean)[], out: string): Promise<number> {
   let arrow: typeof import('apache-arrow');
@@ -68,8 +67,7 @@ async function run([file]: string[], values: Values): Promise<number> {
     try {
       rows = format === 'arrow'
         ? await writeArrow(data.store, select, query.params, out)
-        : await data.store.withConnection(async (conn) =>
-          (await conn.run(`COPY (${select}) TO ${sqlString(out)} (FORMAT ${format}${format === 'csv' ? ', HEADER true' : ''})`, query.params)).rowsChanged);
+        : await data.store.copyTo(select, query.params, out, format);
     } catch (err) {
       if (err instanceof CliError) throw err;
       throw new CliError(`${out}: cannot write (${oneLine(err)})`);

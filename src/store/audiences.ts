@@ -217,8 +217,7 @@ function exportQuery(ws: string, snapshotId: number): { sql: string; params: Par
 /** Writes a snapshot's members to `path` (a temporary file the service chose) with DuckDB's COPY. */
 export async function copyMembers(store: Store, ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet'): Promise<void> {
   const { sql, params } = exportQuery(ws, snapshotId);
-  const options = format === 'csv' ? 'FORMAT csv, HEADER true' : 'FORMAT parquet';
-  await store.withConnection((conn) => conn.run(`COPY (${sql}) TO '${path.replace(/'/g, "''")}' (${options})`, params));
+  await store.copyTo(sql, params, path, format);
 }
 
 /** A snapshot's members as DuckDB result chunks. */

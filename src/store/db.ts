@@ -153,6 +153,17 @@ export class Store {
   }
 
 
+  /**
+   * Writes a query's rows to a file with DuckDB's COPY; returns the row count. The path is the
+   * caller's own file (a temporary file, an analyst's --out), quoted as a SQL string: COPY takes
+   * no parameter there.
+   */
+  async copyTo(sql: string, params: Params, path: string, format: 'csv' | 'parquet'): Promise<number> {
+    const options = format === 'csv' ? 'FORMAT csv, HEADER true' : 'FORMAT parquet';
+    const target = `'${path.replace(/'/g, "''")}'`;
+    return this.withConnection(async (conn) => (await conn.run(`COPY (${sql}) TO ${target} (${options})`, params)).rowsChanged);
+  }
+
   /** Rows of a query chunk by chunk (DuckDB's streaming result), on a connection held until the end. */
   async *streamRows(sql: string, params: Params = []): AsyncGenerator<Row[]> {
     const conn = await this.instance.connect();
