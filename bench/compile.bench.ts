@@ -17,6 +17,7 @@ import { Store } from '../src/store/db.js';
 import { importParquetDir } from '../src/store/import.js';
 import { DATASET_TABLES, type Dataset, LAYOUT_COLUMNS } from '../src/store/layout.js';
 import { propertyCatalog } from '../src/store/properties.js';
+import { utc } from '../src/store/time.js';
 import { referenceCount } from '../test/support/reference.js';
 import { BENCH_CASES } from './criteria.js';
 import { benchValidation } from './validate.bench.js';
@@ -36,7 +37,7 @@ const dbPath = join('data', 'bench', `${tag}.duckdb`);
 const WS = 'ws_bench';
 const AT = DEFAULT_NOW;
 
-const AT_PARAM = AT.toISOString().replace('T', ' ').replace('Z', '');
+const AT_PARAM = utc(AT);
 const handParams = (sql: string) => (sql.includes('$2') ? [WS, AT_PARAM] : [WS]);
 const log = (line: string) => console.log(line);
 const ms = (n: number) => n.toFixed(n < 10 ? 2 : 1);

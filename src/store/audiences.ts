@@ -2,9 +2,10 @@
 // with INSERT … SELECT from the compiled criteria; diffs are EXCEPTs between two snapshots. Member
 // lists never leave the database except page by page.
 
-import { type DuckDBConnection, timestampValue } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import type { CompiledQuery } from '../criteria/index.js';
 import type { Params, Row, Store } from './db.js';
+import { timestamp } from './time.js';
 
 export type AudienceStatus = 'pending' | 'refreshing' | 'ready' | 'failed';
 
@@ -45,8 +46,7 @@ export interface MemberRow {
   email: string | null;
 }
 
-export const ts = (at: Date) => timestampValue(BigInt(at.getTime()) * 1000n);
-const bound = (value: unknown) => (value instanceof Date ? ts(value) : value) as Params[number];
+const bound = (value: unknown) => (value instanceof Date ? timestamp(value) : value) as Params[number];
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
 function toAudience(r: Row): AudienceRow {
@@ -106,7 +106,7 @@ export async function deleteAudience(store: Store, ws: string, id: string): Prom
 }
 
 export async function dueAudiences(store: Store, now: Date): Promise<{ workspace_id: string; audience_id: string }[]> {
-  const rows = await store.query('SELECT workspace_id, audience_id FROM audiences WHERE next_refresh_at <= $1 ORDER BY next_refresh_at', [ts(now)]);
+  const rows = await store.query('SELECT workspace_id, audience_id FROM audiences WHERE next_refresh_at <= $1 ORDER BY next_refresh_at', [timestamp(now)]);
   return rows as { workspace_id: string; audience_id: string }[];
 }
 
@@ -158,16 +158,16 @@ export async function writeSnapshot(store: Store, input: SnapshotInput): Promise
       FROM audience_diffs WHERE workspace_id = $3 AND audience_id = $2 AND snapshot_id = $1`, [snapshot, id, ws]))!;
     const result = { snapshot_id: snapshot, member_count: Number(counts.members), added: Number(counts.added), removed: Number(counts.removed) };
     await tx.run(`INSERT INTO audience_snapshots VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [ws, id, snapshot, previous, ts(input.at), result.member_count, result.added, result.removed]);
+      [ws, id, snapshot, previous, timestamp(input.at), result.member_count, result.added, result.removed]);
     if (result.added + result.removed > 0) {
       for (const destination of input.destinationIds) {
         await tx.run(`INSERT INTO audience_deliveries (workspace_id, delivery_id, audience_id, destination_id, snapshot_id, status, created_at)
-          VALUES ($1, nextval('audience_delivery_ids'), $2, $3, $4, 'pending', $5)`, [ws, id, destination, snapshot, ts(input.at)]);
+          VALUES ($1, nextval('audience_delivery_ids'), $2, $3, $4, 'pending', $5)`, [ws, id, destination, snapshot, timestamp(input.at)]);
       }
     }
     await tx.run(`UPDATE audiences SET snapshot_id = $3, member_count = $4, status = 'ready', last_error = NULL,
         last_refreshed_at = $5, next_refresh_at = $6, updated_at = $5
-      WHERE workspace_id = $1 AND audience_id = $2`, [ws, id, snapshot, result.member_count, ts(input.at), ts(input.nextRefreshAt)]);
+      WHERE workspace_id = $1 AND audience_id = $2`, [ws, id, snapshot, result.member_count, timestamp(input.at), timestamp(input.nextRefreshAt)]);
     await tx.run(`DELETE FROM audience_members WHERE workspace_id = $1 AND snapshot_id IN (
       SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id NOT IN ($3, $4))`,
     [ws, id, snapshot, previous ?? -1]);
@@ -285,7 +285,7 @@ export interface AttemptRecord {
 
 export async function recordAttempt(store: Store, ws: string, a: AttemptRecord): Promise<void> {
   await store.transaction((tx) => tx.run('INSERT INTO audience_delivery_attempts VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
-    [ws, a.delivery_id, a.page, a.request, a.attempt, a.ok, a.http_status, a.error, ts(a.attempted_at)]));
+    [ws, a.delivery_id, a.page, a.request, a.attempt, a.ok, a.http_status, a.error, timestamp(a.attempted_at)]));
 }
 
 /** Records a page as acknowledged, or the delivery as finished. */
@@ -295,7 +295,7 @@ export async function advanceDelivery(store: Store, ws: string, deliveryId: numb
     ? tx.run('UPDATE audience_deliveries SET next_page = $3, skipped = $4 WHERE workspace_id = $1 AND delivery_id = $2',
       [ws, deliveryId, change.next_page, change.skipped])
     : tx.run('UPDATE audience_deliveries SET status = $3, last_error = $4, finished_at = $5 WHERE workspace_id = $1 AND delivery_id = $2',
-      [ws, deliveryId, change.status, change.last_error, ts(change.finished_at)])));
+      [ws, deliveryId, change.status, change.last_error, timestamp(change.finished_at)])));
 }
 
 export interface DeliveryLog extends DeliveryRow {

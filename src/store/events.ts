@@ -1,7 +1,8 @@
 // Event writes: message-id dedupe and the bulk append of a validated, resolved batch.
 
-import { LIST, listValue, timestampValue, VARCHAR } from '@duckdb/node-api';
+import { LIST, listValue, VARCHAR } from '@duckdb/node-api';
 import type { Tx } from './people.js';
+import { timestamp } from './time.js';
 
 export interface EventRecord {
   event_id: string;
@@ -13,8 +14,6 @@ export interface EventRecord {
   /** JSON object text. */
   properties: string;
 }
-
-const micros = (at: Date) => timestampValue(BigInt(at.getTime()) * 1000n);
 
 /** Records message ids and returns those not seen before in the workspace. */
 export async function claimMessageIds(tx: Tx, ws: string, messageIds: string[]): Promise<Set<string>> {
@@ -30,14 +29,14 @@ export async function claimMessageIds(tx: Tx, ws: string, messageIds: string[]):
 export async function appendEvents(tx: Tx, ws: string, events: EventRecord[], receivedAt: Date): Promise<void> {
   if (events.length === 0) return;
   const appender = await tx.createAppender('events');
-  const received = micros(receivedAt);
+  const received = timestamp(receivedAt);
   for (const e of events) {
     appender.appendVarchar(ws);
     appender.appendVarchar(e.event_id);
     if (e.message_id === null) appender.appendNull();
     else appender.appendVarchar(e.message_id);
     appender.appendVarchar(e.event_name);
-    appender.appendTimestamp(micros(e.ts));
+    appender.appendTimestamp(timestamp(e.ts));
     if (e.person_key === null) appender.appendNull();
     else appender.appendBigInt(BigInt(e.person_key));
     if (e.visitor_key === null) appender.appendNull();

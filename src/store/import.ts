@@ -4,9 +4,10 @@
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { type DuckDBAppender, type DuckDBConnection, timestampValue } from '@duckdb/node-api';
+import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { Store } from './db.js';
 import { propertyPaths, recordPropertyPaths } from './properties.js';
+import { timestamp } from './time.js';
 import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS, type LayoutType } from './layout.js';
 
 /** `$1` is the workspace id; `{src}` is the source relation aliased `s`. */
@@ -106,7 +107,7 @@ function append(appender: DuckDBAppender, type: LayoutType, value: unknown): voi
     case 'VARCHAR':
       return appender.appendVarchar(String(value));
     case 'TIMESTAMP':
-      return appender.appendTimestamp(timestampValue(BigInt((value as Date).getTime()) * 1000n));
+      return appender.appendTimestamp(timestamp(value as Date));
     case 'BIGINT':
       return appender.appendBigInt(BigInt(Math.round(value as number)));
     case 'BOOLEAN':

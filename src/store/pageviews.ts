@@ -1,8 +1,9 @@
 // Page view writes, and the visitors' latest views (an internal navigation carries their channel).
 
-import { BIGINT, LIST, listValue, timestampValue, VARCHAR } from '@duckdb/node-api';
+import { BIGINT, LIST, listValue, VARCHAR } from '@duckdb/node-api';
 import type { Store } from './db.js';
 import type { Tx } from './people.js';
+import { timestamp } from './time.js';
 
 export interface ChannelFields {
   source: string | null;
@@ -28,10 +29,10 @@ export interface PageviewRecord extends ChannelFields {
 export async function latestPageviews(tx: Tx, ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>> {
   const latest = new Map<number, ChannelFields & { ts: Date }>();
   if (visitorKeys.length === 0) return latest;
-  const list = visitorKeys.map((_, i) => `$${i + 2}`).join(', ');
   const reader = await tx.runAndReadAll(`SELECT visitor_key, ts, source, medium, campaign, channel, channel_category
-    FROM pageviews WHERE workspace_id = $1 AND visitor_key IN (${list})
-    QUALIFY row_number() OVER (PARTITION BY visitor_key ORDER BY ts DESC) = 1`, [ws, ...visitorKeys]);
+    FROM pageviews WHERE workspace_id = $1 AND visitor_key IN (SELECT unnest($2))
+    QUALIFY row_number() OVER (PARTITION BY visitor_key ORDER BY ts DESC) = 1`,
+  [ws, listValue(visitorKeys.map(BigInt))], [VARCHAR, LIST(BIGINT)]);
   for (const row of reader.getRowObjectsJS()) {
     latest.set(Number(row.visitor_key), {
       ts: row.ts as Date,
@@ -53,7 +54,7 @@ export async function appendPageviews(tx: Tx, ws: string, rows: PageviewRecord[]
     appender.appendVarchar(ws);
     appender.appendVarchar(r.pageview_id);
     appender.appendBigInt(BigInt(r.visitor_key));
-    appender.appendTimestamp(timestampValue(BigInt(r.ts.getTime()) * 1000n));
+    appender.appendTimestamp(timestamp(r.ts));
     appender.appendVarchar(r.url);
     text(r.referrer);
     text(r.title);

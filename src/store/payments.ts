@@ -3,7 +3,8 @@
 
 import { BIGINT, LIST, listValue, VARCHAR } from '@duckdb/node-api';
 import type { Store } from './db.js';
-import { type Tx, utc } from './people.js';
+import type { Tx } from './people.js';
+import { utc } from './time.js';
 import type { CustomerRow, InvoiceRow, PaymentEventRow, SubscriptionRow } from './layout.js';
 
 export type LinkState = CustomerRow['link_state'];

@@ -3,12 +3,10 @@
 
 import { BIGINT, type DuckDBConnection, type DuckDBType, type DuckDBValue, LIST, listValue, VARCHAR } from '@duckdb/node-api';
 
+import { utc } from './time.js';
+
 export type Tx = DuckDBConnection;
 
-/** A UTC instant as DuckDB TIMESTAMP text (no zone: the columns hold naive UTC). */
-export function utc(at: Date): string {
-  return at.toISOString().replace('T', ' ').replace('Z', '');
-}
 
 export interface PersonRecord {
   person_key: number;

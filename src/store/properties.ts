@@ -1,6 +1,6 @@
 // Event property definitions: the payload paths seen per event name, the compiler's whitelist.
 
-import type { DuckDBConnection } from '@duckdb/node-api';
+import { type DuckDBConnection, LIST, listValue, VARCHAR } from '@duckdb/node-api';
 import type { Store } from './db.js';
 
 export async function propertyCatalog(store: Store, workspaceId: string): Promise<Map<string, Set<string>>> {
@@ -29,11 +29,9 @@ export function propertyPaths(structure: unknown, prefix = ''): string[] {
 
 /** Records property paths; paths already known are kept as they are. */
 export async function recordPropertyPaths(tx: DuckDBConnection, ws: string, paths: { event_name: string; path: string }[]): Promise<void> {
-  for (let i = 0; i < paths.length; i += 500) {
-    const chunk = paths.slice(i, i + 500);
-    const values = chunk.map((_, j) => `($1, $${2 * j + 2}, $${2 * j + 3})`).join(', ');
-    await tx.run(`INSERT INTO event_properties (workspace_id, event_name, path) VALUES ${values} ON CONFLICT DO NOTHING`,
-      [ws, ...chunk.flatMap((p) => [p.event_name, p.path])]);
-  }
+  if (paths.length === 0) return;
+  await tx.run(`INSERT INTO event_properties (workspace_id, event_name, path)
+    SELECT $1, unnest($2), unnest($3) ON CONFLICT DO NOTHING`,
+  [ws, listValue(paths.map((p) => p.event_name)), listValue(paths.map((p) => p.path))], [VARCHAR, LIST(VARCHAR), LIST(VARCHAR)]);
 }
 

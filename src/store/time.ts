@@ -1,0 +1,12 @@
+// Instants as the store writes them: columns are TIMESTAMP holding naive UTC.
+import { type DuckDBTimestampValue, timestampValue } from '@duckdb/node-api';
+
+/** A UTC instant as DuckDB TIMESTAMP text (no zone), for `CAST($n AS TIMESTAMP)`. */
+export function utc(at: Date): string {
+  return at.toISOString().replace('T', ' ').replace('Z', '');
+}
+
+/** A UTC instant as a DuckDB TIMESTAMP value, for the appender and typed parameters. */
+export function timestamp(at: Date): DuckDBTimestampValue {
+  return timestampValue(BigInt(at.getTime()) * 1000n);
+}
