@@ -1,5 +1,6 @@
 // The analyst CLI (src/cli) run as a child process against a generated fixture, checked against
-// the HTTP compile on the same data, plus its error paths.
+// the HTTP compile on the same data (the directory read in place, imported, and a database file),
+// plus its error paths, the key check of a directory read in place and the import's progress.
 
 import { execFile } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -9,7 +10,10 @@ import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateFixtures } from '../fixtures/generate.js';
-import { importParquetDir } from '../src/store/import.js';
+import { keysCollide } from '../src/store/attach.js';
+import { Store } from '../src/store/db.js';
+import { importParquetDir, parquetSource } from '../src/store/import.js';
+import { Workspaces } from '../src/store/workspaces.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 const run = promisify(execFile);
@@ -96,8 +100,8 @@ async function httpCount(criteria: object): Promise<number> {
   return body.estimated_count.count;
 }
 
-async function estimate(file: string, data: string): Promise<number> {
-  const res = await cli('estimate', file, '--data', data, '--at', AT, '--json');
+async function estimate(file: string, data: string, ...options: string[]): Promise<number> {
+  const res = await cli('estimate', file, '--data', data, '--at', AT, '--json', ...options);
   expect(res.code, res.stderr + res.stdout).toBe(0);
   return (JSON.parse(res.stdout) as { estimated_count: { count: number } }).estimated_count.count;
 }
@@ -110,17 +114,54 @@ describe('cli against the HTTP compile', () => {
     expect(tables.find((t) => t.table === 'events')).toMatchObject({ rows: 20000, missing_columns: [] });
   });
 
-  it('estimate gives the HTTP count for each criteria, on the directory and on the database file', async () => {
+  it('estimate gives the HTTP count for each criteria: directory read in place, imported, and database file', async () => {
     const names = Object.keys(CRITERIA);
     // One process at a time on a database file: DuckDB locks it (directories have no lock).
-    const fromDir = Promise.all(names.slice(0, 2).map((n) => estimate(files[n]!, fx)));
+    const fromViews = Promise.all(names.map((n) => estimate(files[n]!, fx)));
+    const fromImport = Promise.all(names.slice(0, 2).map((n) => estimate(files[n]!, fx, '--import')));
     const fromDb: number[] = [];
     for (const n of names) fromDb.push(await estimate(files[n]!, db));
     const http: number[] = [];
     for (const n of names) http.push(await httpCount({ version: 1, root: CRITERIA[n] }));
     expect(fromDb).toEqual(http);
-    expect(await fromDir).toEqual(http.slice(0, 2));
+    expect(await fromViews).toEqual(http);
+    expect(await fromImport).toEqual(http.slice(0, 2));
     expect(http.every((c) => c > 0)).toBe(true);
+  });
+
+  it('members files are identical from the directory read in place and from the database file', async () => {
+    for (const name of ['payments', 'payload', 'not']) {
+      const fromViews = join(dir, `members-${name}-views.csv`);
+      const fromDb = join(dir, `members-${name}-db.csv`);
+      const views = await cli('members', files[name]!, '--data', fx, '--at', AT, '--out', fromViews, '--json');
+      expect(views.code, views.stderr).toBe(0);
+      const file = await cli('members', files[name]!, '--data', db, '--at', AT, '--out', fromDb, '--json');
+      expect(file.code, file.stderr).toBe(0);
+      expect((JSON.parse(views.stdout) as { rows: number }).rows).toBe(await httpCount({ version: 1, root: CRITERIA[name] }));
+      expect(readFileSync(fromViews, 'utf8')).toBe(readFileSync(fromDb, 'utf8'));
+    }
+  });
+
+  it('payload paths are checked against the data, read in place or from the database file', async () => {
+    const unseen = join(dir, 'unseen.json');
+    writeFileSync(unseen, JSON.stringify({ version: 1, root: event('purchase', did(), { 'payload.nope': { op: 'is_set' } }) }));
+    for (const data of [fx, db]) {
+      const ok = await cli('validate', files.payload!, '--data', data);
+      expect(ok.code, ok.stdout).toBe(0);
+      // an unseen payload path is unknown against the data
+      for (const command of ['validate', 'estimate']) {
+        const res = await cli(command, unseen, '--data', data, '--json');
+        expect(res.code).toBe(1);
+        expect(JSON.parse(res.stdout)).toMatchObject({ errors: [{ code: 'unknown_field', path: '/root/filter/payload.nope' }] });
+      }
+    }
+  });
+
+  it('load without --into says the directory can be used in place', async () => {
+    const res = await cli('load', fx);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(/events\s+20,000 rows/);
+    expect(res.stdout).toMatch(/use it directly with --data/);
   });
 
   it('validate prints the codes and paths of an invalid file and exits 1', async () => {
@@ -138,14 +179,6 @@ describe('cli against the HTTP compile', () => {
     expect(json.code).toBe(1);
     const http = (await app.compile(JSON.parse(readFileSync(bad, 'utf8')))).json() as { errors: unknown[] };
     expect((JSON.parse(json.stdout) as { errors: unknown[] }).errors).toEqual(http.errors);
-    const ok = await cli('validate', files.payload!, '--data', db);
-    expect(ok.code).toBe(0);
-    // an unseen payload path is unknown against the data
-    const unseen = join(dir, 'unseen.json');
-    writeFileSync(unseen, JSON.stringify({ version: 1, root: event('purchase', did(), { 'payload.nope': { op: 'is_set' } }) }));
-    const res = await cli('validate', unseen, '--data', db, '--json');
-    expect(res.code).toBe(1);
-    expect(JSON.parse(res.stdout)).toMatchObject({ errors: [{ code: 'unknown_field', path: '/root/filter/payload.nope' }] });
   });
 
   it('members --out parquet holds as many rows as the count', async () => {
@@ -211,6 +244,9 @@ describe('cli error paths', () => {
       cli('frobnicate'),
       cli('estimate', files.count!, '--data', db, '--frob'),
       cli('members', files.count!, '--data', db),
+      cli('estimate', join(dir, 'missing.json'), '--data', fx),
+      cli('explain', badJson, '--data', fx),
+      cli('estimate', files.count!, '--data', db, '--import'),
     ]);
     expectOneLine(results[0]!, /missing\.json: no such file/);
     expectOneLine(results[1]!, /missing\.json: no such file/);
@@ -220,7 +256,11 @@ describe('cli error paths', () => {
     expectOneLine(results[5]!, /unknown command "frobnicate"/);
     expectOneLine(results[6]!, /Unknown option '--frob'/);
     expectOneLine(results[7]!, /--out .* is required/);
-    expect(results.slice(5).every((r) => r.code === 2)).toBe(true);
+    expectOneLine(results[8]!, /missing\.json: no such file/);
+    expectOneLine(results[9]!, /bad\.json: not valid JSON/);
+    expectOneLine(results[10]!, /--import applies to a directory/);
+    expect(results.slice(5, 8).every((r) => r.code === 2)).toBe(true);
+    expect(results[10]!.code).toBe(2);
   });
 
   it('a parquet file with missing columns is named with the columns it lacks', async () => {
@@ -236,6 +276,8 @@ describe('cli error paths', () => {
       cli('load', broken),
       cli('load', broken, '--into', join(dir, 'broken.duckdb')),
       cli('estimate', files.count!, '--data', broken),
+      cli('members', files.count!, '--data', broken, '--out', join(dir, 'never.csv')),
+      cli('estimate', files.count!, '--data', broken, '--import'),
     ]);
     for (const res of results) expectOneLine(res, /events\.parquet: missing columns person_id, visitor_id, properties/);
     // the human check also lists the tables before failing
@@ -248,6 +290,44 @@ describe('cli error paths', () => {
       const res = await cli(command, '--help');
       expect(res.code).toBe(0);
       expect(res.stdout).toMatch(new RegExp(`^usage: audiences ${command}`));
+    }
+  });
+});
+
+describe('reading a directory in place, and importing it', () => {
+  it('the key check finds two ids that share a key, and none among the fixture ids', async () => {
+    const store = await Store.open(':memory:');
+    try {
+      const ids = "(VALUES ('p_1'), ('p_2'), ('p_10'), (NULL)) AS t(id)";
+      // length() gives p_1 and p_2 the same key: a collision, found by the same check
+      expect(await keysCollide(store, ids, 'id', (id) => `length(${id})`)).toBe(true);
+      expect(await keysCollide(store, ids, 'id')).toBe(false);
+      expect(await keysCollide(store, parquetSource(join(fx, 'persons.parquet')), 'person_id')).toBe(false);
+      expect(await keysCollide(store, parquetSource(join(fx, 'visitors.parquet')), 'visitor_id')).toBe(false);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('the import reports its progress through the events, in increasing rows up to the total', async () => {
+    const store = await Store.open(':memory:');
+    try {
+      const ws = (await new Workspaces(store).create('progress')).workspace_id;
+      const seen: { done: number; total: number; name: string }[] = [];
+      const tables: { table: string; rows: number }[] = [];
+      await importParquetDir(store, ws, fx, {
+        events: (done, total, name) => seen.push({ done, total, name }),
+        table: (table, rows) => tables.push({ table, rows }),
+      });
+      expect(seen.length).toBeGreaterThan(1);
+      expect(seen.every((s) => s.total === 20000)).toBe(true);
+      for (let i = 1; i < seen.length; i++) expect(seen[i]!.done).toBeGreaterThanOrEqual(seen[i - 1]!.done);
+      expect(seen.at(-1)!.done).toBe(20000);
+      expect(new Set(seen.map((s) => s.name)).size).toBeGreaterThan(1);
+      expect(tables.find((t) => t.table === 'events')).toEqual({ table: 'events', rows: 20000 });
+      expect(tables.map((t) => t.table)).toEqual(['persons', 'visitors', 'events', 'pageviews', 'customers', 'subscriptions', 'invoices', 'payment_events']);
+    } finally {
+      await store.close();
     }
   });
 });

@@ -1,20 +1,26 @@
 // `--data <dir|file.duckdb>`: the store and workspace a command reads. A directory of parquet
-// exports is checked and imported into an in-memory store (workspace `analyst`); a database file
-// is opened as it is, and its `analyst` workspace (or --workspace <id>) is used.
+// exports is checked, then read in place through views in an in-memory store (workspace
+// `analyst`), or imported into it with --import; a database file is opened as it is, and its
+// `analyst` workspace (or --workspace <id>) is used.
 
 import { existsSync, statSync } from 'node:fs';
+import { type PropertyCatalog, validateCriteria } from '../criteria/index.js';
+import { attachParquetDir } from '../store/attach.js';
 import { Store } from '../store/db.js';
 import { type ImportProgress, importParquetDir } from '../store/import.js';
 import { Workspaces } from '../store/workspaces.js';
+import { stringOption, type Values } from './args.js';
 import { CliError, oneLine, UsageError } from './errors.js';
 import { assertImportable, checkParquetDir } from './layout-check.js';
+import { warn } from './output.js';
 
 export const ANALYST_WORKSPACE = 'analyst';
 
 export interface OpenedData {
   store: Store;
   workspaceId: string;
-  kind: 'parquet' | 'duckdb';
+  /** A directory read in place (views), a directory imported into memory, or a database file. */
+  kind: 'views' | 'imported' | 'duckdb';
   close(): Promise<void>;
 }
 
@@ -27,34 +33,68 @@ export async function openDatabase(path: string): Promise<Store> {
   }
 }
 
-/** Checks a parquet directory against the layout, then imports it into `ws` of `store`. */
-export async function importDir(store: Store, ws: string, dir: string, onTable?: ImportProgress): Promise<void> {
-  assertImportable(await checkParquetDir(store, dir));
+/** Imports a parquet directory, checked against the layout, into `ws` of `store`. */
+export async function importDir(store: Store, ws: string, dir: string, progress?: ImportProgress): Promise<void> {
   try {
-    await importParquetDir(store, ws, dir, onTable);
+    await importParquetDir(store, ws, dir, progress);
   } catch (err) {
     throw new CliError(`${dir}: import failed (${oneLine(err)})`);
   }
 }
 
-export async function openData(data: string | undefined, workspace: string | undefined, command: string): Promise<OpenedData> {
+/**
+ * The event names whose payload paths validating `criteria` looks up (product_event leaves with a
+ * filter): the validator's own walk, over a catalog that records the names and accepts every path.
+ */
+export function payloadEventNames(criteria: unknown): string[] {
+  const names = new Set<string>();
+  const recording = { get: (name: string) => (names.add(name), { has: () => true }) };
+  validateCriteria(criteria, recording as unknown as PropertyCatalog);
+  return [...names];
+}
+
+/** Views over a checked directory's files; on a key collision, says so and falls back to an import. */
+async function readInPlace(store: Store, ws: string, dir: string, criteria: unknown): Promise<'views' | 'imported'> {
+  let attached: Awaited<ReturnType<typeof attachParquetDir>>;
+  try {
+    attached = await attachParquetDir(store, ws, dir, payloadEventNames(criteria));
+  } catch (err) {
+    throw new CliError(`${dir}: cannot read the parquet files (${oneLine(err)})`);
+  }
+  if (!('collision' in attached)) return 'views';
+  warn(`${dir}: two ids of ${attached.collision}.parquet hash to the same key; importing into memory instead of reading in place`);
+  return 'imported';
+}
+
+/** A directory in an in-memory store: read in place, or imported (--import, key collision). */
+async function openDir(dir: string, criteria: unknown, copy: boolean): Promise<OpenedData> {
+  const store = await Store.open(':memory:');
+  try {
+    const ws = (await new Workspaces(store).create(ANALYST_WORKSPACE)).workspace_id;
+    assertImportable(await checkParquetDir(store, dir));
+    const kind = copy ? 'imported' : await readInPlace(store, ws, dir, criteria);
+    if (kind === 'imported') await importDir(store, ws, dir);
+    return { store, workspaceId: ws, kind, close: () => store.close() };
+  } catch (err) {
+    await store.close();
+    throw err;
+  }
+}
+
+/**
+ * The data of `--data` (with `--workspace`, `--import`). `criteria` is the raw criteria the command
+ * will run: a directory read in place collects property paths only for its payload filters.
+ */
+export async function openData(values: Values, command: string, criteria: unknown): Promise<OpenedData> {
+  const data = stringOption(values, 'data');
   if (data === undefined) throw new UsageError('--data <dir|file.duckdb> is required', command);
   if (!existsSync(data)) throw new CliError(`${data}: no such file or directory`);
   if (data.endsWith('.parquet')) throw new CliError(`${data}: pass the directory holding the parquet files, not one file`);
-  if (statSync(data).isDirectory()) {
-    const store = await Store.open(':memory:');
-    try {
-      const ws = await new Workspaces(store).create(ANALYST_WORKSPACE);
-      await importDir(store, ws.workspace_id, data);
-      return { store, workspaceId: ws.workspace_id, kind: 'parquet', close: () => store.close() };
-    } catch (err) {
-      await store.close();
-      throw err;
-    }
-  }
+  if (statSync(data).isDirectory()) return openDir(data, criteria, values.import === true);
+  if (values.import === true) throw new UsageError('--import applies to a directory of parquet exports, not a database file', command);
   const store = await openDatabase(data);
   try {
-    const workspaceId = await findWorkspace(store, data, workspace);
+    const workspaceId = await findWorkspace(store, data, stringOption(values, 'workspace'));
     return { store, workspaceId, kind: 'duckdb', close: () => store.close() };
   } catch (err) {
     await store.close();
@@ -73,12 +113,14 @@ async function findWorkspace(store: Store, path: string, id: string | undefined)
 }
 
 /** The --data paragraph of the help of estimate, members and explain. */
-export const DATA_HELP = `--data is a directory of parquet exports (checked against the layout, then imported into an
-in-memory database on every run: simplest, slower for big exports) or a DuckDB database file made
-by "audiences load <dir> --into file.duckdb" (opened directly: much faster for repeated runs).`;
+export const DATA_HELP = `--data is a directory of parquet exports, checked against the layout and then read in place
+(views over the files: nothing is copied; --import copies it into memory instead), or a DuckDB
+database file made by "audiences load <dir> --into file.duckdb" (opened directly: faster for
+repeated runs on big exports).`;
 
 export const DATA_OPTIONS = {
   data: { type: 'string' },
   workspace: { type: 'string' },
+  import: { type: 'boolean' },
   at: { type: 'string' },
 } as const;

@@ -1,14 +1,14 @@
 // `estimate <criteria.json> --data …`: the audience size, by the same function as the HTTP compile.
 
 import { compileCriteria } from '../audiences/compile.js';
-import { atOption, type Command, integerOption, stringOption, type Values } from './args.js';
+import { atOption, type Command, integerOption, type Values } from './args.js';
 import { readCriteriaFile } from './criteria-file.js';
 import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';
 import { fmt, print, printCriteriaErrors, printJson, seconds } from './output.js';
 
 export const DEFAULT_BUDGET_MS = 5000;
 
-const HELP = `usage: audiences estimate <criteria.json> --data <dir|file.duckdb> [--at <timestamp>] [--budget <ms>] [--json]
+const HELP = `usage: audiences estimate <criteria.json> --data <dir|file.duckdb> [--import] [--at <timestamp>] [--budget <ms>] [--json]
 
 Prints the number of distinct profiles (people, plus anonymous visitors) matching the criteria:
 the same count as POST /v1/audiences/compile on the same data at the same evaluation time.
@@ -20,6 +20,7 @@ ${DATA_HELP}
 options:
   --data <dir|file.duckdb>  the data (required)
   --workspace <id>          workspace of a database file (default: the one named "analyst")
+  --import                  copy a directory into memory instead of reading it in place
   --at <timestamp>          evaluation time, ISO date or datetime, UTC unless an offset is given
                             (default: now); "last_n_days" windows end here
   --budget <ms>             cancel the count after this many milliseconds (default ${DEFAULT_BUDGET_MS})
@@ -31,7 +32,7 @@ async function run([file]: string[], values: Values): Promise<number> {
   const criteria = readCriteriaFile(file!);
   const at = atOption(values, 'estimate');
   const budgetMs = integerOption(values, 'budget', DEFAULT_BUDGET_MS, 'estimate');
-  const data = await openData(stringOption(values, 'data'), stringOption(values, 'workspace'), 'estimate');
+  const data = await openData(values, 'estimate', criteria);
   try {
     const t0 = performance.now();
     const result = await compileCriteria(data.store, data.workspaceId, criteria, { at, budgetMs });

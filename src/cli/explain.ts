@@ -5,7 +5,7 @@ import {
   type AudienceCriteria, type CriteriaNode, planCriteria, pointer, printCount, type SqlParam,
 } from '../criteria/index.js';
 import type { Store } from '../store/db.js';
-import { atOption, type Command, integerOption, stringOption, type Values } from './args.js';
+import { atOption, type Command, integerOption, type Values } from './args.js';
 import { readCriteriaFile } from './criteria-file.js';
 import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';
 import { describeLeaf } from './describe.js';
@@ -13,7 +13,7 @@ import { DEFAULT_BUDGET_MS } from './estimate.js';
 import { fmt, print, printJson } from './output.js';
 import { validatedCriteria } from './validated.js';
 
-const HELP = `usage: audiences explain <criteria.json> --data <dir|file.duckdb> [--at <timestamp>] [--budget <ms>] [--json]
+const HELP = `usage: audiences explain <criteria.json> --data <dir|file.duckdb> [--import] [--at <timestamp>] [--budget <ms>] [--json]
 
 Shows why an audience has its size: the criteria as a tree of and / or / not nodes and leaves
 (each leaf in one line), each with its own count of distinct profiles, then the SQL of the whole
@@ -26,6 +26,7 @@ ${DATA_HELP}
 options:
   --data <dir|file.duckdb>  the data (required)
   --workspace <id>          workspace of a database file (default: the one named "analyst")
+  --import                  copy a directory into memory instead of reading it in place
   --at <timestamp>          evaluation time (default: now)
   --budget <ms>             budget of each count (default ${DEFAULT_BUDGET_MS}); over it, count is null
   --json                    print { at, count, tree, sql, params }; tree nodes are
@@ -81,7 +82,7 @@ async function run([file]: string[], values: Values): Promise<number> {
   const criteria = readCriteriaFile(file!);
   const at = atOption(values, 'explain');
   const budgetMs = integerOption(values, 'budget', DEFAULT_BUDGET_MS, 'explain');
-  const data = await openData(stringOption(values, 'data'), stringOption(values, 'workspace'), 'explain');
+  const data = await openData(values, 'explain', criteria);
   try {
     const valid = await validatedCriteria(data, criteria, file!, values.json === true);
     if (!valid) return 1;

@@ -7,18 +7,20 @@ import { stringOption } from './args.js';
 import { ANALYST_WORKSPACE, importDir, openDatabase } from './data.js';
 import { CliError } from './errors.js';
 import { assertImportable, checkParquetDir, type DirCheck } from './layout-check.js';
-import { fmt, print, printJson, progress, seconds } from './output.js';
+import { drawBar, endBar, fmt, print, printJson, progress, seconds } from './output.js';
 import { Store } from '../store/db.js';
 
 const HELP = `usage: audiences load <dir> [--into file.duckdb] [--json]
 
 Checks a directory of parquet exports against the export layout (one <table>.parquet per table,
 see docs/cli.md): lists the tables present with their row counts and any column problems. Exits 1
-when a file lacks a layout column or no export file is present.
+when a file lacks a layout column or no export file is present. A directory that passes can be
+used as it is with --data <dir>: the commands read its files in place.
 
 With --into, also imports the directory into the workspace "${ANALYST_WORKSPACE}" of that DuckDB
-database file (created when missing), one line per table on a terminal. estimate, members and
-explain then read it with --data file.duckdb, much faster than re-importing the directory each run.
+database file (created when missing); on a terminal, a line per table and a progress bar through
+the events. estimate, members and explain then read it with --data file.duckdb: faster than
+reading the parquet files for repeated runs on big exports.
 A workspace that already holds data is not loaded twice: load into a new file.
 
 options:
@@ -64,12 +66,16 @@ async function run([dir]: string[], values: Record<string, string | boolean | un
     if (json) printJson({ dir, tables: tableReport(check), ignored_files: check.ignored });
     else printCheck(check);
     assertImportable(check);
+    if (!json) {
+      print(`checked ${dir}: use it directly with --data ${dir} (read in place, nothing copied), ` +
+        'or import it once with --into file.duckdb');
+    }
     return 0;
   }
   assertImportable(check);
   const store = await openDatabase(into);
   try {
-  const ws = await new Workspaces(store).ensure(ANALYST_WORKSPACE, {});
+    const ws = await new Workspaces(store).ensure(ANALYST_WORKSPACE, {});
     const held = await store.query(
       'SELECT (SELECT count(*) FROM persons WHERE workspace_id = $1) + (SELECT count(*) FROM events WHERE workspace_id = $1) AS n',
       [ws.workspace_id]);
@@ -78,9 +84,14 @@ async function run([dir]: string[], values: Record<string, string | boolean | un
     }
     const loaded: { table: string; rows: number; ms: number }[] = [];
     const t0 = performance.now();
-    await importDir(store, ws.workspace_id, dir!, (table, rows, ms) => {
-      loaded.push({ table, rows, ms });
-      progress(`${table.padEnd(15)} ${fmt(rows).padStart(12)} rows ${seconds(ms).padStart(9)}`);
+    await importDir(store, ws.workspace_id, dir!, {
+      table: (table, rows, ms) => {
+        loaded.push({ table, rows, ms });
+        endBar();
+        progress(`${table.padEnd(15)} ${fmt(rows).padStart(12)} rows ${seconds(ms).padStart(9)}`);
+      },
+      // Only a terminal shows the bar; elsewhere the import need not track its progress.
+      ...(process.stderr.isTTY ? { events: (done: number, total: number, name: string, ms: number) => drawBar('events', done, total, ms, name) } : {}),
     });
     const total = performance.now() - t0;
     if (json) {

@@ -15,11 +15,12 @@ import { validatedCriteria } from './validated.js';
 export const MEMBER_COLUMNS = ['person_id', 'visitor_id', 'external_id', 'email'] as const;
 const FORMATS = { '.parquet': 'parquet', '.csv': 'csv', '.arrow': 'arrow' } as const;
 
-const HELP = `usage: audiences members <criteria.json> --data <dir|file.duckdb> --out <file.parquet|file.csv|file.arrow> [--at <timestamp>] [--json]
+const HELP = `usage: audiences members <criteria.json> --data <dir|file.duckdb> --out <file.parquet|file.csv|file.arrow> [--import] [--at <timestamp>] [--json]
 
 Writes the audience's members, one row per profile, with the
 columns ${MEMBER_COLUMNS.join(', ')}: a person has person_id (and
-external_id, email when known); an anonymous visitor has only visitor_id. The format follows the
+external_id, email when known); an anonymous visitor has only visitor_id. Rows are ordered by
+person_id, then visitor_id (people first). The format follows the
 extension of --out: parquet and csv through DuckDB's COPY, arrow as an Arrow IPC file.
 Invalid criteria print their faults and exit 1. No budget applies.
 
@@ -29,6 +30,7 @@ options:
   --data <dir|file.duckdb>  the data (required)
   --out <file>              the output file, overwritten (required)
   --workspace <id>          workspace of a database file (default: the one named "analyst")
+  --import                  copy a directory into memory instead of reading it in place
   --at <timestamp>          evaluation time (default: now)
   --json                    print { out, format, rows, elapsed_ms }
   -h, --help                this help`;
@@ -56,12 +58,13 @@ async function run([file]: string[], values: Values): Promise<number> {
   const format = Object.hasOwn(FORMATS, ext) ? FORMATS[ext as keyof typeof FORMATS] : undefined;
   if (!format) throw new UsageError(`--out must end in .parquet, .csv or .arrow, got "${out}"`, 'members');
   const at = atOption(values, 'members');
-  const data = await openData(stringOption(values, 'data'), stringOption(values, 'workspace'), 'members');
+  const data = await openData(values, 'members', criteria);
   try {
     const valid = await validatedCriteria(data, criteria, file!, values.json === true);
     if (!valid) return 1;
     const query = printMembers(planCriteria(valid, at), data.workspaceId);
-    const select = `SELECT ${MEMBER_COLUMNS.join(', ')} FROM (${query.sql}) AS members`;
+    // By public ids, not by internal keys: the same file from a directory read in place and from its import.
+    const select = `SELECT ${MEMBER_COLUMNS.join(', ')} FROM (${query.sql}) AS members ORDER BY person_id NULLS LAST, visitor_id`;
     const t0 = performance.now();
     let rows: number;
     try {

@@ -7,7 +7,7 @@ import { readCriteriaFile } from './criteria-file.js';
 import { openData } from './data.js';
 import { print, printCriteriaErrors, printJson } from './output.js';
 
-const HELP = `usage: audiences validate <criteria.json> [--data <dir|file.duckdb> [--workspace <id>]] [--json]
+const HELP = `usage: audiences validate <criteria.json> [--data <dir|file.duckdb> [--workspace <id>] [--import]] [--json]
 
 Validates criteria exactly as POST /v1/audiences/compile does and prints every fault as
 "code  path  message" (path is a JSON Pointer into the criteria). Exit 0 when valid, 1 when not.
@@ -19,6 +19,7 @@ compile on it); without --data every payload path is accepted.
 options:
   --data <dir|file.duckdb>  data whose event property paths to check against
   --workspace <id>          workspace of a database file (default: the one named "analyst")
+  --import                  copy a directory into memory instead of reading it in place
   --json                    print { valid, errors, is_time_windowed, payload_paths_checked }
   -h, --help                this help`;
 
@@ -32,7 +33,7 @@ async function run([file]: string[], values: Values): Promise<number> {
   const dataPath = stringOption(values, 'data');
   let catalog = ANY_PATH;
   if (dataPath !== undefined) {
-    const data = await openData(dataPath, stringOption(values, 'workspace'), 'validate');
+    const data = await openData(values, 'validate', criteria);
     try {
       catalog = await propertyCatalog(data.store, data.workspaceId);
     } finally {
@@ -58,7 +59,7 @@ export const validate: Command = {
   name: 'validate',
   summary: 'validate criteria like the HTTP compile (code, path, message); exit 1 when invalid',
   help: HELP,
-  options: { data: { type: 'string' }, workspace: { type: 'string' } },
+  options: { data: { type: 'string' }, workspace: { type: 'string' }, import: { type: 'boolean' } },
   positionals: ['criteria.json'],
   run,
 };

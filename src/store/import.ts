@@ -1,6 +1,7 @@
 // Bulk import of the export layout (layout.ts) into a workspace: from parquet files (the fixture
 // generator's output, an analyst's export) or from in-memory rows (tests). Both paths run the
-// same INSERT … SELECT statements, which replace public ids by integer keys.
+// same INSERT … SELECT statements (MAPPINGS), which replace public ids by integer keys; attach.ts
+// makes views of the same SELECTs to read a directory in place.
 
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,95 +11,227 @@ import { propertyPaths, recordPropertyPaths } from './properties.js';
 import { timestamp } from './time.js';
 import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS, type LayoutType } from './layout.js';
 
-/** `$1` is the workspace id; `{src}` is the source relation aliased `s`. */
-const INSERTS: Record<DatasetTable, string> = {
-  persons: `INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at)
-    SELECT $1, nextval('person_keys'), s.person_id, CAST(s.external_id AS VARCHAR), lower(trim(s.email)), s.name,
-      CAST(s.traits AS JSON), s.created_at, s.created_at
-    FROM {src} s`,
-  visitors: `INSERT INTO visitors (workspace_id, visitor_key, visitor_id, person_key, first_seen_at, linked_at)
-    SELECT $1, nextval('visitor_keys'), s.visitor_id, p.person_key, s.first_seen_at,
-      CASE WHEN p.person_key IS NOT NULL THEN s.first_seen_at END
-    FROM {src} s LEFT JOIN persons p ON p.workspace_id = $1 AND p.person_id = s.person_id`,
-  // One event name per statement ({name} is its parameter), in name order, each sorted by time:
-  // the table ends up ordered by name and time, so zone maps skip row groups of other names and
-  // windows, and no single sort has to hold every event (100 M events in one ran out of memory).
-  events: `INSERT INTO events (workspace_id, event_id, message_id, event_name, ts, person_key, visitor_key, properties, received_at)
-    SELECT $1, s.event_id, NULL, s.event_name, s.ts, p.person_key, v.visitor_key, CAST(s.properties AS JSON), s.ts
-    FROM {src} s
-      LEFT JOIN persons p ON p.workspace_id = $1 AND p.person_id = s.person_id
-      LEFT JOIN visitors v ON v.workspace_id = $1 AND v.visitor_id = s.visitor_id
-    WHERE s.event_name = {name}
-    ORDER BY s.ts`,
-  pageviews: `INSERT INTO pageviews (workspace_id, pageview_id, visitor_key, ts, url, referrer, title, host, path,
-      referrer_host, source, medium, campaign, channel, channel_category)
-    SELECT $1, s.pageview_id, v.visitor_key, s.ts, s.url, s.referrer, NULL, s.host, s.path, s.referrer_host,
-      s.source, s.medium, s.campaign, s.channel, s.channel_category
-    FROM {src} s JOIN visitors v ON v.workspace_id = $1 AND v.visitor_id = s.visitor_id
-    ORDER BY s.ts`,
-  customers: `INSERT INTO payment_customers (workspace_id, customer_id, email, person_key, visitor_key, tr_user_id,
-      tr_visitor_id, link_state, updated_at)
-    SELECT $1, s.customer_id, lower(trim(s.email)), p.person_key, v.visitor_key, NULL, s.visitor_id, s.link_state, now()
-    FROM {src} s
-      LEFT JOIN persons p ON p.workspace_id = $1 AND p.person_id = s.person_id
-      LEFT JOIN visitors v ON v.workspace_id = $1 AND v.visitor_id = s.visitor_id`,
-  subscriptions: `INSERT INTO subscriptions (workspace_id, subscription_id, customer_id, status, price_id, product_id,
-      "interval", amount, currency, cancel_at_period_end, created_at)
-    SELECT $1, s.subscription_id, s.customer_id, s.status, s.price_id, s.product_id, s."interval", s.amount,
-      s.currency, s.cancel_at_period_end, s.created_at
-    FROM {src} s`,
-  invoices: `INSERT INTO invoices (workspace_id, invoice_id, customer_id, subscription_id, status, amount_due,
-      amount_paid, currency, created_at)
-    SELECT $1, s.invoice_id, s.customer_id, s.subscription_id, s.status, s.amount_due, s.amount_paid, s.currency, s.created_at
-    FROM {src} s`,
-  payment_events: `INSERT INTO payment_events (workspace_id, customer_id, kind, ts, object_id)
-    SELECT $1, s.customer_id, s.kind, s.ts, s.object_id FROM {src} s`,
+/**
+ * How each export table fills its store table: the columns set, each an expression over the source
+ * row `s` and the joins of `from`, which turn public ids into keys. `{ws}` is the workspace, `{src}`
+ * the source relation, `{person_key}` / `{visitor_key}` a new row's key. The import inserts these
+ * rows; attach.ts makes views of the same SELECTs, so both read an export alike.
+ */
+export interface TableMapping {
+  /** The store table. */
+  table: string;
+  columns: Readonly<Record<string, string>>;
+  from: string;
+}
+
+/** The row's person, only when it exists (its key, or null). */
+const PERSON = 'LEFT JOIN persons p ON p.workspace_id = {ws} AND p.person_id = s.person_id';
+/** The row's visitor: page views of unknown visitors are left out, other rows keep a null key. */
+const VISITOR = 'JOIN visitors v ON v.workspace_id = {ws} AND v.visitor_id = s.visitor_id';
+
+export const MAPPINGS: Record<DatasetTable, TableMapping> = {
+  persons: {
+    table: 'persons',
+    columns: {
+      workspace_id: '{ws}', person_key: '{person_key}', person_id: 's.person_id', external_id: 'CAST(s.external_id AS VARCHAR)',
+      email: 'lower(trim(s.email))', name: 's.name', traits: 'CAST(s.traits AS JSON)', created_at: 's.created_at',
+      updated_at: 's.created_at',
+    },
+    from: '{src} s',
+  },
+  visitors: {
+    table: 'visitors',
+    columns: {
+      workspace_id: '{ws}', visitor_key: '{visitor_key}', visitor_id: 's.visitor_id', person_key: 'p.person_key',
+      first_seen_at: 's.first_seen_at', linked_at: 'CASE WHEN p.person_key IS NOT NULL THEN s.first_seen_at END',
+    },
+    from: `{src} s ${PERSON}`,
+  },
+  events: {
+    table: 'events',
+    columns: {
+      workspace_id: '{ws}', event_id: 's.event_id', message_id: 'NULL', event_name: 's.event_name', ts: 's.ts',
+      person_key: 'p.person_key', visitor_key: 'v.visitor_key', properties: 'CAST(s.properties AS JSON)', received_at: 's.ts',
+    },
+    from: `{src} s ${PERSON} LEFT ${VISITOR}`,
+  },
+  pageviews: {
+    table: 'pageviews',
+    columns: {
+      workspace_id: '{ws}', pageview_id: 's.pageview_id', visitor_key: 'v.visitor_key', ts: 's.ts', url: 's.url',
+      referrer: 's.referrer', title: 'NULL', host: 's.host', path: 's.path', referrer_host: 's.referrer_host',
+      source: 's.source', medium: 's.medium', campaign: 's.campaign', channel: 's.channel', channel_category: 's.channel_category',
+    },
+    from: `{src} s ${VISITOR}`,
+  },
+  customers: {
+    table: 'payment_customers',
+    columns: {
+      workspace_id: '{ws}', customer_id: 's.customer_id', email: 'lower(trim(s.email))', person_key: 'p.person_key',
+      visitor_key: 'v.visitor_key', tr_user_id: 'NULL', tr_visitor_id: 's.visitor_id', link_state: 's.link_state', updated_at: 'now()',
+    },
+    from: `{src} s ${PERSON} LEFT ${VISITOR}`,
+  },
+  subscriptions: {
+    table: 'subscriptions',
+    columns: {
+      workspace_id: '{ws}', subscription_id: 's.subscription_id', customer_id: 's.customer_id', status: 's.status',
+      price_id: 's.price_id', product_id: 's.product_id', interval: 's."interval"', amount: 's.amount', currency: 's.currency',
+      cancel_at_period_end: 's.cancel_at_period_end', created_at: 's.created_at',
+    },
+    from: '{src} s',
+  },
+  invoices: {
+    table: 'invoices',
+    columns: {
+      workspace_id: '{ws}', invoice_id: 's.invoice_id', customer_id: 's.customer_id', subscription_id: 's.subscription_id',
+      status: 's.status', amount_due: 's.amount_due', amount_paid: 's.amount_paid', currency: 's.currency', created_at: 's.created_at',
+    },
+    from: '{src} s',
+  },
+  payment_events: {
+    table: 'payment_events',
+    columns: { workspace_id: '{ws}', customer_id: 's.customer_id', kind: 's.kind', ts: 's.ts', object_id: 's.object_id' },
+    from: '{src} s',
+  },
 };
 
-const EVENT_NAMES = 'SELECT DISTINCT event_name FROM {src} s ORDER BY event_name';
+export interface MappingValues {
+  ws: string;
+  src: string;
+  person_key: string;
+  visitor_key: string;
+}
 
-/** Property paths seen on one event name ({name}), from DuckDB's merged JSON structure of the properties. */
+/** A mapping's text with its placeholders replaced (a function, so `$1` in a value stays as it is). */
+export function fillMapping(text: string, values: MappingValues): string {
+  return text.replace(/\{(ws|src|person_key|visitor_key)\}/g, (_, key: keyof MappingValues) => values[key]);
+}
+
+/** A SQL string literal: a file path or an id of ours, where DuckDB takes no parameter (views, read_parquet in them). */
+export function sqlString(text: string): string {
+  return `'${text.replace(/'/g, "''")}'`;
+}
+
+/** The import draws new keys from the store's sequences. */
+const SEQUENCE_KEYS = { person_key: "nextval('person_keys')", visitor_key: "nextval('visitor_keys')" };
+
+/**
+ * Import-only tails. Events go one name per statement (`$2`), in name order, each sorted by time:
+ * the table ends up ordered by name and time, so zone maps skip row groups of other names and
+ * windows, and no single sort has to hold every event (100 M events in one ran out of memory).
+ */
+const IMPORT_TAIL: Partial<Record<DatasetTable, string>> = {
+  events: ' WHERE s.event_name = $2 ORDER BY s.ts',
+  pageviews: ' ORDER BY s.ts',
+};
+
+function insertSql(table: DatasetTable, src: string): string {
+  const { table: target, columns, from } = MAPPINGS[table];
+  return fillMapping(`INSERT INTO ${target} (${Object.keys(columns).map((c) => `"${c}"`).join(', ')})
+    SELECT ${Object.values(columns).join(', ')}
+    FROM ${from}${IMPORT_TAIL[table] ?? ''}`, { ws: '$1', src, ...SEQUENCE_KEYS });
+}
+
+/** Rows per event name, in name order (events without a name are not imported). */
+const EVENT_NAMES = `SELECT event_name, count(*) AS n FROM {src} s WHERE event_name IS NOT NULL
+  GROUP BY event_name ORDER BY event_name`;
+
+/** Property paths seen on one event name (`$1`), from DuckDB's merged JSON structure of the properties. */
 const PROPERTY_STRUCTURE = `SELECT CAST(json_group_structure(CAST(s.properties AS JSON)) AS VARCHAR) AS structure
-  FROM {src} s WHERE s.event_name = {name}`;
+  FROM {src} s WHERE s.event_name = $1`;
 
-/** Called after each imported table with its inserted rows and elapsed milliseconds (progress). */
-export type ImportProgress = (table: DatasetTable, rows: number, ms: number) => void;
+/** Records the property paths of the events named `name` in `src`: the payload whitelist of that name. */
+export async function recordEventProperties(tx: DuckDBConnection, ws: string, src: string, name: string): Promise<void> {
+  const structure = await tx.runAndReadAll(PROPERTY_STRUCTURE.replace('{src}', () => src), [name]);
+  const paths = propertyPaths(JSON.parse(String(structure.getRowObjectsJS()[0]?.structure ?? '{}')));
+  await recordPropertyPaths(tx, ws, paths.map((path) => ({ event_name: name, path })));
+}
 
-async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) => { src: string; params: string[] } | null,
-  before?: (tx: DuckDBConnection) => Promise<void>, onTable?: ImportProgress): Promise<void> {
+export interface ImportProgress {
+  /** After each table: its inserted rows and elapsed milliseconds. */
+  table?(table: DatasetTable, rows: number, ms: number): void;
+  /**
+   * Within events, while and after each event name: the source rows done (never decreasing; while
+   * a name runs, its share of DuckDB's query progress) of `total`, and milliseconds since events began.
+   */
+  events?(done: number, total: number, name: string, ms: number): void;
+}
+
+/** While `work` runs on `conn`, calls `onPercent` with DuckDB's progress of the running query. */
+async function watchProgress<T>(conn: DuckDBConnection, onPercent: (percent: number) => void, work: () => Promise<T>): Promise<T> {
+  const timer = setInterval(() => {
+    const { percentage } = conn.progress;
+    if (percentage > 0) onPercent(Math.min(percentage, 100));
+  }, 250);
+  try {
+    return await work();
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** Events name by name (each statement holds one name's events, not all of them: memory at 100 M). */
+async function importEvents(tx: DuckDBConnection, ws: string, src: string, progress: ImportProgress): Promise<number> {
+  const t0 = performance.now();
+  const names = (await tx.runAndReadAll(EVENT_NAMES.replace('{src}', () => src))).getRowObjectsJS() as { event_name: string; n: bigint }[];
+  const total = names.reduce((sum, { n }) => sum + Number(n), 0);
+  const sql = insertSql('events', src);
+  let done = 0;
+  let reported = 0;
+  const report = (rows: number, name: string) => {
+    if (rows < reported) return;
+    reported = rows;
+    progress.events?.(rows, total, name, performance.now() - t0);
+  };
+  let inserted = 0;
+  for (const { event_name: name, n } of names) {
+    await recordEventProperties(tx, ws, src, name);
+    const insert = () => tx.run(sql, [ws, name]);
+    const result = progress.events
+      ? await watchProgress(tx, (percent) => report(done + Math.floor((Number(n) * percent) / 100), name), insert)
+      : await insert();
+    inserted += result.rowsChanged;
+    done += Number(n);
+    report(done, name);
+  }
+  return inserted;
+}
+
+async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) => string | null,
+  before?: (tx: DuckDBConnection) => Promise<void>, progress: ImportProgress = {}): Promise<void> {
   await store.transaction(async (tx) => {
     await before?.(tx);
-    for (const table of DATASET_TABLES) {
-      const source = relation(table);
-      if (!source) continue;
-      const t0 = performance.now();
-      const sql = INSERTS[table].replace('{src}', source.src);
-      let inserted = 0;
-      if (table === 'events') {
-        // Name by name: each statement holds one name's events, not all of them (memory at 100 M).
-        const src = source.src.replace(/\$2/g, '$1');
-        const names = (await tx.runAndReadAll(EVENT_NAMES.replace('{src}', src), source.params)).getRowObjectsJS();
-        for (const { event_name: name } of names as { event_name: string }[]) {
-          const structure = await tx.runAndReadAll(PROPERTY_STRUCTURE.replace('{src}', src).replace('{name}', `$${source.params.length + 1}`),
-            [...source.params, name]);
-          const paths = propertyPaths(JSON.parse(String(structure.getRowObjectsJS()[0]?.structure ?? '{}')));
-          await recordPropertyPaths(tx, ws, paths.map((path) => ({ event_name: name, path })));
-          inserted += (await tx.run(sql.replace('{name}', `$${source.params.length + 2}`), [ws, ...source.params, name])).rowsChanged;
-        }
-      } else {
-        inserted = (await tx.run(sql, [ws, ...source.params])).rowsChanged;
+    // DuckDB tracks a query's progress only with its progress bar on; never let it print.
+    if (progress.events) await tx.run('SET enable_progress_bar = true; SET enable_progress_bar_print = false');
+    try {
+      for (const table of DATASET_TABLES) {
+        const src = relation(table);
+        if (src === null) continue;
+        const t0 = performance.now();
+        const inserted = table === 'events'
+          ? await importEvents(tx, ws, src, progress)
+          : (await tx.run(insertSql(table, src), [ws])).rowsChanged;
+        progress.table?.(table, inserted, performance.now() - t0);
       }
-      onTable?.(table, inserted, performance.now() - t0);
+    } finally {
+      // After a failed statement DuckDB takes nothing but ROLLBACK: the settings then stay, harmless.
+      if (progress.events) await tx.run('RESET enable_progress_bar; RESET enable_progress_bar_print').catch(() => undefined);
     }
   });
 }
 
+/** `read_parquet` of one file, its path as a string literal. */
+export function parquetSource(file: string): string {
+  return `read_parquet(${sqlString(file)})`;
+}
+
 /** Imports `<dir>/<table>.parquet` for each table file present, in one transaction. */
-export async function importParquetDir(store: Store, ws: string, dir: string, onTable?: ImportProgress): Promise<void> {
+export async function importParquetDir(store: Store, ws: string, dir: string, progress?: ImportProgress): Promise<void> {
   await importFrom(store, ws, (table) => {
     const file = join(dir, `${table}.parquet`);
-    return existsSync(file) ? { src: 'read_parquet($2)', params: [file] } : null;
-  }, undefined, onTable);
+    return existsSync(file) ? parquetSource(file) : null;
+  }, undefined, progress);
 }
 
 function append(appender: DuckDBAppender, type: LayoutType, value: unknown): void {
@@ -118,7 +251,7 @@ function append(appender: DuckDBAppender, type: LayoutType, value: unknown): voi
 /** Imports in-memory rows (tests, small loads) through staging tables and the same statements. */
 export async function importDataset(store: Store, ws: string, data: Partial<Dataset>): Promise<void> {
   const present = DATASET_TABLES.filter((t) => data[t] !== undefined);
-  await importFrom(store, ws, (table) => (present.includes(table) ? { src: `stage_${table}`, params: [] } : null), async (tx) => {
+  await importFrom(store, ws, (table) => (present.includes(table) ? `stage_${table}` : null), async (tx) => {
     for (const table of present) {
       const columns = LAYOUT_COLUMNS[table];
       const ddl = columns.map(([name, type]) => `"${String(name)}" ${type}`).join(', ');
