@@ -190,6 +190,21 @@ describe('events', () => {
   });
 });
 
+describe('strings with a lone surrogate (reachable through a \\ud800 escape)', () => {
+  it('stores them with U+FFFD in its place, readable to JSON filters and identity lookups', async () => {
+    const res = await event({ batch: [
+      { event_name: 'sur', user_id: 'u\ud800', properties: { k: 'x\udc00y', ['n\ud800']: 1 } },
+      { event_name: 'sur', user_id: 'u\ufffd', visitor_id: 'v\udbff' },
+    ] });
+    expect(res.results[1].person_id).toBe(res.results[0].person_id);
+    expect(await person({ external_id: 'u\ud800', visitor_id: 'v\udbff', traits: { ['t\udc00']: 'a\ud800' } })).toBe(res.results[0].person_id);
+    const count = async (filter: Record<string, unknown>) => (await t.compile({ version: 1, root: { source: 'product_event', name: 'sur', filter,
+      occurrence: { op: 'did', count: null, window: { kind: 'ever' } } } })).json();
+    expect(await count({ 'payload.k': { op: '=', value: 'x\ufffdy' } })).toMatchObject({ valid: true, estimated_count: { count: 1 } });
+    expect(await count({ 'payload.n\ufffd': { op: 'is_set' } })).toMatchObject({ valid: true, estimated_count: { count: 1 } });
+  });
+});
+
 describe('concurrent batches (group commit)', () => {
   it('answers each of many concurrent batches with its own results, in order, storing each message once', async () => {
     const requests = Array.from({ length: 8 }, (_, r) => ({ batch: Array.from({ length: 50 }, (_, i) => ({
@@ -230,14 +245,48 @@ describe('concurrent batches (group commit)', () => {
 });
 
 describe('visitor link hook', () => {
-  it('reports each new or moved visitor link once, after commit', async () => {
+  it('reports each new or moved visitor link once, inside the transaction that makes it', async () => {
     const seen: string[] = [];
     const { Ingest } = await import('../src/ingest/ingest.js');
     const ingest = new Ingest(t.store);
-    ingest.onVisitorLinked(async (links) => { seen.push(...links.map((l) => l.visitorId)); });
+    ingest.onVisitorLinked(async (_tx, links) => { seen.push(...links.map((l) => l.visitorId)); });
     await ingest.person(t.ws.workspace_id, { external_id: 'h', visitor_id: 'hv' });
     await ingest.person(t.ws.workspace_id, { external_id: 'h', visitor_id: 'hv' });
     await ingest.events(t.ws.workspace_id, [{ event_name: 'e', email: 'other@example.com', visitor_id: 'hv' }]);
     expect(seen).toEqual(['hv', 'hv']);
+  });
+});
+
+describe('identity cache (known people resolve without a lookup)', () => {
+  it('forgets what a rolled-back batch resolved, so the next batch creates the person for real', async () => {
+    const { Ingest } = await import('../src/ingest/ingest.js');
+    const failing = new Ingest(t.store);
+    failing.onVisitorLinked(async () => { throw new Error('listener failed'); });
+    await expect(failing.events(t.ws.workspace_id, [{ event_name: 'e', external_id: 'rb', visitor_id: 'rbv' }])).rejects.toThrow('listener failed');
+    expect(await count('persons')).toBe(0);
+    expect(await count('events')).toBe(0);
+
+    const { person_id } = await event({ event_name: 'e', external_id: 'rb', visitor_id: 'rbv' });
+    expect(await personRow(person_id)).toMatchObject({ external_id: 'rb' });
+    expect(await linkOf('rbv')).toBe(person_id);
+    expect(await count('persons')).toBe(1);
+  });
+
+  it('sees a visitor linked by the payment webhook after the visitor was cached as anonymous', async () => {
+    const { deliver, checkoutSession, notification } = await import('./support/stripe.js');
+    expect((await event({ event_name: 'e', visitor_id: 'wv' })).person_id).toBeNull();
+    const paid = await deliver(t, notification('checkout.session.completed', checkoutSession('cus_w', { tr_user_id: 'wu', tr_visitor_id: 'wv' })));
+    expect(paid.statusCode, paid.body).toBe(200);
+    const payer = await linkOf('wv');
+    expect(payer).toMatch(/^per_/);
+    expect((await event({ event_name: 'e', visitor_id: 'wv' })).person_id).toBe(payer);
+    expect(await person({ external_id: 'wu' })).toBe(payer);
+  });
+
+  it('keeps traits merged across batches served from the cache', async () => {
+    const id = await person({ external_id: 'tc', traits: { a: 1 } });
+    await event({ event_name: 'e', external_id: 'tc', traits: { b: 2 } });
+    await person({ external_id: 'tc', traits: { a: null } });
+    expect((await personRow(id!))?.traits).toEqual({ a: null, b: 2 });
   });
 });

@@ -2,6 +2,7 @@
 // tr_user_id / tr_visitor_id by notification time, then the email fallback.
 
 import { resolveIdentities } from '../ingest/identity.js';
+import type { Store } from '../store/db.js';
 import { type CustomerRecord, getCustomer, linkDeferredCustomers, saveCustomer } from '../store/payments.js';
 import { personsBy, type Tx } from '../store/people.js';
 
@@ -14,7 +15,7 @@ export interface Signals {
 const newer = (stored: Date | null, created: Date) => stored === null || stored.getTime() <= created.getTime();
 
 /** Merges one notification's signals into the customer and re-decides its link when they changed. */
-export async function updateCustomer(tx: Tx, ws: string, customerId: string, signals: Signals, created: Date, now: Date): Promise<void> {
+export async function updateCustomer(store: Store, tx: Tx, ws: string, customerId: string, signals: Signals, created: Date, now: Date): Promise<void> {
   const existing = await getCustomer(tx, ws, customerId);
   const c: CustomerRecord = existing ?? {
     customer_id: customerId, email: null, person_key: null, visitor_key: null, tr_user_id: null, tr_visitor_id: null,
@@ -39,17 +40,17 @@ export async function updateCustomer(tx: Tx, ws: string, customerId: string, sig
     changed = dirty = true;
   }
   // Unchanged signals keep the decided link: re-deciding could undo a visitor's later move.
-  if (changed) await decideLink(tx, ws, c, now);
+  if (changed) await decideLink(store, tx, ws, c, now);
   if (dirty) await saveCustomer(tx, ws, c, existing === null, now);
 }
 
-async function decideLink(tx: Tx, ws: string, c: CustomerRecord, now: Date): Promise<void> {
+async function decideLink(store: Store, tx: Tx, ws: string, c: CustomerRecord, now: Date): Promise<void> {
   c.person_key = null;
   c.visitor_key = null;
   if (c.tr_user_id !== null) {
     // As POST /v1/persons with external_id (+ visitor_id, email): find or create, link the visitor,
     // record the payer's email when the person has none and nobody else holds it.
-    const { resolved, links } = await resolveIdentities(tx, ws,
+    const { resolved, links } = await resolveIdentities(store, tx, ws,
       [{ external_id: c.tr_user_id, visitor_id: c.tr_visitor_id ?? undefined, email: c.email ?? undefined, at: now }], now);
     c.person_key = resolved[0]!.person_key;
     c.visitor_key = resolved[0]!.visitor_key;
@@ -57,7 +58,7 @@ async function decideLink(tx: Tx, ws: string, c: CustomerRecord, now: Date): Pro
     await linkDeferredCustomers(tx, ws, links.map((l) => l.visitorKey), now);
   } else if (c.tr_visitor_id !== null) {
     // The customer follows its visitor's link (current at read time); anonymous for now: deferred.
-    const { resolved } = await resolveIdentities(tx, ws, [{ visitor_id: c.tr_visitor_id, at: now }], now);
+    const { resolved } = await resolveIdentities(store, tx, ws, [{ visitor_id: c.tr_visitor_id, at: now }], now);
     c.visitor_key = resolved[0]!.visitor_key;
     c.link_state = resolved[0]!.person_key !== null ? 'linked' : 'deferred';
   } else if (c.email !== null) {

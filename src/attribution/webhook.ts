@@ -19,7 +19,7 @@ import { verifyNotification } from './signature.js';
 export class PaymentWebhook {
   constructor(private readonly store: Store, ingest: Ingest, private readonly clock: () => Date = () => new Date()) {
     // Deferred customers resolve as soon as their visitor is linked to a person.
-    ingest.onVisitorLinked((links) => this.visitorsLinked(links));
+    ingest.onVisitorLinked((tx, links) => this.visitorsLinked(tx, links));
   }
 
   /** Verifies and applies one delivery; `duplicate` when its id was processed before. */
@@ -34,22 +34,24 @@ export class PaymentWebhook {
     const now = this.clock();
     return this.store.transaction(async (tx) => {
       if (!(await claimNotification(tx, ws, n.id))) return { duplicate: true };
-      await applyEffects(tx, ws, n, now);
+      await applyEffects(this.store, tx, ws, n, now);
       return { duplicate: false };
     });
   }
 
-  private async visitorsLinked(links: VisitorLink[]): Promise<void> {
+  private async visitorsLinked(tx: Tx, links: VisitorLink[]): Promise<void> {
     const byWorkspace = new Map<string, number[]>();
-    for (const l of links) byWorkspace.set(l.workspaceId, [...(byWorkspace.get(l.workspaceId) ?? []), l.visitorKey]);
+    for (const l of links) {
+      const keys = byWorkspace.get(l.workspaceId);
+      if (keys) keys.push(l.visitorKey);
+      else byWorkspace.set(l.workspaceId, [l.visitorKey]);
+    }
     const now = this.clock();
-    await this.store.transaction(async (tx) => {
-      for (const [ws, keys] of byWorkspace) await linkDeferredCustomers(tx, ws, keys, now);
-    });
+    for (const [ws, keys] of byWorkspace) await linkDeferredCustomers(tx, ws, keys, now);
   }
 }
 
-async function applyEffects(tx: Tx, ws: string, n: Notification, now: Date): Promise<void> {
+async function applyEffects(store: Store, tx: Tx, ws: string, n: Notification, now: Date): Promise<void> {
   const family = familyOf(n.type);
   const o = n.object;
   const objectId = str(o.id);
@@ -58,7 +60,7 @@ async function applyEffects(tx: Tx, ws: string, n: Notification, now: Date): Pro
     ?? (family === 'refund' || family === 'charge' ? await customerOfObject(tx, ws, ids(o.charge, o.payment_intent)) : null);
   if (!customerId || customerId.length > 256) return; // a guest payment: nothing to attribute it to
 
-  await updateCustomer(tx, ws, customerId, { ...metadataOf(n), email: emailOf(n) }, n.created, now);
+  await updateCustomer(store, tx, ws, customerId, { ...metadataOf(n), email: emailOf(n) }, n.created, now);
 
   switch (family) {
     case 'customer.subscription':

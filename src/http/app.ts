@@ -8,6 +8,7 @@ import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTyp
 import type { Store } from '../store/db.js';
 import { Workspaces } from '../store/workspaces.js';
 import { authPlugin } from './auth.js';
+import { registerJsonBodies } from './json-body.js';
 import { registerErrorHandling } from './errors.js';
 import { Ingest } from '../ingest/ingest.js';
 import { compileRoutes } from './routes/compile.js';
@@ -54,6 +55,7 @@ async function baseApp(store: Store, logger: boolean) {
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
+  registerJsonBodies(app);
   const workspaces = new Workspaces(store);
   return { app, workspaces };
 }

@@ -4,6 +4,8 @@
 // The batch's persons and visitors are loaded once, resolved in order in memory, written once.
 
 import { randomBytes } from 'node:crypto';
+import type { Store } from '../store/db.js';
+import { identityCacheOf } from './identity-cache.js';
 import {
   nextKeys, type PersonRecord, personsBy, savePersons, saveVisitors, type Tx, type VisitorRecord, visitorsById,
 } from '../store/people.js';
@@ -40,17 +42,51 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
+/**
+ * Resolves a batch inside a `store.transaction`. Known identifiers come from the identity cache,
+ * the others from one lookup each; the cache learns what changed once the transaction commits.
+ * Records from the cache are shared with it: they are copied before the first change.
+ */
 export async function resolveIdentities(
-  tx: Tx, ws: string, inputs: IdentityInput[], now: Date,
+  store: Store, tx: Tx, ws: string, inputs: IdentityInput[], now: Date,
 ): Promise<{ resolved: Resolved[]; links: VisitorLink[] }> {
+  const cache = identityCacheOf(store);
   const unique = <T>(values: (T | undefined)[]) => [...new Set(values.filter((v): v is T => v !== undefined))];
-  const visitors = new Map((await visitorsById(tx, ws, unique(inputs.map((i) => i.visitor_id)))).map((v) => [v.visitor_id, v]));
-  const loaded = [
-    ...await personsBy(tx, ws, 'external_id', unique(inputs.map((i) => i.external_id))),
-    ...await personsBy(tx, ws, 'email', unique(inputs.map((i) => i.email))),
-    ...await personsBy(tx, ws, 'person_key', unique([...visitors.values()].map((v) => v.person_key ?? undefined))),
-  ];
-  const byKey = new Map(loaded.map((p) => [p.person_key, p]));
+
+  const shared = new Set<PersonRecord | VisitorRecord>();
+  const visitors = new Map<string, VisitorRecord>();
+  const unknownVisitors: string[] = [];
+  for (const id of unique(inputs.map((i) => i.visitor_id))) {
+    const v = cache.visitor(ws, id);
+    if (v) {
+      visitors.set(id, v);
+      shared.add(v);
+    } else {
+      unknownVisitors.push(id);
+    }
+  }
+  for (const v of await visitorsById(tx, ws, unknownVisitors)) visitors.set(v.visitor_id, v);
+
+  // One object per person, however many identifiers reach it.
+  const byKey = new Map<number, PersonRecord>();
+  const add = (p: PersonRecord) => { if (!byKey.has(p.person_key)) byKey.set(p.person_key, p); };
+  const load = async (by: 'external_id' | 'email' | 'person_key', values: (string | number)[]): Promise<number> => {
+    const unknown = values.filter((value) => {
+      const p = cache.person(ws, by, value);
+      if (p && !byKey.has(p.person_key)) {
+        byKey.set(p.person_key, p);
+        shared.add(p);
+      }
+      return !p;
+    });
+    const found = await personsBy(tx, ws, by, unknown);
+    found.forEach(add);
+    return unknown.length - found.length;
+  };
+  const newExternalIds = await load('external_id', unique(inputs.map((i) => i.external_id)));
+  const newEmails = await load('email', unique(inputs.map((i) => (i.external_id === undefined ? i.email : undefined))));
+  await load('email', unique(inputs.map((i) => (i.external_id !== undefined ? i.email : undefined))));
+  await load('person_key', unique([...visitors.values()].map((v) => v.person_key ?? undefined)));
   const byExternalId = new Map([...byKey.values()].filter((p) => p.external_id !== null).map((p) => [p.external_id!, p]));
   const byEmail = new Map([...byKey.values()].filter((p) => p.email !== null).map((p) => [p.email!, p]));
 
@@ -60,9 +96,24 @@ export async function resolveIdentities(
   const createdVisitorIds = new Set<string>();
   const relinked = new Map<string, VisitorRecord>();
   const links: VisitorLink[] = [];
-  // Keys are drawn up front: at most one new person and one new visitor per input.
-  const personKeys = await nextKeys(tx, 'person_keys', inputs.filter((i) => i.external_id || i.email).length);
-  const visitorKeys = await nextKeys(tx, 'visitor_keys', inputs.filter((i) => i.visitor_id && !visitors.has(i.visitor_id)).length);
+  // Keys are drawn up front: at most one new person per identifier not found, one visitor per id.
+  const personKeys = await nextKeys(store, 'person_keys', newExternalIds + newEmails);
+  const visitorKeys = await nextKeys(store, 'visitor_keys', unique(inputs.map((i) => i.visitor_id)).filter((id) => !visitors.has(id)).length);
+
+  const writablePerson = (p: PersonRecord): PersonRecord => {
+    if (!shared.has(p)) return p;
+    const copy = { ...p };
+    byKey.set(copy.person_key, copy);
+    if (copy.external_id !== null) byExternalId.set(copy.external_id, copy);
+    if (copy.email !== null) byEmail.set(copy.email, copy);
+    return copy;
+  };
+  const writableVisitor = (v: VisitorRecord): VisitorRecord => {
+    if (!shared.has(v)) return v;
+    const copy = { ...v };
+    visitors.set(copy.visitor_id, copy);
+    return copy;
+  };
 
   const createPerson = (external_id: string | null, email: string | null): PersonRecord => {
     const person: PersonRecord = { person_key: personKeys.pop()!, person_id: newPersonId(), external_id, email, name: null, traits: {} };
@@ -79,6 +130,7 @@ export async function resolveIdentities(
       person = byExternalId.get(input.external_id) ?? createPerson(input.external_id, null);
       // The email joins this person only when free: persons are never merged implicitly.
       if (input.email !== undefined && person.email === null && !byEmail.has(input.email)) {
+        person = writablePerson(person);
         person.email = input.email;
         byEmail.set(input.email, person);
         changedPersons.add(person);
@@ -99,6 +151,7 @@ export async function resolveIdentities(
         visitor = created;
       }
       if (person && visitor.person_key !== person.person_key) {
+        visitor = writableVisitor(visitor);
         visitor.person_key = person.person_key;
         if (!createdVisitorIds.has(visitor.visitor_id)) relinked.set(visitor.visitor_id, visitor);
         links.push({ workspaceId: ws, visitorId: visitor.visitor_id, visitorKey: visitor.visitor_key, personKey: person.person_key });
@@ -107,6 +160,7 @@ export async function resolveIdentities(
     }
 
     if (person && (input.traits !== undefined || input.name !== undefined)) {
+      person = writablePerson(person);
       if (input.traits) person.traits = { ...person.traits, ...input.traits };
       if (input.name !== undefined) person.name = input.name;
       changedPersons.add(person);
@@ -117,5 +171,7 @@ export async function resolveIdentities(
   const created = new Set(createdPersons);
   await savePersons(tx, ws, createdPersons, [...changedPersons].filter((p) => !created.has(p)), now);
   await saveVisitors(tx, ws, createdVisitors, [...relinked.values()], now);
+  store.afterCommit(() => cache.remember(ws,
+    [...byKey.values()].filter((p) => !shared.has(p)), [...visitors.values()].filter((v) => !shared.has(v))));
   return { resolved, links };
 }

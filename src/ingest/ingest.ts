@@ -17,7 +17,11 @@ export type { VisitorLink } from './identity.js';
 /** An internal navigation inherits the channel of a landing view at most this old. */
 const SESSION_MS = 30 * 60_000;
 
-const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`;
+/** `n` random ids of 96 bits from one call to the random source (a call per id was costly). */
+function newIds(prefix: string, n: number): string[] {
+  const random = randomBytes(12 * n).toString('base64url');
+  return Array.from({ length: n }, (_, i) => `${prefix}_${random.slice(16 * i, 16 * i + 16)}`);
+}
 
 function identityOf(input: PersonInput | EventInput, at: Date): IdentityInput {
   return {
@@ -43,77 +47,91 @@ interface Received<T> {
   input: T;
   receivedAt: Date;
 }
-type ReceivedEvent = Received<EventInput>;
+
+/** An event with what needs no database worked out before it waits for the write lock. */
+interface PreparedEvent {
+  input: EventInput;
+  ts: Date;
+  paths: string[];
+}
+
+/** Runs inside the transaction that links the visitors: its writes commit or roll back with them. */
+export type LinkListener = (tx: Tx, links: VisitorLink[]) => Promise<void>;
 
 export class Ingest {
-  private readonly eventWrites = new GroupCommit<ReceivedEvent, EventResult>((ws, items) => this.writeEvents(ws, items));
+  private readonly eventWrites = new GroupCommit<PreparedEvent, EventResult>((ws, items) => this.writeEvents(ws, items));
   private readonly pageviewWrites = new GroupCommit<Received<PageviewInput>, { pageview_id: string }>((ws, items) => this.writePageviews(ws, items));
-  private readonly linkListeners: ((links: VisitorLink[]) => Promise<void>)[] = [];
+  private readonly linkListeners: LinkListener[] = [];
   /** Property paths known per workspace (`event_name \0 path`), so only new ones are written. */
   private readonly knownPaths = new Map<string, Set<string>>();
 
   constructor(private readonly store: Store, private readonly clock: () => Date = () => new Date()) {}
 
   /**
-   * Calls `listener` after each committed change of visitor-to-person links (a visitor linked or
-   * moved). Deferred payment links hang off this.
+   * Calls `listener` with each change of visitor-to-person links (a visitor linked or moved), in
+   * the transaction that makes it. Deferred payment links hang off this.
    */
-  onVisitorLinked(listener: (links: VisitorLink[]) => Promise<void>): void {
+  onVisitorLinked(listener: LinkListener): void {
     this.linkListeners.push(listener);
   }
 
   async person(ws: string, input: PersonInput): Promise<{ person_id: string | null }> {
     const now = this.clock();
-    const { resolved, links } = await this.store.transaction((tx) => resolveIdentities(tx, ws, [identityOf(input, now)], now));
-    await this.notify(links);
+    const resolved = await this.store.transaction(async (tx) => {
+      const { resolved, links } = await resolveIdentities(this.store, tx, ws, [identityOf(input, now)], now);
+      await this.notify(tx, links);
+      return resolved;
+    });
     return { person_id: resolved[0]?.person_id ?? null };
   }
 
   /** Stores a batch of events (with the batches of the workspace that are waiting, in one transaction). */
   events(ws: string, inputs: EventInput[]): Promise<EventResult[]> {
     const receivedAt = this.clock();
-    return this.eventWrites.submit(ws, inputs.map((input) => ({ input, receivedAt })));
+    return this.eventWrites.submit(ws, inputs.map((input) => ({
+      input,
+      ts: input.timestamp ? new Date(input.timestamp) : receivedAt,
+      paths: propertyPaths(input.properties),
+    })));
   }
 
-  private async writeEvents(ws: string, items: ReceivedEvent[]): Promise<EventResult[]> {
+  private async writeEvents(ws: string, items: PreparedEvent[]): Promise<EventResult[]> {
     const known = await this.pathsOf(ws);
-    const { results, links } = await this.store.transaction((tx) => this.storeEvents(tx, ws, items, this.clock(), known).catch((err) => {
+    return this.store.transaction((tx) => this.storeEvents(tx, ws, items, this.clock(), known).catch((err) => {
       // Paths added to the cache were rolled back; forget them before the next transaction runs.
       this.knownPaths.delete(ws);
       throw err;
     }));
-    await this.notify(links);
-    return results;
   }
 
   /** Events inside their transaction: dedupe, resolve, append, record new property paths. */
-  private async storeEvents(tx: Tx, ws: string, items: ReceivedEvent[], now: Date, known: Set<string>) {
+  private async storeEvents(tx: Tx, ws: string, items: PreparedEvent[], now: Date, known: Set<string>) {
     const inputs = items.map((item) => item.input);
     // A message_id repeated within the batch or seen before is stored once.
     const firstOfBatch = new Map<string, number>();
     inputs.forEach((e, i) => { if (e.message_id !== undefined && !firstOfBatch.has(e.message_id)) firstOfBatch.set(e.message_id, i); });
     const fresh = await claimMessageIds(tx, ws, [...firstOfBatch.keys()]);
     const kept = inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && fresh.has(e.message_id)));
-    const stored = inputs.filter((_, i) => kept[i]);
+    const stored = items.filter((_, i) => kept[i]);
 
-    const times = items.filter((_, i) => kept[i]).map(({ input, receivedAt }) => (input.timestamp ? new Date(input.timestamp) : receivedAt));
-    const { resolved, links } = await resolveIdentities(tx, ws, stored.map((e, i) => identityOf(e, times[i]!)), now);
+    const { resolved, links } = await resolveIdentities(this.store, tx, ws, stored.map((e) => identityOf(e.input, e.ts)), now);
+    await this.notify(tx, links);
+    const ids = newIds('evt', stored.length);
     const rows: EventRecord[] = [];
     const newPaths: { event_name: string; path: string }[] = [];
-    stored.forEach((e, i) => {
+    stored.forEach(({ input: e, ts, paths }, i) => {
       const who = resolved[i]!;
-      const properties = e.properties ?? {};
       rows.push({
-        event_id: newId('evt'),
+        event_id: ids[i]!,
         message_id: e.message_id ?? null,
         event_name: e.event_name,
-        ts: times[i]!,
+        ts,
         // Identified events keep their person; the others follow their visitor's link.
         person_key: who.identified ? who.person_key : null,
         visitor_key: who.visitor_key,
-        properties: JSON.stringify(properties),
+        properties: e.properties ?? {},
       });
-      for (const path of propertyPaths(properties)) {
+      for (const path of paths) {
         const key = `${e.event_name}\0${path}`;
         if (!known.has(key)) {
           known.add(key);
@@ -129,7 +147,7 @@ export class Ingest {
       const j = next++;
       return { event_id: rows[j]!.event_id, person_id: resolved[j]!.person_id, duplicate: false };
     });
-    return { results, links };
+    return results;
   }
 
   /** Stores a batch of page views (grouped with the workspace's waiting batches, like events). */
@@ -143,8 +161,9 @@ export class Ingest {
     const inputs = items.map((item) => item.input);
     return this.store.transaction(async (tx) => {
       const times = items.map(({ input, receivedAt }) => (input.timestamp ? new Date(input.timestamp) : receivedAt));
-      const { resolved } = await resolveIdentities(tx, ws, inputs.map((p, i) => ({ visitor_id: p.visitor_id, at: times[i]! })), now);
+      const { resolved } = await resolveIdentities(this.store, tx, ws, inputs.map((p, i) => ({ visitor_id: p.visitor_id, at: times[i]! })), now);
       const keys = resolved.map((r) => r.visitor_key!);
+      const ids = newIds('pv', inputs.length);
       const latest = await latestPageviews(tx, ws, [...new Set(keys)]);
       const rows = inputs.map((p, i): PageviewRecord => {
         const fields = derivePageviewFields(p.url, p.referrer ?? null);
@@ -156,7 +175,7 @@ export class Ingest {
           channel = recent ? landing : { source: null, medium: null, campaign: null, channel: 'direct', channel_category: 'Direct' };
         }
         const row: PageviewRecord = {
-          pageview_id: newId('pv'), visitor_key: keys[i]!, ts, url: p.url, referrer: p.referrer ?? null, title: p.title ?? null,
+          pageview_id: ids[i]!, visitor_key: keys[i]!, ts, url: p.url, referrer: p.referrer ?? null, title: p.title ?? null,
           host: fields.host, path: fields.path, referrer_host: fields.referrer_host,
           source: channel.source, medium: channel.medium, campaign: channel.campaign,
           channel: channel.channel, channel_category: channel.channel_category,
@@ -179,8 +198,8 @@ export class Ingest {
     return known;
   }
 
-  private async notify(links: VisitorLink[]): Promise<void> {
+  private async notify(tx: Tx, links: VisitorLink[]): Promise<void> {
     if (links.length === 0) return;
-    for (const listener of this.linkListeners) await listener(links);
+    for (const listener of this.linkListeners) await listener(tx, links);
   }
 }

@@ -81,6 +81,8 @@ export interface StoreOptions {
 
 export class Store {
   private readonly writeLock = new Lock();
+  /** Callbacks of the running `transaction`, run once it has committed (null outside one). */
+  private commitHooks: (() => void)[] | null = null;
   private readonly estimates: ConnectionPool;
   private closed = false;
 
@@ -117,16 +119,30 @@ export class Store {
   /** Runs `fn` in one transaction on the write connection; nothing is kept if it throws. */
   transaction<T>(fn: (tx: DuckDBConnection) => Promise<T>): Promise<T> {
     return this.writeLock.run(async () => {
+      const hooks: (() => void)[] = [];
+      this.commitHooks = hooks;
       await this.writer.run('BEGIN TRANSACTION');
       try {
         const result = await fn(this.writer);
         await this.writer.run('COMMIT');
+        this.commitHooks = null;
+        for (const hook of hooks) hook();
         return result;
       } catch (err) {
+        this.commitHooks = null;
         await this.writer.run('ROLLBACK').catch(() => undefined);
         throw err;
       }
     });
+  }
+
+  /**
+   * Inside `transaction`: runs `hook` once that transaction has committed, before the next one
+   * starts (never after a rollback). In-memory state that mirrors committed rows updates here.
+   */
+  afterCommit(hook: () => void): void {
+    if (!this.commitHooks) throw new Error('afterCommit is only valid inside Store.transaction');
+    this.commitHooks.push(hook);
   }
 
   /**

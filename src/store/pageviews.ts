@@ -1,6 +1,6 @@
 // Page view writes, and the visitors' latest views (an internal navigation carries their channel).
 
-import { BIGINT, LIST, listValue, VARCHAR } from '@duckdb/node-api';
+import { column, keys } from './columns.js';
 import type { Store } from './db.js';
 import type { Tx } from './people.js';
 import { timestamp } from './time.js';
@@ -30,9 +30,9 @@ export async function latestPageviews(tx: Tx, ws: string, visitorKeys: number[])
   const latest = new Map<number, ChannelFields & { ts: Date }>();
   if (visitorKeys.length === 0) return latest;
   const reader = await tx.runAndReadAll(`SELECT visitor_key, ts, source, medium, campaign, channel, channel_category
-    FROM pageviews WHERE workspace_id = $1 AND visitor_key IN (SELECT unnest($2))
+    FROM pageviews WHERE workspace_id = $1 AND visitor_key IN (SELECT unnest(${keys('$2')}))
     QUALIFY row_number() OVER (PARTITION BY visitor_key ORDER BY ts DESC) = 1`,
-  [ws, listValue(visitorKeys.map(BigInt))], [VARCHAR, LIST(BIGINT)]);
+  [ws, column(visitorKeys)]);
   for (const row of reader.getRowObjectsJS()) {
     latest.set(Number(row.visitor_key), {
       ts: row.ts as Date,
@@ -82,15 +82,15 @@ export async function firstTouchChannels(
   const persons = new Map<number, string>();
   if (of.visitorKeys?.length) {
     const rows = await store.query(`SELECT visitor_key, arg_min(channel_category, ts) AS category FROM pageviews
-      WHERE workspace_id = $1 AND visitor_key IN (SELECT unnest($2)) GROUP BY visitor_key`,
-    [ws, listValue(of.visitorKeys.map(BigInt))], [VARCHAR, LIST(BIGINT)]);
+      WHERE workspace_id = $1 AND visitor_key IN (SELECT unnest(${keys('$2')})) GROUP BY visitor_key`,
+    [ws, column(of.visitorKeys)]);
     for (const r of rows) visitors.set(Number(r.visitor_key), r.category as string);
   }
   if (of.personKeys?.length) {
     const rows = await store.query(`SELECT v.person_key, arg_min(pv.channel_category, pv.ts) AS category
       FROM pageviews pv JOIN visitors v ON v.visitor_key = pv.visitor_key
-      WHERE pv.workspace_id = $1 AND v.workspace_id = $1 AND v.person_key IN (SELECT unnest($2)) GROUP BY v.person_key`,
-    [ws, listValue(of.personKeys.map(BigInt))], [VARCHAR, LIST(BIGINT)]);
+      WHERE pv.workspace_id = $1 AND v.workspace_id = $1 AND v.person_key IN (SELECT unnest(${keys('$2')})) GROUP BY v.person_key`,
+    [ws, column(of.personKeys)]);
     for (const r of rows) persons.set(Number(r.person_key), r.category as string);
   }
   return { visitors, persons };

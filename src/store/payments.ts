@@ -1,7 +1,7 @@
 // Payment customers, their subscriptions, invoices and lifecycle events, and the notifications
 // already processed. All writes run inside the webhook's transaction.
 
-import { BIGINT, LIST, listValue, VARCHAR } from '@duckdb/node-api';
+import { column, keys } from './columns.js';
 import type { Store } from './db.js';
 import type { Tx } from './people.js';
 import { utc } from './time.js';
@@ -80,8 +80,8 @@ export async function saveCustomer(tx: Tx, ws: string, c: CustomerRecord, isNew:
 export async function linkDeferredCustomers(tx: Tx, ws: string, visitorKeys: number[], now: Date): Promise<void> {
   if (visitorKeys.length === 0) return;
   await tx.run(`UPDATE payment_customers SET link_state = 'linked', updated_at = CAST($2 AS TIMESTAMP)
-    WHERE workspace_id = $1 AND link_state = 'deferred' AND visitor_key IN (SELECT unnest($3))`,
-  [ws, utc(now), listValue(visitorKeys.map(BigInt))], [VARCHAR, VARCHAR, LIST(BIGINT)]);
+    WHERE workspace_id = $1 AND link_state = 'deferred' AND visitor_key IN (SELECT unnest(${keys('$3')}))`,
+  [ws, utc(now), column(visitorKeys)]);
 }
 
 /** Inserts the subscription, or overwrites it unless the stored state is newer than `created`. */

@@ -1,7 +1,9 @@
 // Persons and visitors: the reads identity resolution needs for a batch, and its writes, each one
 // statement for the whole batch.
 
-import { BIGINT, type DuckDBConnection, type DuckDBType, type DuckDBValue, LIST, listValue, VARCHAR } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import { column, keys, texts } from './columns.js';
+import type { Store } from './db.js';
 
 import { utc } from './time.js';
 
@@ -25,16 +27,9 @@ export interface VisitorRecord {
 
 const PERSON_COLUMNS = 'person_key, person_id, external_id, email, name, CAST(traits AS VARCHAR) AS traits';
 
-async function rows(tx: Tx, sql: string, params: DuckDBValue[], types?: DuckDBType[]): Promise<Record<string, unknown>[]> {
-  return (await tx.runAndReadAll(sql, params, types)).getRowObjectsJS() as Record<string, unknown>[];
+async function rows(tx: Tx, sql: string, params: DuckDBValue[]): Promise<Record<string, unknown>[]> {
+  return (await tx.runAndReadAll(sql, params)).getRowObjectsJS() as Record<string, unknown>[];
 }
-
-// Whole columns are bound as one LIST parameter each and unnested in SQL: a statement's cost stays
-// flat in the batch size (hundreds of scalar parameters cost more than the work itself).
-const texts = (values: (string | null)[]) => listValue(values);
-const keys = (values: (number | null)[]) => listValue(values.map((v) => (v === null ? null : BigInt(v))));
-const TEXTS = LIST(VARCHAR);
-const KEYS = LIST(BIGINT);
 
 function toPerson(row: Record<string, unknown>): PersonRecord {
   return {
@@ -47,47 +42,62 @@ function toPerson(row: Record<string, unknown>): PersonRecord {
   };
 }
 
-/** Persons of the workspace whose `column` is one of `values`. */
-export async function personsBy(tx: Tx, ws: string, column: 'external_id' | 'email' | 'person_key', values: (string | number)[]): Promise<PersonRecord[]> {
+/** Persons of the workspace whose `by` column is one of `values`. */
+export async function personsBy(tx: Tx, ws: string, by: 'external_id' | 'email' | 'person_key', values: (string | number)[]): Promise<PersonRecord[]> {
   if (values.length === 0) return [];
-  const list = column === 'person_key' ? keys(values as number[]) : texts(values as string[]);
-  const found = await rows(tx, `SELECT ${PERSON_COLUMNS} FROM persons WHERE workspace_id = $1 AND ${column} IN (SELECT unnest($2))`,
-    [ws, list], [VARCHAR, column === 'person_key' ? KEYS : TEXTS]);
+  const list = by === 'person_key' ? keys('$2') : texts('$2');
+  const found = await rows(tx, `SELECT ${PERSON_COLUMNS} FROM persons WHERE workspace_id = $1 AND ${by} IN (SELECT unnest(${list}))`,
+    [ws, column(values)]);
   return found.map(toPerson);
 }
 
 export async function visitorsById(tx: Tx, ws: string, visitorIds: string[]): Promise<VisitorRecord[]> {
   if (visitorIds.length === 0) return [];
-  const found = await rows(tx, 'SELECT visitor_key, visitor_id, person_key FROM visitors WHERE workspace_id = $1 AND visitor_id IN (SELECT unnest($2))',
-    [ws, texts(visitorIds)], [VARCHAR, TEXTS]);
+  const found = await rows(tx, `SELECT visitor_key, visitor_id, person_key FROM visitors WHERE workspace_id = $1 AND visitor_id IN (SELECT unnest(${texts('$2')}))`,
+    [ws, column(visitorIds)]);
   return found.map((r) => ({ visitor_key: Number(r.visitor_key), visitor_id: r.visitor_id as string, person_key: r.person_key === null ? null : Number(r.person_key) }));
 }
 
-/** `n` fresh keys from a sequence. */
-export async function nextKeys(tx: Tx, sequence: 'person_keys' | 'visitor_keys', n: number): Promise<number[]> {
+type KeySequence = 'person_keys' | 'visitor_keys';
+/** Keys are reserved this many at a time: a statement costs about the same for one as for 10,000. */
+const KEY_BLOCK = 10_000;
+const reservedKeys = new WeakMap<Store, Record<KeySequence, number[]>>();
+
+/**
+ * `n` fresh keys from a sequence. Blocks are drawn on a connection of their own, committed at
+ * once: a rolled-back transaction leaves a gap, never a key handed out twice.
+ */
+export async function nextKeys(store: Store, sequence: KeySequence, n: number): Promise<number[]> {
   if (n === 0) return [];
-  const found = await rows(tx, `SELECT nextval('${sequence}') AS k FROM range(${Math.trunc(n)})`, []);
-  return found.map((r) => Number(r.k));
+  let free = reservedKeys.get(store);
+  if (!free) reservedKeys.set(store, (free = { person_keys: [], visitor_keys: [] }));
+  const pool = free[sequence];
+  if (pool.length < n) {
+    const block = await store.query(`SELECT nextval('${sequence}') AS k FROM range(${Math.max(Math.trunc(n), KEY_BLOCK)})`);
+    for (let i = block.length - 1; i >= 0; i--) pool.push(Number(block[i]!.k));
+  }
+  return pool.splice(pool.length - n, n);
 }
 
 /** Inserts `created` and writes the traits, email and name of `changed`, a statement each. */
 export async function savePersons(tx: Tx, ws: string, created: PersonRecord[], changed: PersonRecord[], at: Date): Promise<void> {
   const columns = (people: PersonRecord[]) => [
-    keys(people.map((p) => p.person_key)), texts(people.map((p) => p.email)), texts(people.map((p) => p.name)),
-    texts(people.map((p) => JSON.stringify(p.traits))),
+    column(people.map((p) => p.person_key)), column(people.map((p) => p.email)), column(people.map((p) => p.name)),
+    column(people.map((p) => JSON.stringify(p.traits))),
   ];
   if (created.length > 0) {
     await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at)
       SELECT $1, k, id, ext, email, name, CAST(traits AS JSON), CAST($2 AS TIMESTAMP), CAST($2 AS TIMESTAMP)
-      FROM (SELECT unnest($3) AS k, unnest($4) AS email, unnest($5) AS name, unnest($6) AS traits, unnest($7) AS id, unnest($8) AS ext)`,
-    [ws, utc(at), ...columns(created), texts(created.map((p) => p.person_id)), texts(created.map((p) => p.external_id))],
-    [VARCHAR, VARCHAR, KEYS, TEXTS, TEXTS, TEXTS, TEXTS, TEXTS]);
+      FROM (SELECT unnest(${keys('$3')}) AS k, unnest(${texts('$4')}) AS email, unnest(${texts('$5')}) AS name,
+        unnest(${texts('$6')}) AS traits, unnest(${texts('$7')}) AS id, unnest(${texts('$8')}) AS ext)`,
+    [ws, utc(at), ...columns(created), column(created.map((p) => p.person_id)), column(created.map((p) => p.external_id))]);
   }
   if (changed.length > 0) {
     await tx.run(`UPDATE persons SET email = u.email, name = u.name, traits = CAST(u.traits AS JSON), updated_at = CAST($2 AS TIMESTAMP)
-      FROM (SELECT unnest($3) AS k, unnest($4) AS email, unnest($5) AS name, unnest($6) AS traits) AS u
+      FROM (SELECT unnest(${keys('$3')}) AS k, unnest(${texts('$4')}) AS email, unnest(${texts('$5')}) AS name,
+        unnest(${texts('$6')}) AS traits) AS u
       WHERE persons.workspace_id = $1 AND persons.person_key = u.k`,
-    [ws, utc(at), ...columns(changed)], [VARCHAR, VARCHAR, KEYS, TEXTS, TEXTS, TEXTS]);
+    [ws, utc(at), ...columns(changed)]);
   }
 }
 
@@ -96,16 +106,14 @@ export async function saveVisitors(tx: Tx, ws: string, created: (VisitorRecord &
   if (created.length > 0) {
     await tx.run(`INSERT INTO visitors (workspace_id, visitor_key, visitor_id, person_key, first_seen_at, linked_at)
       SELECT $1, k, id, p, CAST(seen AS TIMESTAMP), CASE WHEN p IS NULL THEN NULL ELSE CAST($2 AS TIMESTAMP) END
-      FROM (SELECT unnest($3) AS k, unnest($4) AS id, unnest($5) AS p, unnest($6) AS seen)`,
-    [ws, utc(at), keys(created.map((v) => v.visitor_key)), texts(created.map((v) => v.visitor_id)),
-      keys(created.map((v) => v.person_key)), texts(created.map((v) => utc(v.first_seen_at)))],
-    [VARCHAR, VARCHAR, KEYS, TEXTS, KEYS, TEXTS]);
+      FROM (SELECT unnest(${keys('$3')}) AS k, unnest(${texts('$4')}) AS id, unnest(${keys('$5')}) AS p, unnest(${texts('$6')}) AS seen)`,
+    [ws, utc(at), column(created.map((v) => v.visitor_key)), column(created.map((v) => v.visitor_id)),
+      column(created.map((v) => v.person_key)), column(created.map((v) => utc(v.first_seen_at)))]);
   }
   if (relinked.length > 0) {
     await tx.run(`UPDATE visitors SET person_key = u.p, linked_at = CAST($2 AS TIMESTAMP)
-      FROM (SELECT unnest($3) AS k, unnest($4) AS p) AS u
+      FROM (SELECT unnest(${keys('$3')}) AS k, unnest(${keys('$4')}) AS p) AS u
       WHERE visitors.workspace_id = $1 AND visitors.visitor_key = u.k`,
-    [ws, utc(at), keys(relinked.map((v) => v.visitor_key)), keys(relinked.map((v) => v.person_key))],
-    [VARCHAR, VARCHAR, KEYS, KEYS]);
+    [ws, utc(at), column(relinked.map((v) => v.visitor_key)), column(relinked.map((v) => v.person_key))]);
   }
 }

@@ -1,6 +1,7 @@
 // Event property definitions: the payload paths seen per event name, the compiler's whitelist.
 
-import { type DuckDBConnection, LIST, listValue, VARCHAR } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { column, texts } from './columns.js';
 import type { Store } from './db.js';
 
 export async function propertyCatalog(store: Store, workspaceId: string): Promise<Map<string, Set<string>>> {
@@ -22,16 +23,21 @@ export async function knownPropertyPaths(store: Store, workspaceId: string): Pro
 }
 
 /** Paths of a JSON structure (objects only; arrays are leaves): `a`, `a.b`, … */
-export function propertyPaths(structure: unknown, prefix = ''): string[] {
-  if (typeof structure !== 'object' || structure === null || Array.isArray(structure)) return [];
-  return Object.entries(structure).flatMap(([key, inner]) => [`${prefix}${key}`, ...propertyPaths(inner, `${prefix}${key}.`)]);
+export function propertyPaths(structure: unknown, prefix = '', into: string[] = []): string[] {
+  if (typeof structure !== 'object' || structure === null || Array.isArray(structure)) return into;
+  for (const key of Object.keys(structure)) {
+    const path = prefix + key;
+    into.push(path);
+    propertyPaths((structure as Record<string, unknown>)[key], `${path}.`, into);
+  }
+  return into;
 }
 
 /** Records property paths; paths already known are kept as they are. */
 export async function recordPropertyPaths(tx: DuckDBConnection, ws: string, paths: { event_name: string; path: string }[]): Promise<void> {
   if (paths.length === 0) return;
   await tx.run(`INSERT INTO event_properties (workspace_id, event_name, path)
-    SELECT $1, unnest($2), unnest($3) ON CONFLICT DO NOTHING`,
-  [ws, listValue(paths.map((p) => p.event_name)), listValue(paths.map((p) => p.path))], [VARCHAR, LIST(VARCHAR), LIST(VARCHAR)]);
+    SELECT $1, unnest(${texts('$2')}), unnest(${texts('$3')}) ON CONFLICT DO NOTHING`,
+  [ws, column(paths.map((p) => p.event_name)), column(paths.map((p) => p.path))]);
 }
 

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../errors.js';
+import { wellFormedIn } from '../../well-formed.js';
 import type { Ingest } from '../../ingest/ingest.js';
 import { eventsBody, pageviewsBody, personBody } from '../../ingest/schemas.js';
 
@@ -84,7 +85,7 @@ async function pageviewRoutes(app: FastifyInstance, { ingest }: { ingest: Ingest
   await app.register(cors, { origin: true, methods: ['POST'], allowedHeaders: ['Authorization', 'Content-Type'], maxAge: 86_400 });
   app.addContentTypeParser('text/plain', { parseAs: 'string' }, (_request, body, done) => {
     try {
-      done(null, JSON.parse(body as string));
+      done(null, wellFormedIn(body as string, JSON.parse(body as string)));
     } catch (err) {
       done(Object.assign(err as Error, { statusCode: 400 }), undefined);
     }
