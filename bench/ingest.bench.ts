@@ -4,7 +4,7 @@
 // The server is started as its own process on data/bench/ingest.duckdb (as `npm start`).
 
 import { spawn } from 'node:child_process';
-import { rmSync, statSync } from 'node:fs';
+import { readFileSync, rmSync, statSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
@@ -76,19 +76,58 @@ async function post(path: string, body: string): Promise<number> {
 }
 
 /**
- * Posts `total` rows in batches with `concurrency` requests in flight; returns batch latencies.
- * The bodies are made before the clock starts, so the clients' own work is only sending.
+ * Posts the bodies with `concurrency` requests in flight; returns batch latencies. The bodies are
+ * made before the clock starts, so the clients' own work is only sending.
  */
-async function sustained(path: string, total: number, make: () => string): Promise<{ seconds: number; latencies: number[] }> {
-  const bodies = Array.from({ length: Math.ceil(total / BATCH) }, make);
+async function sustained(path: string, bodies: string[]): Promise<{ seconds: number; latencies: number[] }> {
   const latencies: number[] = [];
   let next = 0;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (next < bodies.length) latencies.push(await post(path, bodies[next++]!));
   }));
-  return { seconds: (performance.now() - t0) / 1000, latencies: latencies.sort((a, b) => a - b) };
+  return { seconds: (performance.now() - t0) / 1000, latencies };
 }
+
+/** CPU seconds (user + system) used so far by the server process and by its main (JS) thread, from /proc. */
+function serverCpuSeconds(): { total: number; main: number } {
+  const cpu = (stat: string) => {
+    const fields = readFileSync(stat, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) / 100; // utime + stime, in ticks of 1/100 s
+  };
+  return { total: cpu(`/proc/${server.pid}/stat`), main: cpu(`/proc/${server.pid}/task/${server.pid}/stat`) };
+}
+
+/**
+ * Posts `total` rows, made a million at a time before each million's clock starts, and reports
+ * where the CPU went while sending: µs of server and client CPU per row.
+ */
+async function measured(path: string, total: number, make: () => string) {
+  const CHUNK = 1_000_000 / BATCH;
+  let seconds = 0;
+  let serverCpu = 0;
+  let mainCpu = 0;
+  let clientCpu = 0;
+  const latencies: number[] = [];
+  for (let made = 0; made < total; made += CHUNK * BATCH) {
+    const bodies = Array.from({ length: Math.min(CHUNK, Math.ceil((total - made) / BATCH)) }, make);
+    const server0 = serverCpuSeconds();
+    const client0 = process.cpuUsage();
+    const part = await sustained(path, bodies);
+    const client = process.cpuUsage(client0);
+    const server1 = serverCpuSeconds();
+    serverCpu += server1.total - server0.total;
+    mainCpu += server1.main - server0.main;
+    clientCpu += (client.user + client.system) / 1e6;
+    seconds += part.seconds;
+    latencies.push(...part.latencies);
+  }
+  const perRow = (cpu: number) => (cpu * 1e6 / total).toFixed(1);
+  cpuNotes.push(`${path}: ${perRow(serverCpu)} µs server CPU per row (${perRow(mainCpu)} µs of it on the JS thread), `
+    + `${perRow(clientCpu)} µs client CPU; main thread busy ${Math.round(100 * mainCpu / seconds)} % of ${seconds.toFixed(1)} s sending`);
+  return { seconds, latencies: latencies.sort((a, b) => a - b) };
+}
+const cpuNotes: string[] = [];
 
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 const report = (what: string, total: number, r: { seconds: number; latencies: number[] }) =>
@@ -97,8 +136,9 @@ const report = (what: string, total: number, r: { seconds: number; latencies: nu
 console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.version}; batches of ${BATCH}\n`);
 console.log('| stream | rows | in flight | rows/s | p50 ms per batch | p99 ms per batch |');
 console.log('|---|---:|---:|---:|---:|---:|');
-report('events', totalEvents, await sustained('/v1/events', totalEvents, eventBatch));
-report('page views', totalPageviews, await sustained('/v1/pageviews', totalPageviews, pageviewBatch));
+report('events', totalEvents, await measured('/v1/events', totalEvents, eventBatch));
+report('page views', totalPageviews, await measured('/v1/pageviews', totalPageviews, pageviewBatch));
+console.log(`\n${cpuNotes.join('\n')}`);
 
 // One batch at a time, as tinybench sees it (latency without queueing).
 const single = new Bench({ iterations: 50, time: 0 });

@@ -222,6 +222,18 @@ describe('cli against the HTTP compile', () => {
     expect(human.stdout).toMatch(/not \(subtracted\)/);
     expect(human.stdout).toMatch(/\$1 = 'ws_/);
   });
+
+  it('explain --analyze adds DuckDB\'s profile of the query as it ran, with rows per operator', async () => {
+    const res = await cli('explain', files.did_not!, '--data', db, '--at', AT, '--analyze', '--json');
+    expect(res.code, res.stderr).toBe(0);
+    const out = JSON.parse(res.stdout) as { count: number; analyze: string };
+    expect(out.analyze).toMatch(/Total Time/);
+    expect(out.analyze).toMatch(/TABLE_SCAN|SEQ_SCAN/);
+    // the top operator's row count is the audience's one row of count(*), its input the profiles
+    expect(out.analyze).toContain(String(out.count));
+    const human = await cli('explain', files.did_not!, '--data', db, '--at', AT, '--analyze');
+    expect(human.stdout).toMatch(/EXPLAIN ANALYZE:\n/);
+  });
 });
 
 describe('cli error paths', () => {

@@ -13,13 +13,14 @@ import { DEFAULT_BUDGET_MS } from './estimate.js';
 import { fmt, print, printJson } from './output.js';
 import { validatedCriteria } from './validated.js';
 
-const HELP = `usage: audiences explain <criteria.json> --data <dir|file.duckdb> [--import] [--at <timestamp>] [--budget <ms>] [--json]
+const HELP = `usage: audiences explain <criteria.json> --data <dir|file.duckdb> [--import] [--at <timestamp>] [--budget <ms>] [--analyze] [--json]
 
 Shows why an audience has its size: the criteria as a tree of and / or / not nodes and leaves
 (each leaf in one line), each with its own count of distinct profiles, then the SQL of the whole
 audience with its parameters. A subtree's count is the estimate of that subtree alone. A negation
 (a not node, or a did_not leaf) shows the size of the set its parent "and" subtracts: for a
-did_not leaf, the profiles that did it.
+did_not leaf, the profiles that did it. With --analyze, also DuckDB's EXPLAIN ANALYZE of the whole
+query: the physical plan as it ran, with each operator's time and rows (where the time goes).
 
 ${DATA_HELP}
 
@@ -29,6 +30,7 @@ options:
   --import                  copy a directory into memory instead of reading it in place
   --at <timestamp>          evaluation time (default: now)
   --budget <ms>             budget of each count (default ${DEFAULT_BUDGET_MS}); over it, count is null
+  --analyze                 add DuckDB's EXPLAIN ANALYZE profile of the whole query (json: "analyze")
   --json                    print { at, count, tree, sql, params }; tree nodes are
                             { kind: and|or|not|leaf, path, count, negated, description?, children? }
   -h, --help                this help`;
@@ -88,8 +90,11 @@ async function run([file]: string[], values: Values): Promise<number> {
     if (!valid) return 1;
     const tree = await explainNode(data.store, data.workspaceId, valid.root, '/root', at, budgetMs);
     const query = printCount(planCriteria(valid, at), data.workspaceId);
+    const analyze = values.analyze === true
+      ? await data.store.explainAnalyzeWithin(query.sql, query.params, budgetMs) ?? `over budget (${budgetMs} ms)`
+      : undefined;
     if (values.json) {
-      printJson({ valid: true, at: at.toISOString(), count: tree.count, tree, sql: query.sql, params: query.params });
+      printJson({ valid: true, at: at.toISOString(), count: tree.count, tree, sql: query.sql, params: query.params, analyze });
       return 0;
     }
     const lines: string[] = [];
@@ -103,6 +108,11 @@ async function run([file]: string[], values: Values): Promise<number> {
     print();
     print('parameters:');
     query.params.forEach((p, i) => print(`  $${i + 1} = ${paramText(p)}`));
+    if (analyze !== undefined) {
+      print();
+      print('EXPLAIN ANALYZE:');
+      print(analyze);
+    }
     return 0;
   } finally {
     await data.close();
@@ -113,7 +123,7 @@ export const explain: Command = {
   name: 'explain',
   summary: 'the criteria tree with per-branch and per-leaf counts, and the SQL',
   help: HELP,
-  options: { ...DATA_OPTIONS, budget: { type: 'string' } },
+  options: { ...DATA_OPTIONS, budget: { type: 'string' }, analyze: { type: 'boolean' } },
   positionals: ['criteria.json'],
   run,
 };

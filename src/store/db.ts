@@ -96,7 +96,10 @@ export class Store {
 
   static async open(path: string, options: StoreOptions = {}): Promise<Store> {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    const config: Record<string, string> = {};
+    // A checkpoint runs inside the commit that fills the WAL past the threshold and stalls ingest
+    // for its length; at DuckDB's 16 MB default that was every ~50 k events (ingest 47 k → 55 k
+    // events/s at 256 MB, bench/RESULTS.md). A crash replays at most this much WAL on restart.
+    const config: Record<string, string> = { checkpoint_threshold: '256MB' };
     if (options.threads) config.threads = String(options.threads);
     const instance = await DuckDBInstance.create(path, config);
     const store = new Store(instance, await instance.connect(), options);
@@ -210,10 +213,25 @@ export class Store {
    * interrupted inside DuckDB and awaited until it has stopped; the answer is then null.
    */
   async countWithin(sql: string, params: Params, budgetMs: number): Promise<number | null> {
+    const rows = await this.readWithin(sql, params, budgetMs);
+    return rows === null ? null : Number(rows[0]?.count ?? 0);
+  }
+
+  /**
+   * DuckDB's EXPLAIN ANALYZE of a query, within `budgetMs` like countWithin: the physical plan as
+   * it ran, each operator with its time and rows. Null past the budget.
+   */
+  async explainAnalyzeWithin(sql: string, params: Params, budgetMs: number): Promise<string | null> {
+    const rows = await this.readWithin(`EXPLAIN ANALYZE ${sql}`, params, budgetMs);
+    return rows === null ? null : rows.map((r) => String(r.explain_value)).join('\n');
+  }
+
+  /** The rows of a query run on an estimate connection, or null when interrupted past `budgetMs`. */
+  private async readWithin(sql: string, params: Params, budgetMs: number): Promise<Row[] | null> {
     const conn = await this.estimates.acquire();
     try {
-      const rows = await interruptAfter(conn, budgetMs, async () => (await conn.runAndReadAll(sql, params)).getRowObjectsJS());
-      return rows === INTERRUPTED ? null : Number(rows[0]?.count ?? 0);
+      const rows = await interruptAfter(conn, budgetMs, async () => (await conn.runAndReadAll(sql, params)).getRowObjectsJS() as Row[]);
+      return rows === INTERRUPTED ? null : rows;
     } finally {
       this.estimates.release(conn);
     }
