@@ -7,7 +7,7 @@
 import type { Store } from '../store/db.js';
 import type { PersonRecord, VisitorRecord } from '../store/people.js';
 
-/** Past this many entries in a workspace, its cache starts over (bounds memory, ~300 B an entry). */
+/** Past this many entries in a workspace, its cache starts over (bounds memory). */
 const MAX_ENTRIES = 1_000_000;
 
 class WorkspaceCache {

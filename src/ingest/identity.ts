@@ -56,7 +56,8 @@ export async function resolveIdentities(
   const shared = new Set<PersonRecord | VisitorRecord>();
   const visitors = new Map<string, VisitorRecord>();
   const unknownVisitors: string[] = [];
-  for (const id of unique(inputs.map((i) => i.visitor_id))) {
+  const visitorIds = unique(inputs.map((i) => i.visitor_id));
+  for (const id of visitorIds) {
     const v = cache.visitor(ws, id);
     if (v) {
       visitors.set(id, v);
@@ -69,18 +70,20 @@ export async function resolveIdentities(
 
   // One object per person, however many identifiers reach it.
   const byKey = new Map<number, PersonRecord>();
-  const add = (p: PersonRecord) => { if (!byKey.has(p.person_key)) byKey.set(p.person_key, p); };
+  const add = (p: PersonRecord, fromCache: boolean) => {
+    if (byKey.has(p.person_key)) return;
+    byKey.set(p.person_key, p);
+    if (fromCache) shared.add(p);
+  };
+  /** Loads persons by one identifier (cache first); answers how many values matched nobody. */
   const load = async (by: 'external_id' | 'email' | 'person_key', values: (string | number)[]): Promise<number> => {
     const unknown = values.filter((value) => {
       const p = cache.person(ws, by, value);
-      if (p && !byKey.has(p.person_key)) {
-        byKey.set(p.person_key, p);
-        shared.add(p);
-      }
+      if (p) add(p, true);
       return !p;
     });
     const found = await personsBy(tx, ws, by, unknown);
-    found.forEach(add);
+    for (const p of found) add(p, false);
     return unknown.length - found.length;
   };
   const newExternalIds = await load('external_id', unique(inputs.map((i) => i.external_id)));
@@ -98,7 +101,7 @@ export async function resolveIdentities(
   const links: VisitorLink[] = [];
   // Keys are drawn up front: at most one new person per identifier not found, one visitor per id.
   const personKeys = await nextKeys(store, 'person_keys', newExternalIds + newEmails);
-  const visitorKeys = await nextKeys(store, 'visitor_keys', unique(inputs.map((i) => i.visitor_id)).filter((id) => !visitors.has(id)).length);
+  const visitorKeys = await nextKeys(store, 'visitor_keys', visitorIds.length - visitors.size);
 
   const writablePerson = (p: PersonRecord): PersonRecord => {
     if (!shared.has(p)) return p;

@@ -7,7 +7,7 @@ import type { Tx } from '../store/people.js';
 import { appendEvents, claimMessageIds, type EventRecord } from '../store/events.js';
 import { appendPageviews, type ChannelFields, latestPageviews, type PageviewRecord } from '../store/pageviews.js';
 import { knownPropertyPaths, propertyPaths, recordPropertyPaths } from '../store/properties.js';
-import { derivePageviewFields, isInternalNavigation } from './channels.js';
+import { derivePageviewFields, isInternalNavigation, type PageviewFields } from './channels.js';
 import { GroupCommit } from './group-commit.js';
 import { type IdentityInput, resolveIdentities, type VisitorLink } from './identity.js';
 import type { EventInput, PageviewInput, PersonInput } from './schemas.js';
@@ -42,25 +42,29 @@ export interface EventResult {
   duplicate: boolean;
 }
 
-/** An item of a request, with the time its request arrived (the default timestamp). */
-interface Received<T> {
+/**
+ * An item of a request with what needs no database worked out before it waits for the write
+ * lock (the write transactions run one at a time): its time (default: when the request arrived).
+ */
+interface Prepared<T> {
   input: T;
-  receivedAt: Date;
-}
-
-/** An event with what needs no database worked out before it waits for the write lock. */
-interface PreparedEvent {
-  input: EventInput;
   ts: Date;
+}
+interface PreparedEvent extends Prepared<EventInput> {
   paths: string[];
 }
+interface PreparedPageview extends Prepared<PageviewInput> {
+  fields: PageviewFields;
+}
+
+const timeOf = (input: { timestamp?: string }, receivedAt: Date) => (input.timestamp ? new Date(input.timestamp) : receivedAt);
 
 /** Runs inside the transaction that links the visitors: its writes commit or roll back with them. */
 export type LinkListener = (tx: Tx, links: VisitorLink[]) => Promise<void>;
 
 export class Ingest {
   private readonly eventWrites = new GroupCommit<PreparedEvent, EventResult>((ws, items) => this.writeEvents(ws, items));
-  private readonly pageviewWrites = new GroupCommit<Received<PageviewInput>, { pageview_id: string }>((ws, items) => this.writePageviews(ws, items));
+  private readonly pageviewWrites = new GroupCommit<PreparedPageview, { pageview_id: string }>((ws, items) => this.writePageviews(ws, items));
   private readonly linkListeners: LinkListener[] = [];
   /** Property paths known per workspace (`event_name \0 path`), so only new ones are written. */
   private readonly knownPaths = new Map<string, Set<string>>();
@@ -90,7 +94,7 @@ export class Ingest {
     const receivedAt = this.clock();
     return this.eventWrites.submit(ws, inputs.map((input) => ({
       input,
-      ts: input.timestamp ? new Date(input.timestamp) : receivedAt,
+      ts: timeOf(input, receivedAt),
       paths: propertyPaths(input.properties),
     })));
   }
@@ -153,21 +157,21 @@ export class Ingest {
   /** Stores a batch of page views (grouped with the workspace's waiting batches, like events). */
   pageviews(ws: string, inputs: PageviewInput[]): Promise<{ pageview_id: string }[]> {
     const receivedAt = this.clock();
-    return this.pageviewWrites.submit(ws, inputs.map((input) => ({ input, receivedAt })));
+    return this.pageviewWrites.submit(ws, inputs.map((input) => ({
+      input,
+      ts: timeOf(input, receivedAt),
+      fields: derivePageviewFields(input.url, input.referrer ?? null),
+    })));
   }
 
-  private writePageviews(ws: string, items: Received<PageviewInput>[]): Promise<{ pageview_id: string }[]> {
+  private writePageviews(ws: string, items: PreparedPageview[]): Promise<{ pageview_id: string }[]> {
     const now = this.clock();
-    const inputs = items.map((item) => item.input);
     return this.store.transaction(async (tx) => {
-      const times = items.map(({ input, receivedAt }) => (input.timestamp ? new Date(input.timestamp) : receivedAt));
-      const { resolved } = await resolveIdentities(this.store, tx, ws, inputs.map((p, i) => ({ visitor_id: p.visitor_id, at: times[i]! })), now);
+      const { resolved } = await resolveIdentities(this.store, tx, ws, items.map(({ input, ts }) => ({ visitor_id: input.visitor_id, at: ts })), now);
       const keys = resolved.map((r) => r.visitor_key!);
-      const ids = newIds('pv', inputs.length);
+      const ids = newIds('pv', items.length);
       const latest = await latestPageviews(tx, ws, [...new Set(keys)]);
-      const rows = inputs.map((p, i): PageviewRecord => {
-        const fields = derivePageviewFields(p.url, p.referrer ?? null);
-        const ts = times[i]!;
+      const rows = items.map(({ input: p, ts, fields }, i): PageviewRecord => {
         let channel: ChannelFields = fields;
         if (isInternalNavigation(fields)) {
           const landing = latest.get(keys[i]!);

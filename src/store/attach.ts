@@ -7,8 +7,22 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Store } from './db.js';
-import { fillMapping, MAPPINGS, parquetSource, recordEventProperties, sqlString } from './import.js';
+import { fillMapping, MAPPINGS, recordEventProperties } from './import.js';
 import { DATASET_TABLES, type DatasetTable } from './layout.js';
+
+/**
+ * A SQL string literal (quotes doubled). Only for file paths and our workspace id in views:
+ * DuckDB takes no parameters in CREATE VIEW, and a view reads on other connections, where a
+ * session variable (the import's way to bind a path) is not set.
+ */
+function sqlString(text: string): string {
+  return `'${text.replace(/'/g, "''")}'`;
+}
+
+/** `read_parquet` of one file, its path as a string literal (see sqlString). */
+export function parquetSource(file: string): string {
+  return `read_parquet(${sqlString(file)})`;
+}
 
 /** A positive BIGINT key of a public id (SQL expression; null stays null): 62 bits of DuckDB's hash, plus one. */
 export function hashKey(id: string): string {

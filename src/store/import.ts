@@ -108,11 +108,6 @@ export function fillMapping(text: string, values: MappingValues): string {
   return text.replace(/\{(ws|src|person_key|visitor_key)\}/g, (_, key: keyof MappingValues) => values[key]);
 }
 
-/** A SQL string literal: a file path or an id of ours, where DuckDB takes no parameter (views, read_parquet in them). */
-export function sqlString(text: string): string {
-  return `'${text.replace(/'/g, "''")}'`;
-}
-
 /** The import draws new keys from the store's sequences. */
 const SEQUENCE_KEYS = { person_key: "nextval('person_keys')", visitor_key: "nextval('visitor_keys')" };
 
@@ -221,17 +216,15 @@ async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) 
   });
 }
 
-/** `read_parquet` of one file, its path as a string literal. */
-export function parquetSource(file: string): string {
-  return `read_parquet(${sqlString(file)})`;
-}
-
-/** Imports `<dir>/<table>.parquet` for each table file present, in one transaction. */
+/**
+ * Imports `<dir>/<table>.parquet` for each table file present, in one transaction. The paths are
+ * bound: each is set as a session variable by a parameter and read with getvariable().
+ */
 export async function importParquetDir(store: Store, ws: string, dir: string, progress?: ImportProgress): Promise<void> {
-  await importFrom(store, ws, (table) => {
-    const file = join(dir, `${table}.parquet`);
-    return existsSync(file) ? parquetSource(file) : null;
-  }, undefined, progress);
+  const files = new Map(DATASET_TABLES.map((table) => [table, join(dir, `${table}.parquet`)] as const).filter(([, file]) => existsSync(file)));
+  await importFrom(store, ws, (table) => (files.has(table) ? `read_parquet(getvariable('import_${table}'))` : null), async (tx) => {
+    for (const [table, file] of files) await tx.run(`SET VARIABLE import_${table} = $1`, [file]);
+  }, progress);
 }
 
 function append(appender: DuckDBAppender, type: LayoutType, value: unknown): void {
