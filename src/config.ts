@@ -12,6 +12,12 @@ export interface Config {
   refreshLimitMs: number;
   schedulerIntervalMs: number;
   deliveryMaxTries: number;
+  /** One delivery request's time limit; past it the attempt fails and is retried like a 503. */
+  deliveryTimeoutMs: number;
+  /** Destinations may point at loopback, private, link-local or metadata addresses (local development). */
+  allowPrivateDestinations: boolean;
+  /** Requests per minute per key: ingest (events, persons, page views), and compile / everything else. */
+  rateLimit: { ingestPerMinute: number; perMinute: number };
   metaBaseUrl?: string;
   googleAdsBaseUrl?: string;
   bootstrap: { secretKey?: string; publishableKey?: string; stripeWebhookSecret?: string };
@@ -23,6 +29,13 @@ function integer(env: NodeJS.ProcessEnv, name: string, fallback: number): number
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value < 0) throw new Error(`${name} must be a non-negative integer, got "${raw}"`);
   return value;
+}
+
+function boolean(env: NodeJS.ProcessEnv, name: string): boolean {
+  const raw = (env[name] ?? '').toLowerCase();
+  if (raw === '' || raw === 'false' || raw === '0') return false;
+  if (raw === 'true' || raw === '1') return true;
+  throw new Error(`${name} must be true or false, got "${env[name]}"`);
 }
 
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
@@ -38,6 +51,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     refreshLimitMs: integer(env, 'REFRESH_LIMIT_MS', 600_000),
     schedulerIntervalMs: integer(env, 'SCHEDULER_INTERVAL_MS', 30_000),
     deliveryMaxTries: Math.max(1, integer(env, 'DELIVERY_MAX_TRIES', 6)),
+    deliveryTimeoutMs: Math.max(1, integer(env, 'DELIVERY_TIMEOUT_MS', 10_000)),
+    allowPrivateDestinations: boolean(env, 'ALLOW_PRIVATE_DESTINATIONS'),
+    rateLimit: {
+      ingestPerMinute: Math.max(1, integer(env, 'INGEST_RATE_LIMIT_PER_MINUTE', 60_000)),
+      perMinute: Math.max(1, integer(env, 'RATE_LIMIT_PER_MINUTE', 1_200)),
+    },
     metaBaseUrl: env.META_BASE_URL || undefined,
     googleAdsBaseUrl: env.GOOGLE_ADS_BASE_URL || undefined,
     bootstrap: {
