@@ -1,5 +1,7 @@
 // Configuration from the environment (decisions §1), read once at start.
 
+import { DEFAULT_RATE_LIMITS, type RateLimits } from './http/rate-limit.js';
+
 export interface Config {
   port: number;
   host: string;
@@ -17,7 +19,7 @@ export interface Config {
   /** Destinations may point at loopback, private, link-local or metadata addresses (local development). */
   allowPrivateDestinations: boolean;
   /** Requests per minute per key: ingest (events, persons, page views), and compile / everything else. */
-  rateLimit: { ingestPerMinute: number; perMinute: number };
+  rateLimits: RateLimits;
   metaBaseUrl?: string;
   googleAdsBaseUrl?: string;
   bootstrap: { secretKey?: string; publishableKey?: string; stripeWebhookSecret?: string };
@@ -53,9 +55,9 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     deliveryMaxTries: Math.max(1, integer(env, 'DELIVERY_MAX_TRIES', 6)),
     deliveryTimeoutMs: Math.max(1, integer(env, 'DELIVERY_TIMEOUT_MS', 10_000)),
     allowPrivateDestinations: boolean(env, 'ALLOW_PRIVATE_DESTINATIONS'),
-    rateLimit: {
-      ingestPerMinute: Math.max(1, integer(env, 'INGEST_RATE_LIMIT_PER_MINUTE', 60_000)),
-      perMinute: Math.max(1, integer(env, 'RATE_LIMIT_PER_MINUTE', 1_200)),
+    rateLimits: {
+      ingestPerMinute: Math.max(1, integer(env, 'INGEST_RATE_LIMIT_PER_MINUTE', DEFAULT_RATE_LIMITS.ingestPerMinute)),
+      perMinute: Math.max(1, integer(env, 'RATE_LIMIT_PER_MINUTE', DEFAULT_RATE_LIMITS.perMinute)),
     },
     metaBaseUrl: env.META_BASE_URL || undefined,
     googleAdsBaseUrl: env.GOOGLE_ADS_BASE_URL || undefined,

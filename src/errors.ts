@@ -28,3 +28,23 @@ export class AppError extends Error {
     this.status = ERRORS[code].status;
   }
 }
+
+/** Where a 400 invalid_request fault is: a JSON Pointer into the body, or into the query string / path parameters. */
+export interface FieldError {
+  field: string;
+  message: string;
+  in?: 'querystring' | 'params' | 'headers';
+  /** The item of a batch the fault is in (also the second segment of `field`). */
+  index?: number;
+}
+
+/** RFC 6901: `['batch', 3, 'a/b']` → `/batch/3/a~1b`; the empty path, the whole document, is `''`. */
+export function pointer(path: readonly PropertyKey[]): string {
+  return path.map((part) => `/${String(part).replace(/~/g, '~0').replace(/\//g, '~1')}`).join('');
+}
+
+/** 400 invalid_request naming each field the same way everywhere, the first few repeated in the message. */
+export function invalidRequest(errors: FieldError[]): AppError {
+  const summary = errors.slice(0, 5).map((e) => `${e.in ? `${e.in} ` : ''}${e.field || '(body)'}: ${e.message}`).join('; ');
+  return new AppError('invalid_request', summary, { errors });
+}

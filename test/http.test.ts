@@ -63,10 +63,52 @@ describe('HTTP API', () => {
     expect(res.json()).toMatchObject({ error: 'payload_too_large' });
   });
 
-  it('answers a body that is not an object with 400 invalid_request naming the field', async () => {
+  it('answers a body that is not an object with 400 invalid_request naming the whole body', async () => {
     const res = await t.post('/v1/audiences/compile', [1, 2]);
     expect(res.statusCode).toBe(400);
-    expect(res.json()).toMatchObject({ error: 'invalid_request', errors: [expect.objectContaining({ field: expect.stringContaining('body') })] });
+    expect(res.json()).toMatchObject({ error: 'invalid_request', errors: [{ field: '', message: expect.any(String) }] });
+  });
+
+  it('names every invalid field the same way: a JSON Pointer into the body, or into the query string with `in`', async () => {
+    const audience = await t.post('/v1/audiences', { name: 'a', criteria_json: {}, refresh_every: 'often' });
+    expect(audience.json()).toMatchObject({ error: 'invalid_request', errors: [expect.objectContaining({ field: '/refresh_every' })] });
+    expect(audience.json().errors[0]).not.toHaveProperty('in');
+    const members = await t.app.inject({ method: 'GET', url: '/v1/audiences/aud_x/members?format=xml', headers: { authorization: `Bearer ${t.ws.secret_key}` } });
+    expect(members.json()).toMatchObject({ error: 'invalid_request', errors: [{ field: '/format', in: 'querystring', message: expect.any(String) }] });
+    const events = await t.post('/v1/events', { batch: [{ event_name: 'ok', external_id: 'u', properties: { 'a/b': 1 } }, { event_name: 'x', external_id: 'u', traits: [] }] });
+    expect(events.json()).toMatchObject({ error: 'invalid_request', errors: [{ index: 1, field: '/batch/1/traits', message: expect.any(String) }] });
+    const person = await t.post('/v1/persons', { external_id: 'u', name: 7 });
+    expect(person.json()).toMatchObject({ errors: [{ field: '/name' }] });
+    expect(person.json().message).toMatch(/^\/name: /);
+  });
+
+  it('rejects a page view whose url is not a page address, naming the field, and stores nothing of its batch', async () => {
+    for (const url of ['not a url', 'notaurl', 'javascript:alert(1)', 'mailto:a@example.com', '', 'https://']) {
+      const res = await t.post('/v1/pageviews', { batch: [{ visitor_id: 'v', url: 'https://example.com/' }, { visitor_id: 'v', url }] }, t.ws.publishable_key);
+      expect(res.statusCode, url).toBe(400);
+      expect(res.json()).toMatchObject({ error: 'invalid_request', errors: [{ index: 1, field: '/batch/1/url' }] });
+    }
+    const stored = await t.store.query('SELECT count(*)::INTEGER AS n FROM pageviews');
+    expect(stored[0]!.n).toBe(0);
+    for (const url of ['https://example.com/pricing?utm_source=x', 'http://localhost:3000/', 'example.com/a', '/pricing']) {
+      expect((await t.post('/v1/pageviews', { visitor_id: 'v', url }, t.ws.publishable_key)).statusCode, url).toBe(200);
+    }
+  });
+
+  it('refuses a __proto__ or constructor.prototype key, saying which key and why', async () => {
+    const proto = await t.post('/v1/events', '{"event_name":"a","external_id":"u","properties":{"ok":{"__proto__":{"admin":true}}}}');
+    expect(proto.statusCode).toBe(400);
+    expect(proto.json()).toMatchObject({ error: 'invalid_request', errors: [{ field: '/properties/ok/__proto__', message: expect.stringContaining('prototype') }] });
+    const ctor = await t.post('/v1/persons', '{"external_id":"u","traits":{"constructor":{"prototype":{"x":1}}}}');
+    expect(ctor.json()).toMatchObject({ error: 'invalid_request', errors: [{ field: '/traits/constructor' }] });
+    const beacon = await t.app.inject({
+      method: 'POST', url: `/v1/pageviews?key=${t.ws.publishable_key}`, headers: { 'content-type': 'text/plain' },
+      payload: '{"visitor_id":"v","url":"https://example.com/","__proto__":{"x":1}}',
+    });
+    expect(beacon.json()).toMatchObject({ error: 'invalid_request', errors: [{ field: '/__proto__' }] });
+    // a plain `constructor` key is an ordinary property name
+    expect((await t.post('/v1/persons', { external_id: 'u', traits: { constructor: 'Acme' } })).statusCode).toBe(200);
+    expect((await t.post('/v1/events', '{"event_name":')).json()).toMatchObject({ error: 'invalid_json' });
   });
 
   it('answers unknown routes with 404 not_found', async () => {

@@ -78,12 +78,12 @@ describe('identity resolution (the spec\'s identifier table)', () => {
 
   it('rejects conflicting aliases and a body without identifiers with 400 naming the field', async () => {
     for (const [body, field] of [
-      [{ external_id: 'x', user_id: 'y' }, 'user_id'],
-      [{ visitor_id: 'x', tr_visitor_id: 'y' }, 'tr_visitor_id'],
-      [{ traits: { a: 1 } }, 'external_id'],
-      [{ external_id: 'x', traits: 'not an object' }, 'traits'],
-      [{ external_id: '' }, 'external_id'],
-      [{ external_id: 'x'.repeat(257) }, 'external_id'],
+      [{ external_id: 'x', user_id: 'y' }, '/user_id'],
+      [{ visitor_id: 'x', tr_visitor_id: 'y' }, '/tr_visitor_id'],
+      [{ traits: { a: 1 } }, '/external_id'],
+      [{ external_id: 'x', traits: 'not an object' }, '/traits'],
+      [{ external_id: '' }, '/external_id'],
+      [{ external_id: 'x'.repeat(257) }, '/external_id'],
     ] as const) {
       const res = await t.post('/v1/persons', body);
       expect(res.statusCode).toBe(400);
@@ -157,7 +157,7 @@ describe('events', () => {
     ] });
     expect(res.statusCode).toBe(400);
     const errors = res.json().errors as { index: number; field: string }[];
-    expect(errors.map((e) => [e.index, e.field])).toEqual([[1, 'event_name'], [2, 'timestamp'], [3, 'external_id']]);
+    expect(errors.map((e) => [e.index, e.field])).toEqual([[1, '/batch/1/event_name'], [2, '/batch/2/timestamp'], [3, '/batch/3/external_id']]);
     expect(await count('events')).toBe(0);
     expect(await count('persons')).toBe(0);
   });

@@ -1,6 +1,6 @@
 // GET /people: matching people with their payment customers, link state and first-touch channel.
 
-import { AppError } from '../errors.js';
+import { invalidRequest } from '../errors.js';
 import type { Store } from '../store/db.js';
 import { lookupPeople } from '../store/lookup.js';
 import { firstTouchChannels } from '../store/pageviews.js';
@@ -23,7 +23,7 @@ const encodeCursor = (key: string) => Buffer.from(key, 'utf8').toString('base64u
 function decodeCursor(cursor: string | undefined): string {
   if (cursor === undefined || cursor === '') return '';
   const key = Buffer.from(cursor, 'base64url').toString('utf8');
-  if (!/^[pc]/.test(key) || encodeCursor(key) !== cursor) throw new AppError('invalid_request', 'cursor: not a cursor returned by this endpoint');
+  if (!/^[pc]/.test(key) || encodeCursor(key) !== cursor) throw invalidRequest([{ field: '/cursor', in: 'querystring', message: 'not a cursor returned by this endpoint' }]);
   return key;
 }
 

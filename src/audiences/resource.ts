@@ -3,7 +3,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { isTimeWindowed, validateCriteria } from '../criteria/index.js';
-import { AppError } from '../errors.js';
+import { AppError, invalidRequest } from '../errors.js';
 import {
   type AudienceChanges, type AudienceRow, deleteAudience, getAudience, insertAudience, listAudiences, updateAudience,
 } from '../store/audiences.js';
@@ -76,7 +76,7 @@ async function checkedCriteria(store: Store, ws: string, raw: unknown): Promise<
 /** The body schema already checked the format; the cadence is checked here against its bounds. */
 function cadence(refreshEvery: string): { refresh_every: string; refresh_every_ms: number } {
   const ms = durationMs(refreshEvery);
-  if (ms === null) throw new AppError('invalid_request', 'refresh_every: expected a duration such as 15m, 1h or 1d');
+  if (ms === null) throw invalidRequest([{ field: '/refresh_every', message: 'expected a duration such as 15m, 1h or 1d' }]);
   return { refresh_every: refreshEvery, refresh_every_ms: ms };
 }
 

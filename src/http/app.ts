@@ -10,6 +10,7 @@ import { Workspaces } from '../store/workspaces.js';
 import { authPlugin } from './auth.js';
 import { registerJsonBodies } from './json-body.js';
 import { registerErrorHandling } from './errors.js';
+import { DEFAULT_RATE_LIMITS, type RateLimits, registerRateLimits } from './rate-limit.js';
 import { Ingest } from '../ingest/ingest.js';
 import { compileRoutes } from './routes/compile.js';
 import { audienceRoutes } from './routes/audiences.js';
@@ -36,6 +37,8 @@ export interface AppOptions {
   publicUrl?: string;
   /** Refresh limit, scheduler interval, delivery policy and platform URLs; defaults otherwise. */
   audiences?: Partial<AudienceServiceOptions>;
+  /** Requests per minute per key; DEFAULT_RATE_LIMITS otherwise. */
+  rateLimits?: RateLimits;
 }
 
 declare module 'fastify' {
@@ -46,7 +49,7 @@ declare module 'fastify' {
 }
 
 /** Fastify with zod schemas, the error mapping and key authentication: shared by both apps. */
-async function baseApp(store: Store, logger: boolean) {
+async function baseApp(store: Store, logger: boolean, rateLimits: RateLimits = DEFAULT_RATE_LIMITS) {
   const app = Fastify({
     logger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -56,12 +59,13 @@ async function baseApp(store: Store, logger: boolean) {
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
   registerJsonBodies(app);
+  await registerRateLimits(app, rateLimits);
   const workspaces = new Workspaces(store);
   return { app, workspaces };
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
-  const { app, workspaces } = await baseApp(opts.store, opts.logger ?? false);
+  const { app, workspaces } = await baseApp(opts.store, opts.logger ?? false, opts.rateLimits);
 
   await app.register(swagger, {
     openapi: {
@@ -93,8 +97,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 }
 
 /** The data app for DATA_PORT: the people lookup only. */
-export async function buildDataApp(opts: { store: Store; logger?: boolean }): Promise<FastifyInstance> {
-  const { app, workspaces } = await baseApp(opts.store, opts.logger ?? false);
+export async function buildDataApp(opts: { store: Store; logger?: boolean; rateLimits?: RateLimits }): Promise<FastifyInstance> {
+  const { app, workspaces } = await baseApp(opts.store, opts.logger ?? false, opts.rateLimits);
   await app.register(authPlugin, { workspaces });
   await app.register(peopleRoutes, { store: opts.store });
   await app.ready();

@@ -14,6 +14,8 @@ declare module 'fastify' {
   }
   interface FastifyRequest {
     workspaceId: string;
+    /** The authenticated key's workspace and kind ('' before authentication): what rate limits count. */
+    apiKeyId: string;
   }
 }
 
@@ -21,6 +23,7 @@ const BEARER = /^Bearer\s+(\S+)\s*$/i;
 
 export const authPlugin = fp(async (app: FastifyInstance, opts: { workspaces: Workspaces }) => {
   app.decorateRequest('workspaceId', '');
+  app.decorateRequest('apiKeyId', '');
   app.addHook('onRequest', async (request: FastifyRequest) => {
     const level = request.routeOptions.config?.auth;
     if (!level) return;
@@ -33,5 +36,6 @@ export const authPlugin = fp(async (app: FastifyInstance, opts: { workspaces: Wo
     if (!owner) throw new AppError('unauthorized', 'unknown API key');
     if (level === 'secret' && owner.kind !== 'secret') throw new AppError('forbidden');
     request.workspaceId = owner.workspaceId;
+    request.apiKeyId = `${owner.workspaceId}:${owner.kind}`;
   });
 });

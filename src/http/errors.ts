@@ -2,7 +2,7 @@
 
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
-import { AppError, ERRORS, type ErrorCode } from '../errors.js';
+import { AppError, ERRORS, type ErrorCode, type FieldError, invalidRequest } from '../errors.js';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
@@ -17,12 +17,13 @@ export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
   const fastifyErr = err as FastifyError;
   if (hasZodFastifySchemaValidationErrors(fastifyErr)) {
-    const errors = fastifyErr.validation.map((v) => ({
-      field: `${fastifyErr.validationContext ?? 'body'}${v.instancePath.replace(/\//g, '.')}`,
+    const where = fastifyErr.validationContext;
+    return invalidRequest(fastifyErr.validation.map((v): FieldError => ({
+      // The type provider writes the root as '/' (RFC 6901 says ''); its paths are schema keys, never user keys.
+      field: v.instancePath === '/' ? '' : v.instancePath,
       message: v.message ?? 'invalid',
-    }));
-    const summary = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
-    return new AppError('invalid_request', summary, { errors });
+      ...(where && where !== 'body' ? { in: where } : {}),
+    })));
   }
   const mapped = fastifyErr.code ? FASTIFY_CODES[fastifyErr.code] : undefined;
   if (mapped) return new AppError(mapped);

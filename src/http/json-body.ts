@@ -4,19 +4,63 @@
 // bodies that contain a surrogate escape are walked.
 
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { type AppError, invalidRequest, pointer } from '../errors.js';
 import { wellFormedIn } from '../well-formed.js';
 
+type BodyParser = (request: FastifyRequest, body: string | Buffer, done: (err: Error | null, body?: unknown) => void) => void;
+
 /**
- * Replaces the JSON parser of `app` (and its children) by Fastify's own (same limits, same
- * prototype-poisoning checks) followed by `wellFormedIn`.
+ * Fastify's own JSON parser (same limits, prototype-poisoning checks) followed by `wellFormedIn`;
+ * a body refused for a `__proto__` or `constructor.prototype` key is answered saying where.
  */
-export function registerJsonBodies(app: FastifyInstance): void {
+export function jsonBodyParser(app: FastifyInstance): BodyParser {
   const parse = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request: FastifyRequest, body: string | Buffer, done) => {
+  return (request, body, done) => {
     parse(request, body as string, (err: Error | null, value?: unknown) => {
-      if (err) done(err, undefined);
-      else done(null, wellFormedIn(body as string, value));
+      if (!err) done(null, wellFormedIn(body as string, value));
+      else done(poisonedKey(body as string) ?? err, undefined);
     });
-  });
+  };
+}
+
+/** Replaces the JSON parser of `app` (and its children) by `jsonBodyParser`. */
+export function registerJsonBodies(app: FastifyInstance): void {
+  const parser = jsonBodyParser(app);
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, parser);
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null;
+
+/**
+ * The error naming a key that the prototype-poisoning check refuses, or null when the text
+ * is not JSON at all. Plain JSON.parse keeps such keys as own properties (harmless here); the walk
+ * uses an explicit stack, so no depth overflows it.
+ */
+function poisonedKey(text: string): AppError | null {
+  let root: unknown;
+  try {
+    root = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  const stack: { value: unknown; path: (string | number)[] }[] = [{ value: root, path: [] }];
+  while (stack.length > 0) {
+    const { value, path } = stack.pop()!;
+    if (!isObject(value)) continue;
+    const entries = Object.entries(value);
+    for (const [key, inner] of entries) {
+      const forbidden = key === '__proto__' || (key === 'constructor' && isObject(inner) && Object.hasOwn(inner, 'prototype'));
+      if (forbidden) {
+        const field = pointer([...path, key]);
+        const message = `the key "${key}"${key === 'constructor' ? ' holding "prototype"' : ''} is refused: it could change JavaScript object prototypes (rename it)`;
+        return invalidRequest([{ field, message }]);
+      }
+    }
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [key, inner] = entries[i]!;
+      if (isObject(inner)) stack.push({ value: inner, path: [...path, Array.isArray(value) ? Number(key) : key] });
+    }
+  }
+  return null;
 }

@@ -309,6 +309,7 @@ export function classifyChannel(input: ChannelInput): ChannelResult {
 // URL parsing.
 
 interface ParsedUrl {
+  protocol: string;
   host: string;
   path: string;
   params: URLSearchParams;
@@ -322,9 +323,12 @@ function tryUrl(text: string, base?: string): URL | null {
   }
 }
 
-/** A scheme-less guess is kept only when it yields something host-like, not `https://garbage`. */
-const looksLikeHost = (hostname: string): boolean =>
-  hostname.includes('.') || hostname === 'localhost' || hostname.startsWith('[');
+/**
+ * A scheme-less guess is kept only when it yields something host-like, not `https://garbage`, and
+ * no user info (`mailto:a@example.com` is not the host example.com).
+ */
+const looksLikeHost = (url: URL): boolean =>
+  (url.hostname.includes('.') || url.hostname === 'localhost' || url.hostname.startsWith('[')) && url.username === '' && url.password === '';
 
 const ROOT_RELATIVE = /^\/(?!\/)/;
 
@@ -339,12 +343,21 @@ function parseUrl(raw: unknown, allowRelative: boolean): ParsedUrl | null {
   if (text === '') return null;
   if (ROOT_RELATIVE.test(text)) {
     const relative = allowRelative ? tryUrl(text, 'https://relative.invalid') : null;
-    return relative && { host: '', path: pathOf(relative), params: relative.searchParams };
+    return relative && { protocol: relative.protocol, host: '', path: pathOf(relative), params: relative.searchParams };
   }
   const absolute = tryUrl(text);
   const prefixed = absolute?.host ? null : tryUrl(`https://${text.replace(/^\/\//, '')}`);
-  const url = prefixed !== null && looksLikeHost(prefixed.hostname) ? prefixed : absolute;
-  return url && { host: normalizeHost(url.host), path: pathOf(url), params: url.searchParams };
+  const url = prefixed !== null && looksLikeHost(prefixed) ? prefixed : absolute;
+  return url && { protocol: url.protocol, host: normalizeHost(url.host), path: pathOf(url), params: url.searchParams };
+}
+
+/**
+ * A page address the API takes: an http(s) URL with a host (its scheme may be left out) or a
+ * root-relative path. Anything else (`not a url`, `javascript:…`) would be stored as a Direct visit to nowhere.
+ */
+export function isPageUrl(raw: string): boolean {
+  const url = parseUrl(raw, true);
+  return url !== null && (url.protocol === 'http:' || url.protocol === 'https:') && (url.host !== '' || ROOT_RELATIVE.test(raw.trim()));
 }
 
 // Opaque URLs (about:blank, mailto:) have paths that are not paths.

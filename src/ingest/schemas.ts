@@ -2,6 +2,7 @@
 // type the handlers and document the API.
 
 import { z } from 'zod';
+import { isPageUrl } from './channels.js';
 
 const identifier = z.string().min(1).max(256);
 /** A JSON integer user id is kept as its decimal string, so it matches tr_user_id byte for byte. */
@@ -53,7 +54,8 @@ export const eventsBody = z.union([eventBody, z.object({ batch: z.array(eventBod
 
 export const pageviewBody = z.object({
   visitor_id: identifier.describe('the raw value of the tr_v cookie'),
-  url: z.string().min(1).max(4096),
+  url: z.string().max(4096).refine(isPageUrl, 'must be an http(s) URL such as https://example.com/pricing, or a path such as /pricing')
+    .describe('the page\'s address (location.href)'),
   referrer: z.string().max(4096).nullable().optional(),
   title: z.string().max(1024).nullable().optional(),
   timestamp: timestamp.optional(),

@@ -22,6 +22,7 @@ export interface TestAppOptions extends StoreOptions {
   clock?: () => Date;
   path?: string;
   audiences?: AppOptions['audiences'];
+  rateLimits?: AppOptions['rateLimits'];
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -31,6 +32,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const at = options.at;
   const app = await buildApp({
     store, estimateBudgetMs: options.budgetMs ?? 5000, clock: options.clock ?? (at ? () => at : undefined), audiences: options.audiences,
+    rateLimits: options.rateLimits,
   });
   const post = (url: string, body: unknown, key = ws.secret_key) => app.inject({
     method: 'POST',

@@ -8,7 +8,7 @@ import { durationMs, MAX_REFRESH_MS, MIN_REFRESH_MS } from '../../audiences/dura
 import { EXPORT_CONTENT_TYPES, exportMembers } from '../../audiences/export.js';
 import type { Refresher } from '../../audiences/refresh.js';
 import type { AudienceResource } from '../../audiences/resource.js';
-import { AppError } from '../../errors.js';
+import { AppError, invalidRequest } from '../../errors.js';
 import { deliveryLog, membersPage } from '../../store/audiences.js';
 import type { Store } from '../../store/db.js';
 
@@ -83,8 +83,8 @@ const encodeCursor = (snapshot: number, profile: number) => Buffer.from(`${snaps
 function decodeCursor(cursor: string | undefined, snapshot: number): bigint | null {
   if (!cursor) return null;
   const match = /^(\d+):(-?\d{1,19})$/.exec(Buffer.from(cursor, 'base64url').toString('utf8'));
-  if (!match) throw new AppError('invalid_request', 'cursor: not a cursor returned by this endpoint');
-  if (Number(match[1]) !== snapshot) throw new AppError('invalid_request', 'cursor: the audience was refreshed since; start from the first page');
+  if (!match) throw invalidRequest([{ field: '/cursor', in: 'querystring', message: 'not a cursor returned by this endpoint' }]);
+  if (Number(match[1]) !== snapshot) throw invalidRequest([{ field: '/cursor', in: 'querystring', message: 'the audience was refreshed since; start from the first page' }]);
   return BigInt(match[2]!);
 }
 

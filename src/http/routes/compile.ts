@@ -39,7 +39,7 @@ export interface CompileRouteOptions {
 
 export const compileRoutes: FastifyPluginAsyncZod<CompileRouteOptions> = async (app, opts) => {
   app.post('/v1/audiences/compile', {
-    config: { auth: 'secret' },
+    config: { auth: 'secret', limit: 'compile' },
     schema: {
       summary: 'Validate criteria and estimate the audience size',
       description: 'Invalid criteria answer 200 with valid: false and every fault. Past the estimate budget the query is cancelled and count is null with hit_limit true.',

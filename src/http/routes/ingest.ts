@@ -5,8 +5,8 @@ import cors from '@fastify/cors';
 import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
-import { AppError } from '../../errors.js';
-import { wellFormedIn } from '../../well-formed.js';
+import { invalidRequest, pointer } from '../../errors.js';
+import { jsonBodyParser } from '../json-body.js';
 import type { Ingest } from '../../ingest/ingest.js';
 import { eventsBody, pageviewsBody, personBody } from '../../ingest/schemas.js';
 
@@ -17,18 +17,10 @@ import { eventsBody, pageviewsBody, personBody } from '../../ingest/schemas.js';
 function parse<S extends z.ZodType>(schema: S, body: unknown): z.output<S> {
   const result = schema.safeParse(body);
   if (result.success) return result.data;
-  const issues = issuesOf(result.error, body);
-  const errors = issues.map((issue) => {
-    const [head, index, ...rest] = issue.path;
-    const inBatch = head === 'batch' && typeof index === 'number';
-    return {
-      ...(inBatch ? { index } : {}),
-      field: (inBatch ? rest : issue.path).join('.') || '(body)',
-      message: issue.message,
-    };
-  });
-  const summary = errors.slice(0, 5).map((e) => `${'index' in e ? `batch[${e.index}].` : ''}${e.field}: ${e.message}`).join('; ');
-  throw new AppError('invalid_request', summary, { errors });
+  throw invalidRequest(issuesOf(result.error, body).map(({ path, message }) => {
+    const [head, index] = path;
+    return { field: pointer(path), message, ...(head === 'batch' && typeof index === 'number' ? { index } : {}) };
+  }));
 }
 
 /** Single-or-batch unions: report the issues of the branch the body meant. */
@@ -54,7 +46,7 @@ const eventResult = z.object({ event_id: z.string().nullable(), person_id: z.str
 
 export const ingestRoutes: FastifyPluginAsyncZod<{ ingest: Ingest }> = async (app, { ingest }) => {
   app.post('/v1/persons', {
-    config: { auth: 'secret' },
+    config: { auth: 'secret', limit: 'ingest' },
     validatorCompiler: documentedOnly,
     schema: {
       summary: 'Set a person\'s traits (no event)',
@@ -64,7 +56,7 @@ export const ingestRoutes: FastifyPluginAsyncZod<{ ingest: Ingest }> = async (ap
   }, async (request) => ingest.person(request.workspaceId, parse(personBody, request.body)));
 
   app.post('/v1/events', {
-    config: { auth: 'secret' },
+    config: { auth: 'secret', limit: 'ingest' },
     validatorCompiler: documentedOnly,
     schema: {
       summary: 'Record one event, or a batch of up to 500',
@@ -83,15 +75,9 @@ export const ingestRoutes: FastifyPluginAsyncZod<{ ingest: Ingest }> = async (ap
 async function pageviewRoutes(app: FastifyInstance, { ingest }: { ingest: Ingest }): Promise<void> {
   // Browsers call this from the customer's site: any origin, and beacons' text/plain bodies.
   await app.register(cors, { origin: true, methods: ['POST'], allowedHeaders: ['Authorization', 'Content-Type'], maxAge: 86_400 });
-  app.addContentTypeParser('text/plain', { parseAs: 'string' }, (_request, body, done) => {
-    try {
-      done(null, wellFormedIn(body as string, JSON.parse(body as string)));
-    } catch (err) {
-      done(Object.assign(err as Error, { statusCode: 400 }), undefined);
-    }
-  });
+  app.addContentTypeParser('text/plain', { parseAs: 'string' }, jsonBodyParser(app));
   app.withTypeProvider<import('fastify-type-provider-zod').ZodTypeProvider>().post('/v1/pageviews', {
-    config: { auth: 'any' },
+    config: { auth: 'any', limit: 'ingest' },
     validatorCompiler: documentedOnly,
     schema: {
       summary: 'Record page views (the browser tracker calls this)',
