@@ -2,8 +2,10 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.js';
+import fc from 'fast-check';
+import { importDataset } from '../src/store/import.js';
 import {
-  charge, checkoutSession, count, customerRow, deliver, invoice, notification, nowS, paymentIntent, refund, subscription,
+  charge, checkoutSession, count, customer, customerRow, deliver, invoice, notification, nowS, paymentIntent, refund, subscription,
 } from './support/stripe.js';
 
 let t: TestApp;
@@ -107,6 +109,171 @@ describe('metadata precedence', () => {
   });
 });
 
+describe('the payer\'s email from the Customer object', () => {
+  const person = async (externalId: string, email?: string) => {
+    expect((await t.post('/v1/persons', { external_id: externalId, email })).statusCode).toBe(200);
+  };
+  const people = async (q: string) => (await get(`/people?q=${encodeURIComponent(q)}`)).json().data as
+    { external_id: string | null; email: string | null; customer_ids: string[]; link_state: string | null }[];
+  const estimate = async (root: unknown) => {
+    const res = await t.compile({ version: 1, root });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json().estimated_count.count as number;
+  };
+
+  it('only customer.created carries it: email_matched, in GET /people and in the payments state', async () => {
+    const T = nowS();
+    await person('dana', 'dana@example.com');
+    expect((await t.post('/v1/events', { event_name: 'signup', user_id: 'dana' })).statusCode).toBe(200);
+    await ok(deliver(t, notification('customer.created', customer('cus_dana', { email: ' Dana@Example.com', name: 'Dana' }), T)));
+    await ok(deliver(t, notification('customer.subscription.created', subscription('cus_dana', { status: 'active' }), T + 1)));
+    await ok(deliver(t, notification('invoice.paid', invoice('cus_dana'), T + 2)));
+    expect(await customerRow(t, 'cus_dana')).toMatchObject({ link_state: 'email_matched', external_id: 'dana', email: 'dana@example.com' });
+    expect(await people('cus_dana')).toEqual([expect.objectContaining({ external_id: 'dana', customer_ids: ['cus_dana'], link_state: 'email_matched' })]);
+    // The payments belong to the person who signed up.
+    expect(await estimate({ op: 'and', children: [
+      { source: 'product_event', name: 'signup', occurrence: { op: 'did', count: null, window: { kind: 'ever' } } },
+      { source: 'payments', entity: 'subscription', predicate: { status: { op: '=', value: 'active' } } },
+      { source: 'payments', event: 'first_paid_invoice', occurrence: { window: { kind: 'ever' } } },
+    ] })).toBe(1);
+  });
+
+  it('customer.created arriving after the invoice.paid re-decides the link', async () => {
+    const T = nowS();
+    await person('erin', 'erin@example.com');
+    await ok(deliver(t, notification('invoice.paid', invoice('cus_erin'), T + 10)));
+    expect(await customerRow(t, 'cus_erin')).toMatchObject({ link_state: 'unmatched', email: null });
+    await ok(deliver(t, notification('customer.created', customer('cus_erin', { email: 'erin@example.com' }), T)));
+    expect(await customerRow(t, 'cus_erin')).toMatchObject({ link_state: 'email_matched', external_id: 'erin', email: 'erin@example.com' });
+    expect(await people('erin')).toEqual([expect.objectContaining({ customer_ids: ['cus_erin'], link_state: 'email_matched' })]);
+  });
+
+  it('customer.updated with a new email re-decides: another person, nobody, or the email removed', async () => {
+    const T = nowS();
+    await person('old', 'old@example.com');
+    await person('new', 'new@example.com');
+    await ok(deliver(t, notification('customer.created', customer('cus_mv', { email: 'old@example.com' }), T)));
+    expect(await customerRow(t, 'cus_mv')).toMatchObject({ link_state: 'email_matched', external_id: 'old' });
+    await ok(deliver(t, notification('customer.updated', customer('cus_mv', { email: 'NEW@example.com' }), T + 10)));
+    expect(await customerRow(t, 'cus_mv')).toMatchObject({ link_state: 'email_matched', external_id: 'new', email: 'new@example.com' });
+    expect(await people('cus_mv')).toEqual([expect.objectContaining({ external_id: 'new', customer_ids: ['cus_mv'] })]);
+    expect((await people('old@'))[0]).toMatchObject({ customer_ids: [], link_state: null });
+    await ok(deliver(t, notification('customer.updated', customer('cus_mv', { email: 'stranger@example.com' }), T + 20)));
+    expect(await customerRow(t, 'cus_mv')).toMatchObject({ link_state: 'unmatched', external_id: null, email: 'stranger@example.com' });
+    await ok(deliver(t, notification('customer.updated', customer('cus_mv', { email: 'new@example.com' }), T + 30)));
+    await ok(deliver(t, notification('customer.updated', customer('cus_mv', { email: null }), T + 40)));
+    expect(await customerRow(t, 'cus_mv')).toMatchObject({ link_state: 'unmatched', external_id: null, email: null });
+  });
+
+  it('an older customer.updated arriving late does not overwrite the newer email', async () => {
+    const T = nowS();
+    await person('first', 'first@example.com');
+    await person('second', 'second@example.com');
+    await ok(deliver(t, notification('customer.created', customer('cus_ooo', { email: 'first@example.com' }), T)));
+    await ok(deliver(t, notification('customer.updated', customer('cus_ooo', { email: 'second@example.com' }), T + 20)));
+    await ok(deliver(t, notification('customer.updated', customer('cus_ooo', { email: 'first@example.com' }), T + 10)));
+    await ok(deliver(t, notification('customer.updated', customer('cus_ooo', { email: null }), T + 15)));
+    expect(await customerRow(t, 'cus_ooo')).toMatchObject({ link_state: 'email_matched', external_id: 'second', email: 'second@example.com' });
+  });
+
+  it('the Customer\'s email wins over the copies on payment objects, which fill in while it has none', async () => {
+    const T = nowS();
+    await person('card', 'billing@example.com');
+    await person('owner', 'owner@example.com');
+    await ok(deliver(t, notification('checkout.session.completed', checkoutSession('cus_w', {}, 'billing@example.com'), T)));
+    expect(await customerRow(t, 'cus_w')).toMatchObject({ link_state: 'email_matched', external_id: 'card' });
+    await ok(deliver(t, notification('customer.updated', customer('cus_w', { email: 'owner@example.com' }), T + 10)));
+    // A later invoice keeps the email it was finalized with: it does not undo the Customer's.
+    await ok(deliver(t, notification('invoice.paid', invoice('cus_w', { customer_email: 'billing@example.com' }), T + 20)));
+    expect(await customerRow(t, 'cus_w')).toMatchObject({ link_state: 'email_matched', external_id: 'owner', email: 'owner@example.com' });
+    await ok(deliver(t, notification('customer.updated', customer('cus_w', { email: null }), T + 30)));
+    expect(await customerRow(t, 'cus_w')).toMatchObject({ link_state: 'email_matched', external_id: 'card', email: 'billing@example.com' });
+  });
+
+  it('an expanded customer on an invoice gives the customer id and its email', async () => {
+    await person('exp', 'expanded@example.com');
+    await ok(deliver(t, notification('invoice.paid', invoice(customer('cus_exp', { email: 'Expanded@example.com' }), { id: 'in_exp' }))));
+    expect(await customerRow(t, 'cus_exp')).toMatchObject({ link_state: 'email_matched', external_id: 'exp', email: 'expanded@example.com' });
+    expect(await count(t, 'payment_customers')).toBe(1);
+    const events = await t.store.query('SELECT customer_id, kind, object_id FROM payment_events');
+    expect(events).toEqual([{ customer_id: 'cus_exp', kind: 'first_paid_invoice', object_id: 'in_exp' }]);
+    const [inv] = await t.store.query('SELECT customer_id FROM invoices');
+    expect(inv).toEqual({ customer_id: 'cus_exp' });
+    // A deleted Customer expanded shows no email: the one known stays.
+    await ok(deliver(t, notification('invoice.paid', invoice({ id: 'cus_exp', object: 'customer', deleted: true }))));
+    expect(await customerRow(t, 'cus_exp')).toMatchObject({ link_state: 'email_matched', email: 'expanded@example.com' });
+  });
+
+  it('metadata-linked customers are not moved by email, nor is their visitor; Customer metadata is not read', async () => {
+    const T = nowS();
+    await person('holder', 'taken@example.com');
+    await ok(deliver(t, notification('checkout.session.completed', checkoutSession('cus_meta', { tr_user_id: 'meta-user', tr_visitor_id: 'v-meta' }), T)));
+    // The visitor later signs in as someone else.
+    expect((await t.post('/v1/events', { event_name: 'login', user_id: 'other-user', visitor_id: 'v-meta' })).statusCode).toBe(200);
+    await ok(deliver(t, notification('customer.updated', customer('cus_meta', { email: 'taken@example.com', metadata: { tr_user_id: 'holder' } }), T + 10)));
+    expect(await customerRow(t, 'cus_meta')).toMatchObject({ link_state: 'linked', external_id: 'meta-user', visitor_person: 'other-user', email: 'taken@example.com' });
+    expect(await people('taken@')).toEqual([expect.objectContaining({ external_id: 'holder', customer_ids: [] })]);
+    // A free email is recorded on the linked person, as when the link was made.
+    await ok(deliver(t, notification('customer.updated', customer('cus_meta', { email: 'meta@example.com' }), T + 20)));
+    expect(await customerRow(t, 'cus_meta')).toMatchObject({ link_state: 'linked', external_id: 'meta-user', visitor_person: 'other-user' });
+    expect(await people('meta@')).toEqual([expect.objectContaining({ external_id: 'meta-user', customer_ids: ['cus_meta'], link_state: 'linked' })]);
+  });
+
+  it('an imported customer keeps its email through notifications without one, until its Customer shows another', async () => {
+    const T = nowS();
+    await importDataset(t.store, t.ws.workspace_id, {
+      persons: [{ person_id: 'per_imp', external_id: 'imp', email: 'imported@example.com', name: null, traits: null, created_at: new Date() }],
+      customers: [{ customer_id: 'cus_imp', email: 'imported@example.com', person_id: 'per_imp', visitor_id: null, link_state: 'email_matched' }],
+    });
+    await person('later', 'later@example.com');
+    await ok(deliver(t, notification('invoice.paid', invoice('cus_imp'), T)));
+    expect(await customerRow(t, 'cus_imp')).toMatchObject({ link_state: 'email_matched', external_id: 'imp', email: 'imported@example.com' });
+    await ok(deliver(t, notification('customer.updated', customer('cus_imp', { email: 'later@example.com' }), T + 10)));
+    expect(await customerRow(t, 'cus_imp')).toMatchObject({ link_state: 'email_matched', external_id: 'later', email: 'later@example.com' });
+  });
+
+  it('a visitor-linked customer stays with its visitor when an email arrives', async () => {
+    await person('visited', undefined);
+    await t.post('/v1/persons', { external_id: 'visited', visitor_id: 'v-vis' });
+    await person('mailer', 'mailer@example.com');
+    await ok(deliver(t, notification('checkout.session.completed', checkoutSession('cus_vis', { tr_visitor_id: 'v-vis' }))));
+    await ok(deliver(t, notification('customer.updated', customer('cus_vis', { email: 'mailer@example.com' }))));
+    expect(await customerRow(t, 'cus_vis')).toMatchObject({ link_state: 'linked', external_id: null, visitor_person: 'visited' });
+  });
+
+  it('customer.deleted leaves the customer as it was, and stores nothing for one never seen', async () => {
+    const T = nowS();
+    await person('del', 'del@example.com');
+    await ok(deliver(t, notification('customer.created', customer('cus_del', { email: 'del@example.com' }), T)));
+    await ok(deliver(t, notification('customer.deleted', customer('cus_del', { email: 'changed@example.com' }), T + 10)));
+    expect(await customerRow(t, 'cus_del')).toMatchObject({ link_state: 'email_matched', external_id: 'del', email: 'del@example.com' });
+    await ok(deliver(t, notification('customer.deleted', customer('cus_gone', { email: 'del@example.com' }), T + 10)));
+    expect(await customerRow(t, 'cus_gone')).toBeUndefined();
+  });
+
+  it('a Customer whose email is null, missing or not a string is acknowledged', async () => {
+    await person('fuzz', 'fuzz@example.com');
+    // null or blank: the Customer has no email; missing or not a string: the known one stays.
+    let expected: string | null = null;
+    await fc.assert(fc.asyncProperty(
+      fc.oneof(fc.constant(null), fc.constant(undefined), fc.constant(' FUZZ@example.com'), fc.string(), fc.anything()),
+      async (email) => {
+        const object: Record<string, unknown> = customer('cus_fuzz', { email });
+        if (email === undefined) delete object.email;
+        const res = await deliver(t, notification('customer.updated', object));
+        expect(res.statusCode, res.body).toBe(200);
+        if (email === null || typeof email === 'string') expected = typeof email === 'string' ? email.trim().toLowerCase() || null : null;
+        const row = await customerRow(t, 'cus_fuzz');
+        expect(row).toMatchObject({ email: expected, link_state: expected === 'fuzz@example.com' ? 'email_matched' : 'unmatched' });
+      },
+    ), { numRuns: 60 });
+    for (const id of [null, 42, '', { nested: true }, 'x'.repeat(300)]) {
+      await ok(deliver(t, notification('customer.updated', { ...customer('ignored'), id, email: 'who@example.com' })));
+    }
+    expect(await count(t, 'payment_customers')).toBe(1);
+  });
+});
+
 describe('delivery', () => {
   it('a repeated notification id is processed once', async () => {
     const event = notification('customer.subscription.deleted', subscription('cus_d', { status: 'canceled', metadata: { tr_user_id: 'ud' } }));
@@ -138,6 +305,12 @@ describe('delivery', () => {
 
   it('unhandled types are acknowledged; guest payments store no customer', async () => {
     await ok(deliver(t, notification('product.created', { id: 'prod_1', object: 'product' })));
+    // Types naming a customer, outside the families applied, are ignored too (a card's billing email included).
+    await ok(deliver(t, notification('payment_method.attached', {
+      id: 'pm_1', object: 'payment_method', type: 'card', customer: 'cus_pm', billing_details: { email: 'card@example.com' }, metadata: {},
+    })));
+    await ok(deliver(t, notification('customer.source.created', { id: 'card_1', object: 'card', customer: 'cus_pm' })));
+    await ok(deliver(t, notification('customer.discount.created', { id: 'di_1', object: 'discount', customer: 'cus_pm' })));
     await ok(deliver(t, notification('checkout.session.completed', checkoutSession(null, { tr_user_id: 'guest' }))));
     expect(await count(t, 'payment_customers')).toBe(0);
   });

@@ -9,7 +9,10 @@ import { personsBy, type Tx } from '../store/people.js';
 export interface Signals {
   userId: string | null;
   visitorId: string | null;
+  /** The email a payment object carries (null: none). */
   email: string | null;
+  /** The Customer object's email: null when it has none, undefined when the notification shows none. */
+  customerEmail: string | null | undefined;
 }
 
 const newer = (stored: Date | null, created: Date) => stored === null || stored.getTime() <= created.getTime();
@@ -18,7 +21,8 @@ const newer = (stored: Date | null, created: Date) => stored === null || stored.
 export async function updateCustomer(store: Store, tx: Tx, ws: string, customerId: string, signals: Signals, created: Date, now: Date): Promise<void> {
   const existing = await getCustomer(tx, ws, customerId);
   const c: CustomerRecord = existing ?? {
-    customer_id: customerId, email: null, person_key: null, visitor_key: null, tr_user_id: null, tr_visitor_id: null,
+    customer_id: customerId, email: null, customer_email: null, customer_email_created: null, payment_email: null,
+    payment_email_created: null, person_key: null, visitor_key: null, tr_user_id: null, tr_visitor_id: null,
     tr_user_id_created: null, tr_visitor_id_created: null, link_state: 'unmatched',
   };
   let changed = existing === null;
@@ -35,13 +39,38 @@ export async function updateCustomer(store: Store, tx: Tx, ws: string, customerI
     c.tr_visitor_id_created = created;
     dirty = true;
   }
-  if (signals.email !== null && signals.email !== c.email) {
-    c.email = signals.email;
-    changed = dirty = true;
+  if (signals.email !== null && newer(c.payment_email_created, created)) {
+    c.payment_email = signals.email;
+    c.payment_email_created = created;
+    dirty = true;
   }
+  if (signals.customerEmail !== undefined && newer(c.customer_email_created, created)) {
+    c.customer_email = signals.customerEmail;
+    c.customer_email_created = created;
+    dirty = true;
+  }
+  // The Customer object is where the processor keeps the email current; the copies on invoices and
+  // charges are snapshots (or a card's billing email), used only while the Customer shows none.
+  const email = c.customer_email ?? c.payment_email;
+  const emailChanged = email !== c.email;
+  c.email = email;
   // Unchanged signals keep the decided link: re-deciding could undo a visitor's later move.
   if (changed) await decideLink(store, tx, ws, c, now);
-  if (dirty) await saveCustomer(tx, ws, c, existing === null, now);
+  else if (emailChanged) await emailMoved(store, tx, ws, c, now);
+  if (dirty || emailChanged) await saveCustomer(tx, ws, c, existing === null, now);
+}
+
+/**
+ * A new email re-decides only a customer without metadata: metadata wins over email (spec rule 5),
+ * and re-running a metadata link would pull its visitor back from a later move. A tr_user_id's
+ * person is offered the email, as when it was linked.
+ */
+async function emailMoved(store: Store, tx: Tx, ws: string, c: CustomerRecord, now: Date): Promise<void> {
+  if (c.tr_user_id !== null) {
+    if (c.email !== null) await resolveIdentities(store, tx, ws, [{ external_id: c.tr_user_id, email: c.email, at: now }], now);
+  } else if (c.tr_visitor_id === null) {
+    await decideLink(store, tx, ws, c, now);
+  }
 }
 
 async function decideLink(store: Store, tx: Tx, ws: string, c: CustomerRecord, now: Date): Promise<void> {

@@ -55,12 +55,30 @@ export function metadataOf(n: Notification): { userId: string | null; visitorId:
   return { userId: str(field(metadata, 'tr_user_id')), visitorId: str(field(metadata, 'tr_visitor_id')) };
 }
 
-/** The payer's email as the object carries it, normalized; refunds carry none. */
+/** The email copied onto a payment object, normalized; refunds and Customer objects carry none. */
 export function emailOf(n: Notification): string | null {
-  if (familyOf(n.type) === 'refund') return null;
+  const family = familyOf(n.type);
+  if (family === 'refund' || family === 'customer') return null;
   const o = n.object;
   const raw = str(field(o, 'customer_details', 'email')) ?? str(o.customer_email) ?? str(o.receipt_email)
     ?? str(field(o, 'billing_details', 'email'));
-  const email = raw === null ? null : normalizeEmail(raw);
-  return email ? email : null;
+  return raw === null ? null : normalizedOrNull(raw);
 }
+
+/**
+ * The Customer object's own email: the object of a `customer.*` notification, or an expanded
+ * `customer`. null when the Customer has none; undefined when the notification shows no Customer
+ * email (a customer id, a deleted Customer, an `email` that is not a string).
+ */
+export function customerEmailOf(n: Notification): string | null | undefined {
+  const customer = familyOf(n.type) === 'customer' ? n.object : n.object.customer;
+  if (!isObject(customer) || customer.deleted === true) return undefined;
+  if (customer.email === null) return null;
+  return typeof customer.email === 'string' ? normalizedOrNull(customer.email) : undefined;
+}
+
+/** The id of the Customer a notification is about: its object for `customer.*`, else its `customer` field. */
+export const customerIdOf = (n: Notification): string | null =>
+  (familyOf(n.type) === 'customer' ? str(n.object.id) : idOf(n.object.customer));
+
+const normalizedOrNull = (raw: string): string | null => normalizeEmail(raw) || null;

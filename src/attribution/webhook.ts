@@ -12,7 +12,8 @@ import {
 import type { Tx } from '../store/people.js';
 import { updateCustomer } from './link.js';
 import {
-  emailOf, familyOf, field, idOf, int, metadataOf, type Notification, parseNotification, str, timeOf,
+  customerEmailOf, customerIdOf, emailOf, familyOf, field, idOf, int, metadataOf, type Notification, parseNotification, str,
+  timeOf,
 } from './notification.js';
 import { verifyNotification } from './signature.js';
 
@@ -51,16 +52,23 @@ export class PaymentWebhook {
   }
 }
 
+/** Object families whose notifications are applied; any other type is acknowledged and ignored. */
+const APPLIED_FAMILIES = new Set(['customer', 'checkout.session', 'payment_intent', 'customer.subscription', 'invoice', 'charge', 'refund']);
+
 async function applyEffects(store: Store, tx: Tx, ws: string, n: Notification, now: Date): Promise<void> {
   const family = familyOf(n.type);
+  // A deleted Customer's payments happened all the same: its data and link stay as they were (its
+  // subscriptions' cancellations arrive as notifications of their own).
+  if (!APPLIED_FAMILIES.has(family) || n.type === 'customer.deleted') return;
   const o = n.object;
   const objectId = str(o.id);
   // Refunds name only their charge / payment intent: the customer comes from those seen before.
-  const customerId = idOf(o.customer)
+  const customerId = customerIdOf(n)
     ?? (family === 'refund' || family === 'charge' ? await customerOfObject(tx, ws, ids(o.charge, o.payment_intent)) : null);
   if (!customerId || customerId.length > 256) return; // a guest payment: nothing to attribute it to
 
-  await updateCustomer(store, tx, ws, customerId, { ...metadataOf(n), email: emailOf(n) }, n.created, now);
+  const signals = { ...metadataOf(n), email: emailOf(n), customerEmail: customerEmailOf(n) };
+  await updateCustomer(store, tx, ws, customerId, signals, n.created, now);
 
   switch (family) {
     case 'customer.subscription':

@@ -217,4 +217,13 @@ export const MIGRATIONS: readonly string[] = [
     attempted_at TIMESTAMP NOT NULL
   );
   `,
+  // Payments: the payer's email from two sources, each with the time of its notification so an
+  // older one never overwrites a newer: the Customer object's (kept current by the processor) and
+  // the copies on payment objects (a fallback). `email` stays the one in effect.
+  `
+  ALTER TABLE payment_customers ADD COLUMN customer_email VARCHAR;
+  ALTER TABLE payment_customers ADD COLUMN customer_email_created TIMESTAMP;
+  ALTER TABLE payment_customers ADD COLUMN payment_email VARCHAR;
+  ALTER TABLE payment_customers ADD COLUMN payment_email_created TIMESTAMP;
+  `,
 ];

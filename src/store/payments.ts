@@ -12,7 +12,14 @@ export type PaymentEventKind = PaymentEventRow['kind'];
 
 export interface CustomerRecord {
   customer_id: string;
+  /** The email in effect: the Customer object's, else the latest copy on a payment object. */
   email: string | null;
+  /** The Customer object's email (null: it has none, or none seen); its notification's time. */
+  customer_email: string | null;
+  customer_email_created: Date | null;
+  /** The latest email a payment object carried (checkout session, invoice, charge, payment intent). */
+  payment_email: string | null;
+  payment_email_created: Date | null;
   person_key: number | null;
   visitor_key: number | null;
   tr_user_id: string | null;
@@ -42,36 +49,49 @@ export async function claimNotification(tx: Tx, ws: string, id: string): Promise
 }
 
 export async function getCustomer(tx: Tx, ws: string, customerId: string): Promise<CustomerRecord | null> {
-  const found = await rows(tx, `SELECT customer_id, email, person_key, visitor_key, tr_user_id, tr_visitor_id,
-      tr_user_id_created, tr_visitor_id_created, link_state
+  // An email stored without either source (imported, or from before the sources were kept) counts
+  // as a payment object's, so that a later notification does not drop it.
+  const found = await rows(tx, `SELECT customer_id, email, customer_email, customer_email_created,
+      coalesce(payment_email, CASE WHEN customer_email IS NULL THEN email END) AS payment_email, payment_email_created,
+      person_key, visitor_key, tr_user_id, tr_visitor_id, tr_user_id_created, tr_visitor_id_created, link_state
     FROM payment_customers WHERE workspace_id = $1 AND customer_id = $2`, [ws, customerId]);
   const r = found[0];
   if (!r) return null;
+  const text = (v: unknown) => (v as string | null | undefined) ?? null;
+  const time = (v: unknown) => (v as Date | null | undefined) ?? null;
   return {
     customer_id: r.customer_id as string,
-    email: (r.email as string | null) ?? null,
+    email: text(r.email),
+    customer_email: text(r.customer_email),
+    customer_email_created: time(r.customer_email_created),
+    payment_email: text(r.payment_email),
+    payment_email_created: time(r.payment_email_created),
     person_key: num(r.person_key),
     visitor_key: num(r.visitor_key),
-    tr_user_id: (r.tr_user_id as string | null) ?? null,
-    tr_visitor_id: (r.tr_visitor_id as string | null) ?? null,
-    tr_user_id_created: (r.tr_user_id_created as Date | null) ?? null,
-    tr_visitor_id_created: (r.tr_visitor_id_created as Date | null) ?? null,
+    tr_user_id: text(r.tr_user_id),
+    tr_visitor_id: text(r.tr_visitor_id),
+    tr_user_id_created: time(r.tr_user_id_created),
+    tr_visitor_id_created: time(r.tr_visitor_id_created),
     link_state: r.link_state as LinkState,
   };
 }
 
 export async function saveCustomer(tx: Tx, ws: string, c: CustomerRecord, isNew: boolean, now: Date): Promise<void> {
   const values = [c.email, c.person_key, c.visitor_key, c.tr_user_id, c.tr_visitor_id,
-    ts(c.tr_user_id_created), ts(c.tr_visitor_id_created), c.link_state, utc(now)];
+    ts(c.tr_user_id_created), ts(c.tr_visitor_id_created), c.link_state, utc(now),
+    c.customer_email, ts(c.customer_email_created), c.payment_email, ts(c.payment_email_created)];
   if (isNew) {
     await tx.run(`INSERT INTO payment_customers (workspace_id, customer_id, email, person_key, visitor_key, tr_user_id,
-        tr_visitor_id, tr_user_id_created, tr_visitor_id_created, link_state, updated_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, CAST($8 AS TIMESTAMP), CAST($9 AS TIMESTAMP), $10, CAST($11 AS TIMESTAMP))`,
+        tr_visitor_id, tr_user_id_created, tr_visitor_id_created, link_state, updated_at,
+        customer_email, customer_email_created, payment_email, payment_email_created)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, CAST($8 AS TIMESTAMP), CAST($9 AS TIMESTAMP), $10, CAST($11 AS TIMESTAMP),
+        $12, CAST($13 AS TIMESTAMP), $14, CAST($15 AS TIMESTAMP))`,
     [ws, c.customer_id, ...values]);
   } else {
     await tx.run(`UPDATE payment_customers SET email = $3, person_key = $4, visitor_key = $5, tr_user_id = $6,
         tr_visitor_id = $7, tr_user_id_created = CAST($8 AS TIMESTAMP), tr_visitor_id_created = CAST($9 AS TIMESTAMP),
-        link_state = $10, updated_at = CAST($11 AS TIMESTAMP)
+        link_state = $10, updated_at = CAST($11 AS TIMESTAMP), customer_email = $12,
+        customer_email_created = CAST($13 AS TIMESTAMP), payment_email = $14, payment_email_created = CAST($15 AS TIMESTAMP)
       WHERE workspace_id = $1 AND customer_id = $2`, [ws, c.customer_id, ...values]);
   }
 }

@@ -67,10 +67,23 @@ export function subscription(customer: string, opts: {
   };
 }
 
-export function invoice(customer: string, opts: { id?: string; status?: string; amount?: number; subscription?: string } = {}) {
+/** A Customer object as the processor sends it (a `customer` field expanded looks the same). */
+export function customer(id: string, opts: { email?: unknown; name?: string | null; metadata?: Record<string, string> } = {}) {
+  return {
+    id, object: 'customer', address: null, balance: 0, created: nowS(), currency: null, default_source: null, delinquent: false,
+    description: null, discount: null, email: 'email' in opts ? opts.email : null, invoice_prefix: 'A1B2C3D4',
+    invoice_settings: { custom_fields: null, default_payment_method: null, footer: null, rendering_options: null },
+    livemode: false, metadata: opts.metadata ?? {}, name: opts.name ?? null, next_invoice_sequence: 1, phone: null,
+    preferred_locales: [], shipping: null, tax_exempt: 'none', test_clock: null,
+  };
+}
+
+export function invoice(customer: string | Record<string, unknown>, opts: {
+  id?: string; status?: string; amount?: number; subscription?: string; customer_email?: string | null;
+} = {}) {
   return {
     id: opts.id ?? nextId('in'), object: 'invoice', customer, status: opts.status ?? 'paid', amount_due: opts.amount ?? 2000,
-    amount_paid: opts.status === 'open' ? 0 : opts.amount ?? 2000, currency: 'usd', customer_email: null, created: nowS(),
+    amount_paid: opts.status === 'open' ? 0 : opts.amount ?? 2000, currency: 'usd', customer_email: opts.customer_email ?? null, created: nowS(),
     metadata: { tr_user_id: 'never-read-from-invoices' },
     parent: opts.subscription ? { type: 'subscription_details', subscription_details: { subscription: opts.subscription } } : null,
   };
