@@ -70,6 +70,15 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(swagger, {
     openapi: {
       info: { title: 'Audiences, traits and revenue attribution', version: '1.0.0' },
+      tags: [
+        { name: 'persons and events', description: 'Identify people, merge their traits, record product events (secret key).' },
+        { name: 'page views', description: 'The browser tracker and the page views it sends (publishable key).' },
+        { name: 'audiences', description: 'Validate and estimate criteria; saved audiences, their members, exports and deliveries.' },
+        { name: 'payments', description: 'Signed payment-processor notifications that link paying customers to visitors.' },
+        { name: 'people', description: 'Look customers up, with their link state and first-touch channel.' },
+        { name: 'workspace', description: 'The key\'s workspace and where to point the payment webhook.' },
+        { name: 'service', description: 'Liveness.' },
+      ],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
       security: [{ bearer: [] }],
     },

@@ -11,6 +11,7 @@ import type { AudienceResource } from '../../audiences/resource.js';
 import { AppError, invalidRequest } from '../../errors.js';
 import { deliveryLog, membersPage } from '../../store/audiences.js';
 import type { Store } from '../../store/db.js';
+import { REQUEST_EXAMPLES } from '../examples.js';
 
 const refreshEvery = z.string()
   .refine((v) => durationMs(v) !== null, 'expected a duration such as 15m, 1h or 1d')
@@ -102,27 +103,27 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
   app.post('/v1/audiences', {
     config: auth,
     schema: {
-      summary: 'Save an audience',
+      tags: ['audiences'], summary: 'Save an audience',
       description: 'Invalid criteria answer 400 invalid_criteria with every fault; nothing is saved. The audience is refreshed at the next scheduler tick.',
-      body: z.object(fields),
+      body: z.object(fields).meta({ example: REQUEST_EXAMPLES.audience }),
       response: { 201: audience },
     },
   }, async (request, reply) => reply.status(201).send(await resource.create(request.workspaceId, request.body)));
 
   app.get('/v1/audiences', {
     config: auth,
-    schema: { summary: 'List audiences', response: { 200: z.object({ data: z.array(audience) }) } },
+    schema: { tags: ['audiences'], summary: 'List audiences', response: { 200: z.object({ data: z.array(audience) }) } },
   }, async (request) => ({ data: await resource.list(request.workspaceId) }));
 
   app.get('/v1/audiences/:id', {
     config: auth,
-    schema: { summary: 'Get an audience', params: idParams, response: { 200: audience } },
+    schema: { tags: ['audiences'], summary: 'Get an audience', params: idParams, response: { 200: audience } },
   }, async (request) => resource.get(request.workspaceId, request.params.id));
 
   app.patch('/v1/audiences/:id', {
     config: auth,
     schema: {
-      summary: 'Change an audience',
+      tags: ['audiences'], summary: 'Change an audience',
       description: 'New criteria make the audience due for refresh at once. destinations replaces the whole list.',
       params: idParams,
       body: z.object({ ...fields, name: fields.name.optional(), criteria_json: z.unknown().optional() }),
@@ -132,7 +133,7 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
 
   app.delete('/v1/audiences/:id', {
     config: auth,
-    schema: { summary: 'Delete an audience with its snapshots and delivery log', params: idParams, response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }) } },
+    schema: { tags: ['audiences'], summary: 'Delete an audience with its snapshots and delivery log', params: idParams, response: { 200: z.object({ id: z.string(), deleted: z.literal(true) }) } },
   }, async (request) => {
     await resource.remove(request.workspaceId, request.params.id);
     return { id: request.params.id, deleted: true as const };
@@ -141,7 +142,7 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
   app.post('/v1/audiences/:id/refresh', {
     config: auth,
     schema: {
-      summary: 'Refresh an audience now',
+      tags: ['audiences'], summary: 'Refresh an audience now',
       description: 'Answers once the snapshot is written (status ready) or the refresh failed (status failed, last_error); diffs are then delivered in the background. 409 while a refresh of it runs.',
       params: idParams,
       response: { 200: audience },
@@ -158,7 +159,7 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
   app.get('/v1/audiences/:id/members', {
     config: auth,
     schema: {
-      summary: 'Members of the current snapshot, or an export of them',
+      tags: ['audiences'], summary: 'Members of the current snapshot, or an export of them',
       description: 'JSON pages by default; format=csv, parquet or arrow (Arrow IPC stream) streams the whole snapshot.',
       params: idParams,
       querystring: z.object({
@@ -192,7 +193,7 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
   app.get('/v1/audiences/:id/deliveries', {
     config: auth,
     schema: {
-      summary: 'The delivery log: each diff sent to each destination, with every attempt',
+      tags: ['audiences'], summary: 'The delivery log: each diff sent to each destination, with every attempt',
       params: idParams,
       querystring: z.object({ limit: z.coerce.number().int().min(1).max(200).default(50) }),
       response: { 200: z.object({ data: z.array(delivery) }) },

@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { compileCriteria } from '../../audiences/compile.js';
 import { CRITERIA_ERROR_CODES } from '../../criteria/index.js';
 import type { Store } from '../../store/db.js';
+import { REQUEST_EXAMPLES } from '../examples.js';
 
 const criteriaError = z.object({
   code: z.enum(CRITERIA_ERROR_CODES),
@@ -41,11 +42,11 @@ export const compileRoutes: FastifyPluginAsyncZod<CompileRouteOptions> = async (
   app.post('/v1/audiences/compile', {
     config: { auth: 'secret', limit: 'compile' },
     schema: {
-      summary: 'Validate criteria and estimate the audience size',
+      tags: ['audiences'], summary: 'Validate criteria and estimate the audience size',
       description: 'Invalid criteria answer 200 with valid: false and every fault. Past the estimate budget the query is cancelled and count is null with hit_limit true.',
       body: z.object({
         criteria_json: z.unknown().optional().describe('AudienceCriteria { version: 1, root }, or a JSON string holding it'),
-      }),
+      }).meta({ example: REQUEST_EXAMPLES.compile }),
       response: { 200: compileResponse },
     },
   }, async (request) => {

@@ -4,6 +4,6 @@ import { z } from 'zod';
 export const healthRoutes: FastifyPluginAsyncZod = async (app) => {
   app.get('/health', {
     config: { rateLimit: false },
-    schema: { summary: 'Liveness: the database is open and migrated', response: { 200: z.object({ status: z.literal('ok') }) } },
+    schema: { tags: ['service'], summary: 'Liveness: the database is open and migrated', response: { 200: z.object({ status: z.literal('ok') }) } },
   }, async () => ({ status: 'ok' as const }));
 };

@@ -6,6 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { invalidRequest, pointer } from '../../errors.js';
+import { REQUEST_EXAMPLES } from '../examples.js';
 import { jsonBodyParser } from '../json-body.js';
 import type { Ingest } from '../../ingest/ingest.js';
 import { eventsBody, pageviewsBody, personBody } from '../../ingest/schemas.js';
@@ -49,8 +50,9 @@ export const ingestRoutes: FastifyPluginAsyncZod<{ ingest: Ingest }> = async (ap
     config: { auth: 'secret', limit: 'ingest' },
     validatorCompiler: documentedOnly,
     schema: {
+      tags: ['persons and events'],
       summary: 'Set a person\'s traits (no event)',
-      body: personBody,
+      body: personBody.meta({ example: REQUEST_EXAMPLES.person }),
       response: { 200: z.object({ person_id: z.string().nullable() }) },
     },
   }, async (request) => ingest.person(request.workspaceId, parse(personBody, request.body)));
@@ -59,8 +61,9 @@ export const ingestRoutes: FastifyPluginAsyncZod<{ ingest: Ingest }> = async (ap
     config: { auth: 'secret', limit: 'ingest' },
     validatorCompiler: documentedOnly,
     schema: {
+      tags: ['persons and events'],
       summary: 'Record one event, or a batch of up to 500',
-      body: eventsBody,
+      body: eventsBody.meta({ example: REQUEST_EXAMPLES.events }),
       response: { 200: z.union([eventResult, z.object({ accepted: z.number().int(), results: z.array(eventResult) })]) },
     },
   }, async (request) => {
@@ -80,10 +83,11 @@ async function pageviewRoutes(app: FastifyInstance, { ingest }: { ingest: Ingest
     config: { auth: 'any', limit: 'ingest' },
     validatorCompiler: documentedOnly,
     schema: {
+      tags: ['page views'],
       summary: 'Record page views (the browser tracker calls this)',
       description: 'Publishable or secret key, as Authorization: Bearer or ?key= (beacons cannot set headers).',
       querystring: z.object({ key: z.string().optional() }),
-      body: pageviewsBody,
+      body: pageviewsBody.meta({ example: REQUEST_EXAMPLES.pageviews }),
       response: { 200: z.object({ accepted: z.number().int() }) },
     },
   }, async (request) => {

@@ -20,7 +20,7 @@ export const peopleRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (app,
   app.get('/people', {
     config: { auth: 'secret' },
     schema: {
-      summary: 'Look up people by email, external_id, name or payment customer id',
+      tags: ['people'], summary: 'Look up people by email, external_id, name or payment customer id',
       querystring: z.object({
         q: z.string().max(256).default(''),
         limit: z.coerce.number().int().min(1).max(200).default(50),

@@ -18,7 +18,7 @@ export function minifiedTracker(): Promise<string> {
 export const trackerRoutes: FastifyPluginAsyncZod = async (app) => {
   const code = await minifiedTracker();
   app.get('/tracker.js', {
-    schema: { summary: 'The browser tracker script (embed with data-key="pk_…")' },
+    schema: { tags: ['page views'], summary: 'The browser tracker script (embed with data-key="pk_…")' },
   }, async (_request, reply) => reply
     .type('application/javascript; charset=utf-8')
     // Short, so a new tracker reaches sites quickly.

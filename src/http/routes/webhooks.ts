@@ -13,7 +13,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ webhook: PaymentWebhook }> =
   app.post('/v1/webhooks/stripe/:workspace_id', {
     config: { limit: 'ingest' },
     schema: {
-      summary: 'Receive a Stripe notification (signed with the workspace\'s webhook secret)',
+      tags: ['payments'], summary: 'Receive a Stripe notification (signed with the workspace\'s webhook secret)',
       params: z.object({ workspace_id: z.string() }),
       response: { 200: z.object({ received: z.literal(true), duplicate: z.boolean() }) },
     },

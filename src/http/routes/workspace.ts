@@ -12,7 +12,7 @@ export const workspaceRoutes: FastifyPluginAsyncZod<{ workspaces: Workspaces; pu
   app.get('/v1/workspace', {
     config: { auth: 'secret' },
     schema: {
-      summary: 'The key\'s workspace and its payment webhook URL',
+      tags: ['workspace'], summary: 'The key\'s workspace and its payment webhook URL',
       response: { 200: z.object({ id: z.string(), name: z.string(), webhook_url: z.string() }) },
     },
   }, async (request) => {
