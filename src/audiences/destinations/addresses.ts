@@ -55,14 +55,13 @@ const IPV6 = rules(6);
 const MAPPED = new BlockList();
 MAPPED.addSubnet('::ffff:0:0', 96, 'ipv6');
 
-/** Why `address` (an IP literal, without brackets) may not be a destination, or null when it may. */
-export function refusedAddress(address: string): string | null {
+/** What keeps `address` (an IP, without brackets) from being a destination, e.g. "a loopback address"; null when public. */
+export function nonPublic(address: string): string | null {
   const family = isIP(address);
-  if (family === 0) return `${address} is not an IP address`;
+  if (family === 0) return 'not an IP address';
   const type = family === 4 ? 'ipv4' : 'ipv6';
   const candidates = family === 4 || MAPPED.check(address, 'ipv6') ? IPV4 : IPV6;
-  const rule = candidates.find(({ list }) => list.check(address, type));
-  return rule ? `${address} is ${rule.kind}; destinations must be public addresses` : null;
+  return candidates.find(({ list }) => list.check(address, type))?.kind ?? null;
 }
 
 /** The IP literal of a URL host (`[::1]` → `::1`), or null for a name. */
@@ -79,8 +78,7 @@ export function ipLiteral(hostname: string): string | null {
 export function refusedUrl(url: string): string | null {
   const { hostname } = new URL(url);
   const literal = ipLiteral(hostname);
-  if (literal) return refusedAddress(literal);
   const name = hostname.toLowerCase().replace(/\.$/, '');
-  if (name === 'localhost' || name.endsWith('.localhost')) return `${hostname} is a loopback name; destinations must be public addresses`;
-  return null;
+  const kind = literal ? nonPublic(literal) : name === 'localhost' || name.endsWith('.localhost') ? 'a loopback name' : null;
+  return kind ? `${hostname} is ${kind}; destinations must be public addresses` : null;
 }

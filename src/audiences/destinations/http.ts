@@ -10,7 +10,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { ipLiteral, refusedAddress } from './addresses.js';
+import { ipLiteral, nonPublic } from './addresses.js';
 import type { HttpRequest, HttpResponse } from './driver.js';
 
 /** At most this much of an answer is read; drivers only need small JSON answers. */
@@ -30,8 +30,8 @@ const publicLookup: LookupFunction = (hostname, options, callback) => {
   dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
     if (err) return callback(err, '', 0);
     for (const { address } of addresses) {
-      const reason = refusedAddress(address);
-      if (reason) return callback(notAllowed(`${hostname} resolves to ${reason}`), '', 0);
+      const kind = nonPublic(address);
+      if (kind) return callback(notAllowed(`${hostname} resolves to ${address}, ${kind}`), '', 0);
     }
     if (options.all) return callback(null, addresses);
     const [first] = addresses;
@@ -53,8 +53,8 @@ export class DestinationClient {
   send(request: HttpRequest): Promise<HttpResponse> {
     const url = new URL(request.url);
     const literal = ipLiteral(url.hostname);
-    const refused = this.options.allowPrivate || !literal ? null : refusedAddress(literal);
-    if (refused) return Promise.reject(notAllowed(refused));
+    const kind = this.options.allowPrivate || !literal ? null : nonPublic(literal);
+    if (kind) return Promise.reject(notAllowed(`${literal} is ${kind}`));
     const { timeoutMs } = this.options;
     return new Promise((resolve, reject) => {
       let req: ClientRequest;
