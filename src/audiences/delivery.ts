@@ -1,13 +1,15 @@
 // Delivery of snapshot diffs to destinations: at least once and in order. A delivery row is written
 // with its snapshot (same transaction), pages are acknowledged one by one, and a destination's next
-// diff waits until the previous one is delivered or given up. Every HTTP attempt is logged.
+// diff waits until the previous one is delivered or given up; destinations never wait for each
+// other. Every HTTP attempt is logged.
 
 import {
   advanceDelivery, type DeliveryRow, diffPage, getAudience, pendingDeliveries, recordAttempt,
 } from '../store/audiences.js';
 import type { Store } from '../store/db.js';
 import { googleDriver, metaDriver } from './destinations/ads.js';
-import type { Driver, DriverConfig, HttpRequest, Send } from './destinations/driver.js';
+import type { Driver, DriverConfig, HttpRequest, HttpResponse, Send } from './destinations/driver.js';
+import { DestinationClient, RequestFailed } from './destinations/http.js';
 import type { Destination, DestinationType } from './destinations/schema.js';
 import { webhookDriver } from './destinations/webhook.js';
 import { storedDestinations } from './resource.js';
@@ -19,14 +21,19 @@ const DRIVERS: { [T in DestinationType]: Driver<Extract<Destination, { type: T }
 };
 
 export interface DeliveryConfig extends DriverConfig {
-  fetch: typeof fetch;
   clock: () => Date;
   /** Attempts per request before giving up. */
   maxTries: number;
   /** First retry delay; doubled per attempt, capped at backoffMaxMs, with jitter. */
   backoffBaseMs: number;
   backoffMaxMs: number;
+  /** One request's time limit, connect to the last byte of the answer (DELIVERY_TIMEOUT_MS). */
   requestTimeoutMs: number;
+  /**
+   * Destinations (webhook URLs and the platforms' base URLs) may be loopback, private, link-local
+   * or metadata addresses: ALLOW_PRIVATE_DESTINATIONS, for local development and tests. Off unless set.
+   */
+  allowPrivateDestinations?: boolean;
   onError?: (err: unknown) => void;
 }
 
@@ -36,25 +43,27 @@ class Stopped extends Error {}
 const retryable = (status: number) => status === 429 || status >= 500;
 
 export class Deliverer {
-  private readonly active = new Map<string, Promise<void>>();
+  /** The run under way per destination (`audience/destination`): runs of one destination are chained. */
+  private readonly runs = new Map<string, Promise<void>>();
+  private readonly calls = new Set<Promise<void>>();
+  private readonly client: DestinationClient;
   private stopped = false;
 
-  constructor(private readonly store: Store, private readonly config: DeliveryConfig) {}
+  constructor(private readonly store: Store, private readonly config: DeliveryConfig) {
+    this.client = new DestinationClient({ timeoutMs: config.requestTimeoutMs, allowPrivate: config.allowPrivateDestinations ?? false });
+  }
 
-  /** Delivers the audience's pending diffs; runs for one audience are chained, never concurrent. */
+  /** Delivers the audience's pending diffs, each destination on its own, in order. */
   deliver(ws: string, audienceId: string): Promise<void> {
-    const previous = this.active.get(audienceId) ?? Promise.resolve();
-    const next = previous.then(() => this.run(ws, audienceId)).catch((err) => this.config.onError?.(err));
-    this.active.set(audienceId, next);
-    void next.finally(() => {
-      if (this.active.get(audienceId) === next) this.active.delete(audienceId);
-    });
-    return next;
+    const call = this.deliverPending(ws, audienceId).catch((err) => this.config.onError?.(err));
+    this.calls.add(call);
+    void call.finally(() => this.calls.delete(call));
+    return call;
   }
 
   /** Resolves when every delivery under way has finished or paused. */
   async idle(): Promise<void> {
-    while (this.active.size > 0) await Promise.all(this.active.values());
+    while (this.calls.size > 0) await Promise.all(this.calls);
   }
 
   async stop(): Promise<void> {
@@ -62,25 +71,34 @@ export class Deliverer {
     await this.idle();
   }
 
-  private async run(ws: string, audienceId: string): Promise<void> {
+  private async deliverPending(ws: string, audienceId: string): Promise<void> {
+    const destinationIds = new Set((await pendingDeliveries(this.store, ws, audienceId)).map((d) => d.destination_id));
+    await Promise.all([...destinationIds].map((destinationId) => this.chain(ws, audienceId, destinationId)));
+  }
+
+  private chain(ws: string, audienceId: string, destinationId: string): Promise<void> {
+    const key = `${audienceId}/${destinationId}`;
+    const next = (this.runs.get(key) ?? Promise.resolve())
+      .then(() => this.run(ws, audienceId, destinationId))
+      .catch((err) => this.config.onError?.(err));
+    this.runs.set(key, next);
+    void next.finally(() => {
+      if (this.runs.get(key) === next) this.runs.delete(key);
+    });
+    return next;
+  }
+
+  /** The destination's pending diffs as they are now (a run chained behind another finds fewer). */
+  private async run(ws: string, audienceId: string, destinationId: string): Promise<void> {
     const audience = await getAudience(this.store, ws, audienceId);
     if (!audience) return;
-    const destinations = new Map(storedDestinations(audience).map((d) => [d.id, d]));
-    const byDestination = new Map<string, DeliveryRow[]>();
-    for (const delivery of await pendingDeliveries(this.store, ws, audienceId)) {
-      byDestination.set(delivery.destination_id, [...(byDestination.get(delivery.destination_id) ?? []), delivery]);
+    const destination = storedDestinations(audience).find((d) => d.id === destinationId);
+    const deliveries = (await pendingDeliveries(this.store, ws, audienceId)).filter((d) => d.destination_id === destinationId);
+    for (const delivery of deliveries) {
+      if (this.stopped) return;
+      if (!destination) await this.finish(delivery, 'canceled', 'the destination was removed from the audience');
+      else await this.deliverOne(ws, destination, delivery);
     }
-    await Promise.all([...byDestination].map(async ([destinationId, deliveries]) => {
-      for (const delivery of deliveries) {
-        if (this.stopped) return;
-        const destination = destinations.get(destinationId);
-        if (!destination) {
-          await this.finish(delivery, 'canceled', 'the destination was removed from the audience');
-          continue;
-        }
-        await this.deliverOne(ws, destination, delivery);
-      }
-    }));
   }
 
   private async deliverOne(ws: string, destination: Destination, delivery: DeliveryRow): Promise<void> {
@@ -108,7 +126,10 @@ export class Deliverer {
     return advanceDelivery(this.store, delivery.workspace_id, delivery.delivery_id, { status, last_error: error, finished_at: this.config.clock() });
   }
 
-  /** Sends with retries on network errors, 429 and 5xx, logging each attempt. */
+  /**
+   * Sends with retries on network errors, timeouts, 429 and 5xx, logging each attempt; other 4xx
+   * and addresses the policy refuses give up at once.
+   */
   private sender(delivery: DeliveryRow, page: number): Send {
     return async (build) => {
       let lastError = '';
@@ -117,30 +138,29 @@ export class Deliverer {
         const now = this.config.clock();
         const request = build(now);
         const outcome = await this.attempt(request);
+        const ok = outcome.response !== null && outcome.error === null;
         await recordAttempt(this.store, delivery.workspace_id, {
-          delivery_id: delivery.delivery_id, page, request: request.label, attempt, ok: outcome.response?.ok ?? false,
+          delivery_id: delivery.delivery_id, page, request: request.label, attempt, ok,
           http_status: outcome.response?.status ?? null, error: outcome.error, attempted_at: now,
         });
-        const { response } = outcome;
-        if (response?.ok) return response;
-        lastError = outcome.error ?? `HTTP ${response!.status}`;
-        if (response && !retryable(response.status)) break;
+        if (ok) return outcome.response!;
+        lastError = outcome.error!;
+        if (!outcome.retryable) break;
         if (attempt < this.config.maxTries) await sleep(this.backoff(attempt));
       }
       throw new Error(`gave up on ${delivery.destination_id}: ${lastError}`);
     };
   }
 
-  private async attempt(request: HttpRequest): Promise<{ response: Response | null; error: string | null }> {
+  private async attempt(request: HttpRequest): Promise<{ response: HttpResponse | null; error: string | null; retryable: boolean }> {
     try {
-      const response = await this.config.fetch(request.url, {
-        method: request.method, headers: request.headers, body: request.body,
-        signal: AbortSignal.timeout(this.config.requestTimeoutMs),
-      });
-      if (!response.ok) await response.arrayBuffer().catch(() => undefined);
-      return { response, error: response.ok ? null : `HTTP ${response.status}` };
+      const response = await this.client.send(request);
+      const accepted = response.status >= 200 && response.status < 300;
+      return { response, error: accepted ? null : `HTTP ${response.status}`, retryable: retryable(response.status) };
     } catch (err) {
-      return { response: null, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err) };
+      if (err instanceof RequestFailed) return { response: null, error: err.message, retryable: err.retryable };
+      // Not a failure of the exchange (a base URL that does not parse): retrying will not help.
+      return { response: null, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err), retryable: false };
     }
   }
 

@@ -9,6 +9,7 @@ import {
 } from '../store/audiences.js';
 import type { Store } from '../store/db.js';
 import { propertyCatalog } from '../store/properties.js';
+import { refusedUrl } from './destinations/addresses.js';
 import { type Destination, type DestinationInput, type PublicDestination, publicDestination } from './destinations/schema.js';
 import { DEFAULT_REFRESH_EVERY, durationMs } from './duration.js';
 
@@ -80,6 +81,18 @@ function cadence(refreshEvery: string): { refresh_every: string; refresh_every_m
   return { refresh_every: refreshEvery, refresh_every_ms: ms };
 }
 
+/**
+ * Webhook URLs must name public addresses (SSRF); invalid_request names each refused field by its
+ * JSON Pointer. Names are resolved and checked again when delivering, on the address connected to.
+ */
+function checkAddresses(inputs: DestinationInput[]): void {
+  const errors = inputs.flatMap((destination, i) => {
+    const reason = destination.type === 'webhook' ? refusedUrl(destination.url) : null;
+    return reason ? [{ field: `/destinations/${i}/url`, message: reason }] : [];
+  });
+  if (errors.length > 0) throw new AppError('invalid_request', errors.map((e) => `${e.field}: ${e.message}`).join('; '), { errors });
+}
+
 /** Keeps the id of a destination whose configuration is unchanged, so its pending diffs still go out. */
 function withIds(inputs: DestinationInput[], previous: Destination[]): Destination[] {
   return inputs.map((input) => {
@@ -88,10 +101,20 @@ function withIds(inputs: DestinationInput[], previous: Destination[]): Destinati
   });
 }
 
+export interface AudienceResourceOptions {
+  /** ALLOW_PRIVATE_DESTINATIONS: no address check (local development and tests). */
+  allowPrivateDestinations: boolean;
+}
+
 export class AudienceResource {
-  constructor(private readonly store: Store, private readonly clock: () => Date) {}
+  constructor(
+    private readonly store: Store,
+    private readonly clock: () => Date,
+    private readonly options: AudienceResourceOptions = { allowPrivateDestinations: false },
+  ) {}
 
   async create(ws: string, input: AudienceInput): Promise<Audience> {
+    this.checkDestinations(input.destinations);
     const now = this.clock();
     const row: AudienceRow = {
       workspace_id: ws,
@@ -129,6 +152,7 @@ export class AudienceResource {
 
   /** New criteria make the audience due at once; a new cadence counts from the last refresh. */
   async update(ws: string, id: string, patch: AudiencePatch): Promise<Audience> {
+    this.checkDestinations(patch.destinations);
     const row = await this.row(ws, id);
     const now = this.clock();
     const changes: AudienceChanges = { updated_at: now };
@@ -146,6 +170,10 @@ export class AudienceResource {
     if (patch.destinations !== undefined) changes.destinations = JSON.stringify(withIds(patch.destinations, storedDestinations(row)));
     if (!(await updateAudience(this.store, ws, id, changes))) throw new AppError('not_found', `no audience ${id}`);
     return this.get(ws, id);
+  }
+
+  private checkDestinations(inputs: DestinationInput[] | undefined): void {
+    if (inputs && !this.options.allowPrivateDestinations) checkAddresses(inputs);
   }
 
   async remove(ws: string, id: string): Promise<void> {

@@ -17,11 +17,10 @@ export const AUDIENCE_DEFAULTS: AudienceServiceOptions = {
   refreshLimitMs: 10 * 60_000,
   schedulerIntervalMs: 30_000,
   delivery: {
-    fetch: (...args) => fetch(...args),
     maxTries: 6,
     backoffBaseMs: 1000,
     backoffMaxMs: 60_000,
-    requestTimeoutMs: 30_000,
+    requestTimeoutMs: 10_000,
     metaBaseUrl: 'https://graph.facebook.com/v21.0',
     googleBaseUrl: 'https://googleads.googleapis.com/v21',
   },
@@ -41,7 +40,7 @@ export function createAudienceService(
   const deliverer = new Deliverer(store, delivery);
   const refresher = new Refresher(store, options.refreshLimitMs ?? AUDIENCE_DEFAULTS.refreshLimitMs);
   return {
-    resource: new AudienceResource(store, clock),
+    resource: new AudienceResource(store, clock, { allowPrivateDestinations: delivery.allowPrivateDestinations ?? false }),
     refresher,
     deliverer,
     scheduler: new Scheduler(store, refresher, deliverer, {

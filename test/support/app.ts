@@ -1,6 +1,7 @@
 // A real app on a real in-memory DuckDB, with one workspace, for tests.
 
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
+import { AUDIENCE_DEFAULTS } from '../../src/audiences/service.js';
 import { type AppOptions, buildApp } from '../../src/http/app.js';
 import { Store, type StoreOptions } from '../../src/store/db.js';
 import { type CreatedWorkspace, Workspaces } from '../../src/store/workspaces.js';
@@ -30,8 +31,10 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const workspaces = new Workspaces(store);
   const ws = await workspaces.create('test');
   const at = options.at;
+  // Tests deliver to loopback receivers: private destinations are allowed unless a test says otherwise.
+  const audiences = { ...options.audiences, delivery: { ...AUDIENCE_DEFAULTS.delivery, allowPrivateDestinations: true, ...options.audiences?.delivery } };
   const app = await buildApp({
-    store, estimateBudgetMs: options.budgetMs ?? 5000, clock: options.clock ?? (at ? () => at : undefined), audiences: options.audiences,
+    store, estimateBudgetMs: options.budgetMs ?? 5000, clock: options.clock ?? (at ? () => at : undefined), audiences,
     rateLimits: options.rateLimits,
   });
   const post = (url: string, body: unknown, key = ws.secret_key) => app.inject({

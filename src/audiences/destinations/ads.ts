@@ -52,7 +52,7 @@ export const googleDriver: Driver<Google> = {
           customerMatchUserListMetadata: { userList: `customers/${customer}/userLists/${encodeURIComponent(destination.user_list_id)}` },
         },
       }));
-      const job = ((await created.json()) as { resourceName?: unknown }).resourceName;
+      const job = (JSON.parse(created.body) as { resourceName?: unknown } | null)?.resourceName;
       if (typeof job !== 'string' || !job.startsWith('customers/')) throw new Error('the job creation answer has no resourceName');
       await send(() => json('add operations', 'POST', `${config.googleBaseUrl}/${job}:addOperations`, headers, { operations }));
       await send(() => json('run job', 'POST', `${config.googleBaseUrl}/${job}:run`, headers, {}));

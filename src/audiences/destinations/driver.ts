@@ -11,11 +11,17 @@ export interface HttpRequest {
   body: string;
 }
 
+/** A whole answer: read to its end (or its first MiB) within the request's time limit. */
+export interface HttpResponse {
+  status: number;
+  body: string;
+}
+
 /**
  * Sends a request built at each attempt (signatures carry the attempt's time), retrying as the
- * delivery policy says; resolves with the accepted response, throws when it gives up.
+ * delivery policy says; resolves with the accepted (2xx) answer, throws when it gives up.
  */
-export type Send = (build: (now: Date) => HttpRequest) => Promise<Response>;
+export type Send = (build: (now: Date) => HttpRequest) => Promise<HttpResponse>;
 
 export interface DiffPage {
   audienceId: string;
