@@ -57,6 +57,7 @@ describe('ad platform destinations', () => {
     expect(res.body).not.toMatch(/meta-token|g-token|"dev"/);
     const id = res.json().id as string;
     await t.app.audiences.scheduler.tick(AT);
+    await t.app.audiences.deliverer.idle();
 
     const hash = sha('ann@example.com');
     expect(seen.filter((s) => s.url.startsWith('/meta'))).toEqual([{

@@ -209,6 +209,7 @@ describe('audiences', () => {
         destinations: [{ type: 'webhook', url: hook.url, secret: SECRET }],
       });
       await t.app.audiences.scheduler.tick(now);
+      await t.app.audiences.deliverer.idle();
       expect(hook.requests).toBe(3);
       expect(hook.accepted).toHaveLength(1);
       expect(hook.accepted[0]!.body.added.map((m) => m.person_id).sort()).toEqual(['w0', 'w1']);
@@ -220,11 +221,13 @@ describe('audiences', () => {
       // Not due yet: nothing happens.
       now = new Date(START.getTime() + 3_600_000);
       await t.app.audiences.scheduler.tick(now);
+      await t.app.audiences.deliverer.idle();
       expect(hook.accepted).toHaveLength(1);
 
       // w0's only visit (06-10) is now eight days old.
       now = day('2026-06-18');
       await t.app.audiences.scheduler.tick(now);
+      await t.app.audiences.deliverer.idle();
       const audience = (await send('GET', `/v1/audiences/${a.id}`)).json();
       expect(audience).toMatchObject({ status: 'ready', member_count: 1, last_refreshed_at: now.toISOString() });
       expect(await allMembers(a.id)).toEqual([{ person_id: 'w1', visitor_id: null, external_id: 'u_w1', email: null }]);
@@ -279,6 +282,7 @@ describe('audiences', () => {
     now = START;
     const a = await create({ name: 'fragile', criteria_json: ever('signup') });
     await t.app.audiences.scheduler.tick(now);
+    await t.app.audiences.deliverer.idle();
     expect((await send('GET', `/v1/audiences/${a.id}`)).json()).toMatchObject({ status: 'ready', member_count: 6 });
 
     await t.store.query('ALTER TABLE events RENAME TO events_away');
@@ -292,6 +296,7 @@ describe('audiences', () => {
     }
     now = new Date(START.getTime() + 60_000);
     await t.app.audiences.scheduler.tick(now);
+    await t.app.audiences.deliverer.idle();
     expect((await send('GET', `/v1/audiences/${a.id}`)).json()).toMatchObject({ status: 'ready', member_count: 6, last_error: null });
     await send('DELETE', `/v1/audiences/${a.id}`);
     now = START;

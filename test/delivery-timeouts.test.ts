@@ -115,6 +115,7 @@ describe('delivery request time limit', () => {
     try {
       const a = await createAudience(t, [url]);
       await t.app.audiences.scheduler.tick(AT);
+      await t.app.audiences.deliverer.idle();
       const [delivery] = await deliveries(t, a.id);
       expect(delivery).toMatchObject({ status: 'delivered', last_error: null });
       expect(delivery!.attempts).toEqual([
@@ -131,6 +132,7 @@ describe('delivery request time limit', () => {
     try {
       const a = await createAudience(t, [url]);
       await t.app.audiences.scheduler.tick(AT);
+      await t.app.audiences.deliverer.idle();
       const [delivery] = await deliveries(t, a.id);
       expect(delivery).toMatchObject({ status: 'delivered' });
       expect(delivery!.attempts).toEqual([expect.objectContaining(TIMED_OUT), expect.objectContaining(ACCEPTED)]);
@@ -148,6 +150,7 @@ describe('delivery request time limit', () => {
       const a = await createAudience(t, [hung.url, healthy.url]);
       const [hungId, healthyId] = a.destinations.map((d) => d.id);
       await t.app.audiences.scheduler.tick(AT);
+      await t.app.audiences.deliverer.idle();
       const first = await deliveries(t, a.id);
       expect(first.find((d) => d.destination_id === hungId)).toMatchObject({
         status: 'failed', last_error: expect.stringMatching(/timeout/), attempts: [TIMED_OUT, TIMED_OUT, TIMED_OUT].map((x) => expect.objectContaining(x)),
@@ -194,6 +197,29 @@ describe('delivery request time limit', () => {
     } finally {
       hung.close();
       healthy.close();
+    }
+  }), 20_000);
+  it('lets a scheduler tick end while a receiver hangs, so the next tick still refreshes the audiences due', () => withApp(60_000, async (t) => {
+    let released = false;
+    const hung = await receiver(() => (released ? 'answer' : 'hang'));
+    try {
+      const a = await createAudience(t, [hung.url]);
+      await t.app.audiences.scheduler.tick(AT);
+      await hung.when(() => hung.hung.length === 1);
+      expect((await deliveries(t, a.id)).map((d) => d.status)).toEqual(['pending']);
+
+      const later = new Date(AT.getTime() + 2 * 3600_000);
+      await t.post('/v1/events', { batch: [{ event_name: 'signup', external_id: 'u_2' }] });
+      await t.app.audiences.scheduler.tick(later);
+      const audience = (await t.app.inject({ method: 'GET', url: `/v1/audiences/${a.id}`, headers: { authorization: `Bearer ${t.ws.secret_key}` } })).json();
+      expect(audience).toMatchObject({ status: 'ready', member_count: 2 });
+      expect(hung.requests).toBe(1);
+      released = true;
+      hung.release();
+      await t.app.audiences.deliverer.idle();
+      expect(hung.accepted.map((p) => p.added.map((m) => m.external_id))).toEqual([['u_1'], ['u_2']]);
+    } finally {
+      hung.close();
     }
   }), 20_000);
 });

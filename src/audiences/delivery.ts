@@ -45,6 +45,8 @@ const retryable = (status: number) => status === 429 || status >= 500;
 export class Deliverer {
   /** The run under way per destination (`audience/destination`): runs of one destination are chained. */
   private readonly runs = new Map<string, Promise<void>>();
+  /** Destinations asked to deliver while their run was under way: the run looks again before it ends. */
+  private readonly again = new Set<string>();
   private readonly calls = new Set<Promise<void>>();
   private readonly client: DestinationClient;
   private stopped = false;
@@ -76,16 +78,22 @@ export class Deliverer {
     await Promise.all([...destinationIds].map((destinationId) => this.chain(ws, audienceId, destinationId)));
   }
 
+  /** One run per destination at a time; a call while it runs makes it look for new diffs before it ends. */
   private chain(ws: string, audienceId: string, destinationId: string): Promise<void> {
     const key = `${audienceId}/${destinationId}`;
-    const next = (this.runs.get(key) ?? Promise.resolve())
-      .then(() => this.run(ws, audienceId, destinationId))
-      .catch((err) => this.config.onError?.(err));
-    this.runs.set(key, next);
-    void next.finally(() => {
-      if (this.runs.get(key) === next) this.runs.delete(key);
-    });
-    return next;
+    const running = this.runs.get(key);
+    if (running) {
+      this.again.add(key);
+      return running;
+    }
+    const run = (async () => {
+      do {
+        this.again.delete(key);
+        await this.run(ws, audienceId, destinationId);
+      } while (this.again.has(key) && !this.stopped);
+    })().catch((err) => this.config.onError?.(err)).finally(() => this.runs.delete(key));
+    this.runs.set(key, run);
+    return run;
   }
 
   /** The destination's pending diffs as they are now (a run chained behind another finds fewer). */
