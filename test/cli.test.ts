@@ -1,9 +1,11 @@
 // The analyst CLI (src/cli) run as a child process against a generated fixture, checked against
 // the HTTP compile on the same data (the directory read in place, imported, and a database file),
-// plus its error paths, the key check of a directory read in place and the import's progress.
+// plus its error paths, the key check of a directory read in place and the import's progress; the
+// workspace and key commands against a service database, checked through the real app; every
+// example of docs/cli.md run as written; the fixture generator's command line.
 
 import { execFile } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -15,22 +17,27 @@ import { Store } from '../src/store/db.js';
 import { importParquetDir } from '../src/store/import.js';
 import { Workspaces } from '../src/store/workspaces.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { deliver, notification } from './support/stripe.js';
 
 const run = promisify(execFile);
-const BIN = join(import.meta.dirname, '..', 'bin', 'audiences.js');
+const ROOT = join(import.meta.dirname, '..');
+const BIN = join(ROOT, 'bin', 'audiences.js');
 const AT = '2026-11-01T00:00:00Z';
 
 interface Result { code: number; stdout: string; stderr: string }
 
-async function cli(...args: string[]): Promise<Result> {
+/** Runs a program to its end; a non-zero exit is a result, not an error. */
+async function exec(file: string, args: string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<Result> {
   try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { timeout: 30_000 });
+    const { stdout, stderr } = await run(file, args, { timeout: 60_000, ...options });
     return { code: 0, stdout, stderr };
   } catch (err) {
     const e = err as { code?: number; stdout?: string; stderr?: string };
     return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
   }
 }
+
+const cli = (...args: string[]) => exec(process.execPath, [BIN, ...args]);
 
 const ever = { kind: 'ever' };
 const event = (name: string, occurrence: object, filter?: object) =>
@@ -238,14 +245,14 @@ describe('cli against the HTTP compile', () => {
   });
 });
 
-describe('cli error paths', () => {
-  const expectOneLine = (res: Result, pattern: RegExp) => {
-    expect(res.code).not.toBe(0);
-    expect(res.stderr.trim().split('\n')).toHaveLength(1);
-    expect(res.stderr).toMatch(pattern);
-    expect(res.stderr).not.toMatch(/\n\s+at /);
-  };
+const expectOneLine = (res: Result, pattern: RegExp) => {
+  expect(res.code).not.toBe(0);
+  expect(res.stderr.trim().split('\n')).toHaveLength(1);
+  expect(res.stderr.trim()).toMatch(pattern);
+  expect(res.stderr).not.toMatch(/\n\s+at /);
+};
 
+describe('cli error paths', () => {
   it('missing files, bad JSON, unknown commands and options', async () => {
     const badJson = join(dir, 'bad.json');
     writeFileSync(badJson, '{ "version": 1, ');
@@ -256,7 +263,7 @@ describe('cli error paths', () => {
       cli('explain', files.count!, '--data', join(dir, 'nowhere')),
       cli('load', join(dir, 'nowhere')),
       cli('frobnicate'),
-      cli('estimate', files.count!, '--data', db, '--frob'),
+      cli('estimate', files.count!, '--data', db, '--frobnicate'),
       cli('members', files.count!, '--data', db),
       cli('estimate', join(dir, 'missing.json'), '--data', fx),
       cli('explain', badJson, '--data', fx),
@@ -268,7 +275,7 @@ describe('cli error paths', () => {
     expectOneLine(results[3]!, /nowhere: no such file or directory/);
     expectOneLine(results[4]!, /nowhere: no such directory/);
     expectOneLine(results[5]!, /unknown command "frobnicate"/);
-    expectOneLine(results[6]!, /Unknown option '--frob'/);
+    expectOneLine(results[6]!, /unknown option --frobnicate/);
     expectOneLine(results[7]!, /--out .* is required/);
     expectOneLine(results[8]!, /missing\.json: no such file/);
     expectOneLine(results[9]!, /bad\.json: not valid JSON/);
@@ -299,12 +306,48 @@ describe('cli error paths', () => {
     expect(results.every((r) => r.code === 1)).toBe(true);
   });
 
-  it('every command answers --help', async () => {
-    for (const command of ['load', 'validate', 'estimate', 'members', 'explain']) {
-      const res = await cli(command, '--help');
-      expect(res.code).toBe(0);
-      expect(res.stdout).toMatch(new RegExp(`^usage: audiences ${command}`));
+  it('a wrong command line is one line naming the problem, a pointer to --help, and exit code 2', async () => {
+    const cases: [string[], RegExp][] = [
+      [['estimate', files.count!, '--data'], /^audiences: --data needs a value \(see: audiences estimate --help\)$/],
+      [['estimate', files.count!, '--data', '--json'], /^audiences: --data needs a value \(see: audiences estimate --help\)$/],
+      [['estimate', files.count!, '--data='], /^audiences: --data needs a value /],
+      [['estimate', files.count!, '--data', db, '--json=yes'], /^audiences: --json takes no value \(see: audiences estimate --help\)$/],
+      [['estimate', files.count!, '--data', db, '--frob'], /^audiences: unknown option --frob \(see: audiences estimate --help\)$/],
+      [['members', files.count!, '-x'], /^audiences: unknown option -x \(see: audiences members --help\)$/],
+      // validate and load take no evaluation time
+      [['validate', files.count!, '--at', AT], /^audiences: unknown option --at \(see: audiences validate --help\)$/],
+      [['load', fx, '--at', AT], /^audiences: unknown option --at \(see: audiences load --help\)$/],
+      [['load', fx, 'extra'], /^audiences: unexpected argument "extra" \(see: audiences load --help\)$/],
+      [['estimate'], /^audiences: missing <criteria\.json> \(see: audiences estimate --help\)$/],
+      [['workspace', 'frob'], /^audiences: unknown workspace command "frob" \(see: audiences workspace --help\)$/],
+      [['keys', 'rotate', '--data', db], /^audiences: missing <workspace> \(see: audiences keys rotate --help\)$/],
+      [['keys', 'rotate', 'analyst', '--data', db, '--kind', 'root'], /^audiences: --kind must be one of secret, publishable, webhook, all, got "root"/],
+      [['workspace', 'create', 'ws_lookalike', '--data', db], /^audiences: <name> must not start with ws_/],
+    ];
+    const results = await Promise.all(cases.map(([args]) => cli(...args)));
+    for (const [i, res] of results.entries()) {
+      expectOneLine(res, cases[i]![1]);
+      expect(res.code, cases[i]![0].join(' ')).toBe(2);
     }
+  });
+
+  it('every command answers --help', async () => {
+    const commands = ['load', 'validate', 'estimate', 'members', 'explain', 'workspace create', 'workspace list', 'keys rotate'];
+    const results = await Promise.all(commands.map((c) => cli(...c.split(' '), '--help')));
+    for (const [i, res] of results.entries()) {
+      expect(res.code).toBe(0);
+      expect(res.stdout).toMatch(new RegExp(`^usage: audiences ${commands[i]}`));
+    }
+    const group = await cli('workspace', '--help');
+    expect(group.code).toBe(0);
+    expect(group.stdout).toMatch(/^usage: audiences workspace <create\|list>/);
+  });
+
+  it('a reader that has gone (a closed pipe) ends the output quietly', async () => {
+    // `true` exits before the command writes: every write meets a closed pipe.
+    const res = await exec('sh', ['-c', `"${process.execPath}" "${BIN}" explain "${files.did_not}" --data "${db}" --at ${AT} | true`]);
+    expect(res.code).toBe(0);
+    expect(res.stderr).toBe('');
   });
 });
 
@@ -343,5 +386,242 @@ describe('reading a directory in place, and importing it', () => {
     } finally {
       await store.close();
     }
+  });
+});
+
+describe('the import\'s progress bar', () => {
+  it('off a terminal, load --into draws nothing on stderr and prints the table lines on stdout', async () => {
+    const res = await cli('load', fx, '--into', join(dir, 'quiet.duckdb'));
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stderr).toBe('');
+    expect(res.stdout).toMatch(/^events\s+20,000 rows/m);
+    expect(res.stdout).toMatch(/^loaded /m);
+  });
+
+  it('on a terminal, load --into draws a bar through the events on stderr', async () => {
+    // script(1) gives the command a pseudo-terminal; stdout goes to a file, so the transcript is stderr.
+    const out = join(dir, 'tty-stdout.txt');
+    const command = `"${process.execPath}" "${BIN}" load "${fx}" --into "${join(dir, 'tty.duckdb')}" > "${out}"`;
+    const res = await exec('script', ['-qec', command, '/dev/null']);
+    expect(res.code, res.stdout).toBe(0);
+    expect(res.stdout).toMatch(/events\s+\[[=-]{20}\] \d+% [\d,]+\/20,000 rows \d+s \w+/);
+    expect(res.stdout).toMatch(/events\s+20,000 rows/);
+    // the table lines went to the terminal, not to stdout
+    expect(readFileSync(out, 'utf8')).toMatch(/^loaded .* in [\d.]+ s\n$/);
+  });
+});
+
+describe('workspace and keys commands on the service database', () => {
+  let service: string;
+  const secretOwner = async (key: string) => {
+    const store = await Store.open(service);
+    try {
+      return await new Workspaces(store).authenticate(key);
+    } finally {
+      await store.close();
+    }
+  };
+  interface Created { workspace_id: string; name: string; secret_key: string; publishable_key: string; stripe_webhook_secret: string; webhook_url: string }
+  let acme: Created;
+
+  beforeAll(async () => {
+    service = join(dir, 'service', 'attribution.duckdb');
+    const res = await cli('workspace', 'create', 'acme', '--data', service, '--json');
+    expect(res.code, res.stderr).toBe(0);
+    acme = JSON.parse(res.stdout) as Created;
+  });
+
+  it('workspace create makes a workspace whose printed keys authenticate, stored hashed', async () => {
+    expect(acme).toMatchObject({ name: 'acme', database_created: true, webhook_url: `http://127.0.0.1:3000/v1/webhooks/stripe/${acme.workspace_id}` });
+    expect(acme.secret_key).toMatch(/^sk_/);
+    expect(await secretOwner(acme.secret_key)).toEqual({ workspaceId: acme.workspace_id, kind: 'secret' });
+    expect(await secretOwner(acme.publishable_key)).toEqual({ workspaceId: acme.workspace_id, kind: 'publishable' });
+    const human = await cli('workspace', 'create', 'globex', '--data', service);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(/^created workspace "globex" \(ws_\w+\) in .*attribution\.duckdb; these keys are shown only once:\n  secret key: +sk_/);
+    const store = await Store.open(service);
+    try {
+      const stored = JSON.stringify(await store.query('SELECT * FROM api_keys'));
+      expect(stored).not.toContain(acme.secret_key);
+      expect(stored).not.toContain(acme.publishable_key);
+    } finally {
+      await store.close();
+    }
+    const taken = await cli('workspace', 'create', 'acme', '--data', service);
+    expectOneLine(taken, /a workspace is already named "acme" \(ws_/);
+    expect(taken.code).toBe(1);
+  });
+
+  it('workspace list shows ids and names, never a key', async () => {
+    const json = await cli('workspace', 'list', '--data', service, '--json');
+    expect(json.code, json.stderr).toBe(0);
+    const listed = JSON.parse(json.stdout) as { database: string; workspaces: Record<string, string>[] };
+    expect(listed.workspaces.map((w) => w.name)).toEqual(['acme', 'globex']);
+    expect(Object.keys(listed.workspaces[0]!).sort()).toEqual(['created_at', 'name', 'workspace_id']);
+    const human = await cli('workspace', 'list', '--data', service);
+    expect(human.stdout).toMatch(new RegExp(`^workspace_id +name +created_at\\n${acme.workspace_id} +acme +\\d{4}-`));
+    for (const out of [json.stdout, human.stdout]) expect(out).not.toMatch(/sk_|pk_|whsec_/);
+  });
+
+  it('keys rotate: the old secret key stops authenticating in the real app, the new one works, the rest is unchanged', async () => {
+    const res = await cli('keys', 'rotate', 'acme', '--data', service, '--json');
+    expect(res.code, res.stderr).toBe(0);
+    const rotated = JSON.parse(res.stdout) as Record<string, unknown>;
+    expect(Object.keys(rotated).sort()).toEqual(['name', 'rotated', 'secret_key', 'workspace_id']);
+    expect(rotated).toMatchObject({ workspace_id: acme.workspace_id, rotated: ['secret'] });
+    const fresh = rotated.secret_key as string;
+    expect(fresh).not.toBe(acme.secret_key);
+    const t = await startTestApp({ path: service });
+    try {
+      const workspace = (key: string) => t.app.inject({ method: 'GET', url: '/v1/workspace', headers: { authorization: `Bearer ${key}` } });
+      expect((await workspace(acme.secret_key)).statusCode).toBe(401);
+      const ok = await workspace(fresh);
+      expect(ok.statusCode).toBe(200);
+      expect(ok.json()).toMatchObject({ id: acme.workspace_id, name: 'acme' });
+      expect(await t.workspaces.authenticate(acme.publishable_key)).toEqual({ workspaceId: acme.workspace_id, kind: 'publishable' });
+      const signed = await deliver(t, notification('customer.created', { id: 'cus_cli', object: 'customer', email: null, metadata: {} }),
+        { workspaceId: acme.workspace_id, secret: acme.stripe_webhook_secret });
+      expect(signed.statusCode, signed.body).toBe(200);
+    } finally {
+      await t.close();
+    }
+  });
+
+  it('keys rotate --kind all, by workspace id, replaces the publishable key and the webhook secret too', async () => {
+    const res = await cli('keys', 'rotate', acme.workspace_id, '--kind', 'all', '--data', service, '--json');
+    expect(res.code, res.stderr).toBe(0);
+    const rotated = JSON.parse(res.stdout) as Created & { rotated: string[] };
+    expect(rotated.rotated).toEqual(['secret', 'publishable', 'webhook']);
+    expect(rotated.webhook_url).toBe(acme.webhook_url);
+    const t = await startTestApp({ path: service });
+    try {
+      expect(await t.workspaces.authenticate(acme.publishable_key)).toBeNull();
+      expect(await t.workspaces.authenticate(rotated.publishable_key)).toEqual({ workspaceId: acme.workspace_id, kind: 'publishable' });
+      expect(await t.workspaces.authenticate(rotated.secret_key)).toEqual({ workspaceId: acme.workspace_id, kind: 'secret' });
+      const event = () => notification('customer.created', { id: 'cus_cli2', object: 'customer', email: null, metadata: {} });
+      const old = await deliver(t, event(), { workspaceId: acme.workspace_id, secret: acme.stripe_webhook_secret });
+      expect(old.statusCode).toBe(400);
+      const signed = await deliver(t, event(), { workspaceId: acme.workspace_id, secret: rotated.stripe_webhook_secret });
+      expect(signed.statusCode, signed.body).toBe(200);
+    } finally {
+      await t.close();
+    }
+    const human = await cli('keys', 'rotate', 'globex', '--kind', 'publishable', '--data', service);
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(/^rotated the publishable key of workspace "globex" .*the old one no longer works\. Shown only once:\n  publishable key: +pk_\S+\n$/);
+  });
+
+  it('an unknown workspace exits 1 naming it, and changes nothing', async () => {
+    const before = await cli('workspace', 'list', '--data', service, '--json');
+    const res = await cli('keys', 'rotate', 'initech', '--data', service);
+    expectOneLine(res, /^audiences: .*attribution\.duckdb: no workspace "initech" \(see: audiences workspace list/);
+    expect(res.code).toBe(1);
+    expect(res.stdout).toBe('');
+    expect((await cli('workspace', 'list', '--data', service, '--json')).stdout).toBe(before.stdout);
+    const missing = await cli('workspace', 'list', '--data', join(dir, 'nowhere.duckdb'));
+    expectOneLine(missing, /nowhere\.duckdb: no such database/);
+    expect(existsSync(join(dir, 'nowhere.duckdb'))).toBe(false);
+  });
+
+  it('while another process holds the database, one line says to stop the service', async () => {
+    const store = await Store.open(service);
+    try {
+      const results = await Promise.all([
+        cli('workspace', 'list', '--data', service),
+        cli('workspace', 'create', 'hooli', '--data', service),
+        cli('keys', 'rotate', 'acme', '--data', service),
+      ]);
+      for (const res of results) {
+        expectOneLine(res, new RegExp(`open in another process \\(PID ${process.pid}\\), and DuckDB lets only one process open a database file: stop the service`));
+        expect(res.code).toBe(1);
+      }
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('rotate in a process that has looked a key up: the cached old key stops authenticating at once', async () => {
+    const store = await Store.open(':memory:');
+    try {
+      const workspaces = new Workspaces(store);
+      const ws = await workspaces.create('cached');
+      expect(await workspaces.authenticate(ws.secret_key)).toEqual({ workspaceId: ws.workspace_id, kind: 'secret' });
+      const rotated = await workspaces.rotate(ws.workspace_id, ['secret']);
+      expect(await workspaces.authenticate(ws.secret_key)).toBeNull();
+      expect(await workspaces.authenticate(rotated!.secret_key!)).toEqual({ workspaceId: ws.workspace_id, kind: 'secret' });
+      expect(await workspaces.rotate('ws_missing', ['secret'])).toBeNull();
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('without --data, the service\'s DATABASE_PATH is used', async () => {
+    const res = await exec(process.execPath, [BIN, 'workspace', 'list', '--json'], { env: { ...process.env, DATABASE_PATH: service } });
+    expect(res.code, res.stderr).toBe(0);
+    expect((JSON.parse(res.stdout) as { database: string }).database).toBe(service);
+  });
+});
+
+describe('docs/cli.md', () => {
+  it('every audiences example runs as written, from a checkout with the fixtures in data/fixtures', async () => {
+    const doc = readFileSync(join(ROOT, 'docs', 'cli.md'), 'utf8');
+    const blocks = [...doc.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1]!);
+    const commands = blocks.flatMap((b) => b.split('\n')).filter((l) => l.startsWith('npx audiences '));
+    expect(commands.length).toBeGreaterThanOrEqual(10);
+    // A checkout: examples/ as shipped, data/fixtures as `npm run fixtures` writes it (smaller here).
+    const checkout = join(dir, 'checkout');
+    mkdirSync(join(checkout, 'examples'), { recursive: true });
+    mkdirSync(join(checkout, 'data'), { recursive: true });
+    copyFileSync(join(ROOT, 'examples', 'criteria.json'), join(checkout, 'examples', 'criteria.json'));
+    await run('cp', ['-r', fx, join(checkout, 'data', 'fixtures')]);
+    const env = { ...process.env };
+    delete env.DATABASE_PATH;
+    for (const command of commands) {
+      // npx would look for the package in the checkout's node_modules: run the same bin directly.
+      const line = command.replace(/^npx audiences /, `"${process.execPath}" "${BIN}" `);
+      const res = await exec('sh', ['-c', line], { cwd: checkout, env });
+      expect(res.code, `${command}\n${res.stderr}`).toBe(0);
+    }
+    expect(existsSync(join(checkout, 'data', 'members.parquet'))).toBe(true);
+    expect(existsSync(join(checkout, 'data', 'attribution.duckdb'))).toBe(true);
+  });
+
+  it('examples/criteria.json is valid against the fixtures and matches some profiles', async () => {
+    const res = await cli('estimate', join(ROOT, 'examples', 'criteria.json'), '--data', db, '--at', AT, '--json');
+    expect(res.code, res.stdout).toBe(0);
+    const count = (JSON.parse(res.stdout) as { estimated_count: { count: number } }).estimated_count.count;
+    expect(count).toBe(await httpCount(JSON.parse(readFileSync(join(ROOT, 'examples', 'criteria.json'), 'utf8'))));
+    expect(count).toBeGreaterThan(0);
+  });
+});
+
+describe('the fixture generator\'s command line', () => {
+  const generate = (...args: string[]) => exec(process.execPath, ['--import', 'tsx', join(ROOT, 'fixtures', 'generate.ts'), ...args], { cwd: ROOT });
+
+  it('--help prints the usage and exits 0', async () => {
+    const res = await generate('--help');
+    expect(res.code, res.stderr).toBe(0);
+    expect(res.stdout).toMatch(/^usage: npm run fixtures -- --people N --events N --pageviews N --seed N/);
+    expect(res.stdout).toMatch(/--now ISO/);
+  });
+
+  it('bad options exit 2 with the problem and the usage line, and write nothing', async () => {
+    const out = join(dir, 'never-fixtures');
+    const cases: [string[], RegExp][] = [
+      [['--frob'], /unknown option '--frob'/i],
+      [['--people'], /--people/],
+      [['--people', '10', '--events', '10', '--pageviews', '1'], /missing --seed/],
+      [['--people', '0', '--events', '1', '--pageviews', '1', '--seed', '1'], /--people must be an integer >= 1, got "0"/],
+      [['--people', '5', '--events', '1.5', '--pageviews', '1', '--seed', '1'], /--events must be an integer >= 0, got "1.5"/],
+      [['--people', '5', '--events', '1', '--pageviews', '1', '--seed', '1', '--now', 'yesterday'], /--now must be an ISO date/],
+    ];
+    const results = await Promise.all(cases.map(([args]) => generate(...args, '--out', out)));
+    for (const [i, res] of results.entries()) {
+      expect(res.code, cases[i]![0].join(' ')).toBe(2);
+      expect(res.stderr).toMatch(cases[i]![1]);
+      expect(res.stderr).toMatch(/\nusage: npm run fixtures -- /);
+      expect(res.stderr).not.toMatch(/\n\s+at /);
+    }
+    expect(existsSync(out)).toBe(false);
   });
 });

@@ -1,5 +1,6 @@
 // Argument parsing for one command with node:util parseArgs: strict, with --help and --json on
-// every command, and unknown options or extra arguments reported as usage errors.
+// every command; unknown options, missing values and wrong argument counts are usage errors
+// (exit 2, one line naming the option, and a pointer to the command's --help).
 
 import { parseArgs } from 'node:util';
 import { UsageError } from './errors.js';
@@ -8,6 +9,7 @@ type OptionSpec = { type: 'string' | 'boolean'; short?: string };
 export type Values = Record<string, string | boolean | undefined>;
 
 export interface Command {
+  /** One word, or a group and a word (`workspace create`). */
   name: string;
   summary: string;
   /** The full `--help` text. */
@@ -20,15 +22,37 @@ export interface Command {
 
 const COMMON: Record<string, OptionSpec> = { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } };
 
+/**
+ * What is wrong with a command line that strict parseArgs refused, in our words: the same
+ * arguments read leniently into tokens, and the first token that breaks the option table.
+ */
+function refusal(argv: string[], options: Record<string, OptionSpec>): string | undefined {
+  const { tokens } = parseArgs({ args: argv, options, allowPositionals: true, strict: false, tokens: true });
+  for (const token of tokens) {
+    if (token.kind !== 'option') continue;
+    const spec = Object.hasOwn(options, token.name) ? options[token.name] : undefined;
+    if (!spec) return `unknown option ${token.rawName}`;
+    if (spec.type === 'boolean' && token.value !== undefined) return `${token.rawName} takes no value`;
+    // A lenient parse takes the next argument as the value even when it looks like an option.
+    if (spec.type === 'string' && (token.value === undefined || (!token.inlineValue && token.value.startsWith('-')))) {
+      return `${token.rawName} needs a value`;
+    }
+  }
+  return undefined;
+}
+
 export function parseCommand(command: Command, argv: string[]): { help: true } | { help: false; positionals: string[]; values: Values } {
+  const options = { ...COMMON, ...command.options };
   let parsed: { values: Values; positionals: string[] };
   try {
-    parsed = parseArgs({ args: argv, options: { ...COMMON, ...command.options }, allowPositionals: true, strict: true }) as typeof parsed;
+    parsed = parseArgs({ args: argv, options, allowPositionals: true, strict: true }) as typeof parsed;
   } catch (err) {
-    // parseArgs messages add a hint about `--` after the first sentence.
-    throw new UsageError((err as Error).message.split('. ')[0]!.replace(/\.$/, ''), command.name);
+    const fallback = (err as Error).message.split('\n')[0]!.split('. ')[0]!.replace(/\.$/, '');
+    throw new UsageError(refusal(argv, options) ?? fallback, command.name);
   }
   if (parsed.values.help) return { help: true };
+  const empty = Object.entries(parsed.values).find(([, v]) => v === '');
+  if (empty) throw new UsageError(`--${empty[0]} needs a value`, command.name);
   const expected = command.positionals;
   if (parsed.positionals.length < expected.length) {
     throw new UsageError(`missing <${expected[parsed.positionals.length]}>`, command.name);

@@ -24,12 +24,22 @@ export interface OpenedData {
   close(): Promise<void>;
 }
 
-/** Opens a database file, with DuckDB's errors (lock held, not a database) as one line. */
-export async function openDatabase(path: string): Promise<Store> {
+const LOCKED = /Could not set lock on file/;
+
+/**
+ * Opens a database file, with DuckDB's errors (not a database, lock held) as one line. DuckDB lets
+ * one process open a file: `whenLocked` says what to do when another one holds it.
+ */
+export async function openDatabase(path: string, whenLocked = 'wait for that command to finish, or stop the service if it is its database'): Promise<Store> {
   try {
     return await Store.open(path);
   } catch (err) {
-    throw new CliError(`${path}: cannot open as a DuckDB database (${oneLine(err)})`);
+    const message = oneLine(err);
+    if (LOCKED.test(message)) {
+      const pid = /\(PID (\d+)\)/.exec(message)?.[1];
+      throw new CliError(`${path}: open in another process${pid ? ` (PID ${pid})` : ''}, and DuckDB lets only one process open a database file: ${whenLocked}`);
+    }
+    throw new CliError(`${path}: cannot open as a DuckDB database (${message})`);
   }
 }
 

@@ -1,14 +1,15 @@
 // `load <dir> [--into file.duckdb]`: check a directory of parquet exports, or import it into the
 // `analyst` workspace of a database file for fast repeated estimates.
 
+import cliProgress from 'cli-progress';
+import { Store } from '../store/db.js';
+import type { ImportProgress } from '../store/import.js';
 import { Workspaces } from '../store/workspaces.js';
-import type { Command } from './args.js';
-import { stringOption } from './args.js';
+import { type Command, stringOption } from './args.js';
 import { ANALYST_WORKSPACE, importDir, openDatabase } from './data.js';
 import { CliError } from './errors.js';
 import { assertImportable, checkParquetDir, type DirCheck } from './layout-check.js';
-import { drawBar, endBar, fmt, print, printJson, progress, seconds } from './output.js';
-import { Store } from '../store/db.js';
+import { fmt, print, printJson, progress, seconds } from './output.js';
 
 const HELP = `usage: audiences load <dir> [--into file.duckdb] [--json]
 
@@ -27,6 +28,41 @@ options:
   --into <file.duckdb>  import into this database file
   --json                machine-readable output
   -h, --help            this help`;
+
+const tableLine = (table: string, rows: number, ms: number) => `${table.padEnd(15)} ${fmt(rows).padStart(12)} rows ${seconds(ms).padStart(9)}`;
+
+/**
+ * The import's progress on a terminal's stderr: a line per table, and a bar through the events
+ * redrawn in place (cli-progress), erased when the events are done. `stop` ends a bar still drawn.
+ */
+function terminalProgress(): Required<ImportProgress> & { stop(): void } {
+  const bar = new cliProgress.SingleBar({
+    stream: process.stderr,
+    format: `${'events'.padEnd(15)} [{bar}] {percentage}% {value}/{total} rows {duration_formatted} {event_name}`,
+    barsize: 20,
+    formatValue: (v, _options, type) => (type === 'value' || type === 'total' ? fmt(Number(v)) : String(v)),
+    // Wrapping stays on and the cursor shown: nothing to restore when the import is interrupted.
+    linewrap: true,
+    clearOnComplete: true,
+  }, cliProgress.Presets.legacy);
+  let drawn = false;
+  const stop = () => {
+    if (drawn) bar.stop();
+    drawn = false;
+  };
+  return {
+    events: (done, total, name) => {
+      if (!drawn) bar.start(total, done, { event_name: name });
+      else bar.update(done, { event_name: name });
+      drawn = true;
+    },
+    table: (table, rows, ms) => {
+      stop();
+      progress(tableLine(table, rows, ms));
+    },
+    stop,
+  };
+}
 
 function tableReport(check: DirCheck) {
   return check.tables.map((t) => ({
@@ -83,21 +119,25 @@ async function run([dir]: string[], values: Record<string, string | boolean | un
       throw new CliError(`${into}: workspace ${ANALYST_WORKSPACE} (${ws.workspace_id}) already holds data; load into a new file`);
     }
     const loaded: { table: string; rows: number; ms: number }[] = [];
+    // Only a terminal shows progress; elsewhere the import need not track it.
+    const terminal = process.stderr.isTTY ? terminalProgress() : null;
     const t0 = performance.now();
-    await importDir(store, ws.workspace_id, dir!, {
-      table: (table, rows, ms) => {
-        loaded.push({ table, rows, ms });
-        endBar();
-        progress(`${table.padEnd(15)} ${fmt(rows).padStart(12)} rows ${seconds(ms).padStart(9)}`);
-      },
-      // Only a terminal shows the bar; elsewhere the import need not track its progress.
-      ...(process.stderr.isTTY ? { events: (done: number, total: number, name: string, ms: number) => drawBar('events', done, total, ms, name) } : {}),
-    });
+    try {
+      await importDir(store, ws.workspace_id, dir!, {
+        table: (table, rows, ms) => {
+          loaded.push({ table, rows, ms });
+          terminal?.table(table, rows, ms);
+        },
+        ...(terminal ? { events: terminal.events } : {}),
+      });
+    } finally {
+      terminal?.stop();
+    }
     const total = performance.now() - t0;
     if (json) {
       printJson({ dir, into, workspace_id: ws.workspace_id, tables: loaded.map((l) => ({ table: l.table, rows: l.rows, ms: Math.round(l.ms) })), ms: Math.round(total) });
     } else {
-      if (!process.stderr.isTTY) for (const l of loaded) print(`${l.table.padEnd(15)} ${fmt(l.rows).padStart(12)} rows ${seconds(l.ms).padStart(9)}`);
+      if (!terminal) for (const l of loaded) print(tableLine(l.table, l.rows, l.ms));
       print(`loaded ${dir} into ${into}, workspace ${ANALYST_WORKSPACE} (${ws.workspace_id}) in ${seconds(total)}`);
     }
     return 0;

@@ -1,45 +1,84 @@
-// The analyst command line: the audience engine on parquet exports or a database file, no server.
+// The analyst command line: the audience engine on parquet exports or a database file, no server;
+// and the service's workspaces and keys, in its database while it is stopped.
 //   audiences <load|validate|estimate|members|explain> … [--json] [--help]
+//   audiences workspace <create|list> …   audiences keys rotate …
 // Every failure is one line on stderr and a non-zero exit: 1 for errors, 2 for usage.
 
 import { type Command, parseCommand } from './args.js';
 import { CliError, oneLine, UsageError } from './errors.js';
 import { estimate } from './estimate.js';
 import { explain } from './explain.js';
+import { keysRotate } from './keys.js';
 import { load } from './load.js';
 import { members } from './members.js';
 import { validate } from './validate.js';
+import { workspaceCreate, workspaceList } from './workspace.js';
 
-const COMMANDS: Command[] = [load, validate, estimate, members, explain];
+const COMMANDS: Command[] = [load, validate, estimate, members, explain, workspaceCreate, workspaceList, keysRotate];
+const WIDTH = Math.max(...COMMANDS.map((c) => c.name.length));
+
+const commandLine = (c: Command) => `  ${c.name.padEnd(WIDTH)}  ${c.summary}`;
 
 function usage(): string {
   return [
     'usage: audiences <command> [options]   (audiences <command> --help for details)',
     '',
     'commands:',
-    ...COMMANDS.map((c) => `  ${c.name.padEnd(10)} ${c.summary}`),
+    ...COMMANDS.map(commandLine),
     '',
     'Every command takes --json for machine-readable output. Data is a directory of parquet exports',
     '(one <table>.parquet per table, columns in docs/cli.md) or a database file made by load --into.',
+    'workspace and keys work on the service\'s database (--data, default $DATABASE_PATH) while it is stopped.',
   ].join('\n');
+}
+
+/** The commands of a group (`workspace`, `keys`); empty when `group` is none. */
+const inGroup = (group: string) => COMMANDS.filter((c) => c.name.startsWith(`${group} `));
+
+function groupUsage(group: string): string {
+  return [`usage: audiences ${group} <${inGroup(group).map((c) => c.name.split(' ')[1]).join('|')}> [options]`, '', ...inGroup(group).map(commandLine)].join('\n');
+}
+
+/** The help asked for by `audiences help [command…]` or `audiences --help`. */
+function helpText(words: string[]): string {
+  const name = words.join(' ');
+  const command = COMMANDS.find((c) => c.name === name);
+  if (command) return command.help;
+  return inGroup(name).length > 0 ? groupUsage(name) : usage();
 }
 
 export async function main(argv: string[]): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    const command = COMMANDS.find((c) => c.name === rest[0]);
-    process.stdout.write(`${command ? command.help : usage()}\n`);
+    process.stdout.write(`${helpText(rest.filter((w) => !w.startsWith('-')))}\n`);
     return name === undefined ? 2 : 0;
   }
-  const command = COMMANDS.find((c) => c.name === name);
+  let command = COMMANDS.find((c) => c.name === name);
+  let args = rest;
+  if (!command && inGroup(name).length > 0) {
+    const [sub, ...subRest] = rest;
+    if (sub === undefined || sub === '--help' || sub === '-h') {
+      process.stdout.write(`${groupUsage(name)}\n`);
+      return sub === undefined ? 2 : 0;
+    }
+    command = COMMANDS.find((c) => c.name === `${name} ${sub}`);
+    if (!command) throw new UsageError(`unknown ${name} command "${sub}"`, name);
+    args = subRest;
+  }
   if (!command) throw new UsageError(`unknown command "${name}"`);
-  const parsed = parseCommand(command, rest);
+  const parsed = parseCommand(command, args);
   if (parsed.help) {
     process.stdout.write(`${command.help}\n`);
     return 0;
   }
   return command.run(parsed.positionals, parsed.values);
 }
+
+// A reader that stops early (`| head`) closes the pipe: stop quietly, as other command-line tools do.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+  process.exit(process.exitCode ?? 0);
+});
 
 try {
   process.exitCode = await main(process.argv.slice(2));

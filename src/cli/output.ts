@@ -18,26 +18,6 @@ export function progress(line: string): void {
   if (process.stderr.isTTY) process.stderr.write(`${line}\n`);
 }
 
-const BAR_WIDTH = 24;
-
-/**
- * A progress bar redrawn in place (carriage return, then erase to the end of the line) on a
- * terminal; nothing otherwise. The next `progress` line or `endBar` leaves it.
- */
-export function drawBar(label: string, done: number, total: number, ms: number, note: string): void {
-  if (!process.stderr.isTTY) return;
-  const ratio = total > 0 ? Math.min(done / total, 1) : 1;
-  const filled = Math.round(ratio * BAR_WIDTH);
-  const bar = `[${'#'.repeat(filled)}${'.'.repeat(BAR_WIDTH - filled)}]`;
-  const line = `${label.padEnd(15)} ${bar} ${`${Math.floor(ratio * 100)}%`.padStart(4)}  ${fmt(done)} / ${fmt(total)} rows  ${seconds(ms)}  ${note}`;
-  process.stderr.write(`\r${line.slice(0, (process.stderr.columns || 120) - 1)}\x1b[K`);
-}
-
-/** Erases the bar, so the next line starts clean. */
-export function endBar(): void {
-  if (process.stderr.isTTY) process.stderr.write('\r\x1b[K');
-}
-
 export const fmt = (n: number): string => n.toLocaleString('en-US');
 export const seconds = (ms: number): string => `${(ms / 1000).toFixed(2)} s`;
 

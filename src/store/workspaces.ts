@@ -6,10 +6,24 @@ import type { Store } from './db.js';
 
 export type KeyKind = 'secret' | 'publishable';
 export const KEY_PREFIX: Record<KeyKind, string> = { secret: 'sk_', publishable: 'pk_' };
+/** What `rotate` replaces: an API key, or the payment webhook's signing secret. */
+export type CredentialKind = KeyKind | 'webhook';
+export const CREDENTIAL_KINDS: readonly CredentialKind[] = ['secret', 'publishable', 'webhook'];
 
 export interface Workspace {
   workspace_id: string;
   name: string;
+}
+
+export interface ListedWorkspace extends Workspace {
+  created_at: Date;
+}
+
+/** The credentials a rotation replaced, new values only; shown once. */
+export interface RotatedCredentials extends Workspace {
+  secret_key?: string;
+  publishable_key?: string;
+  stripe_webhook_secret?: string;
 }
 
 export interface KeyOwner {
@@ -30,6 +44,8 @@ export function newKey(kind: KeyKind): string {
   return `${KEY_PREFIX[kind]}${token(24)}`;
 }
 
+const newWebhookSecret = () => `whsec_${token(24)}`;
+
 export class Workspaces {
   private readonly owners = new Map<string, KeyOwner>();
 
@@ -45,6 +61,12 @@ export class Workspaces {
     return (rows[0] as Workspace | undefined) ?? null;
   }
 
+  /** Every workspace, oldest first; no credentials. */
+  async list(): Promise<ListedWorkspace[]> {
+    const rows = await this.store.query('SELECT workspace_id, name, created_at FROM workspaces ORDER BY created_at, workspace_id');
+    return rows.map((r) => ({ workspace_id: String(r.workspace_id), name: String(r.name), created_at: r.created_at as Date }));
+  }
+
   /** Creates a workspace with fresh keys (or the given ones) and returns them; shown only once. */
   async create(name: string, keys: Partial<Omit<CreatedWorkspace, 'workspace_id' | 'name'>> = {}): Promise<CreatedWorkspace> {
     const created: CreatedWorkspace = {
@@ -52,7 +74,7 @@ export class Workspaces {
       name,
       secret_key: keys.secret_key ?? newKey('secret'),
       publishable_key: keys.publishable_key ?? newKey('publishable'),
-      stripe_webhook_secret: keys.stripe_webhook_secret ?? `whsec_${token(24)}`,
+      stripe_webhook_secret: keys.stripe_webhook_secret ?? newWebhookSecret(),
     };
     await this.store.transaction(async (tx) => {
       await tx.run('INSERT INTO workspaces (workspace_id, name, stripe_webhook_secret) VALUES ($1, $2, $3)',
@@ -85,6 +107,35 @@ export class Workspaces {
     });
     this.owners.clear();
     return existing;
+  }
+
+  /**
+   * Replaces the workspace's credentials of the given kinds with fresh ones, in one transaction,
+   * and returns them (shown only once). The old ones stop working at once: there is no overlap,
+   * as with a key rolled to expire now. Null when the workspace does not exist.
+   */
+  async rotate(workspaceId: string, kinds: readonly CredentialKind[]): Promise<RotatedCredentials | null> {
+    const rotated = await this.store.transaction(async (tx) => {
+      const found = (await tx.runAndReadAll('SELECT workspace_id, name FROM workspaces WHERE workspace_id = $1', [workspaceId])).getRowObjectsJS();
+      const ws = found[0] as Workspace | undefined;
+      if (!ws) return null;
+      const result: RotatedCredentials = { workspace_id: ws.workspace_id, name: ws.name };
+      for (const kind of kinds) {
+        if (kind === 'webhook') {
+          result.stripe_webhook_secret = newWebhookSecret();
+          await tx.run('UPDATE workspaces SET stripe_webhook_secret = $2 WHERE workspace_id = $1', [workspaceId, result.stripe_webhook_secret]);
+          continue;
+        }
+        const key = newKey(kind);
+        result[`${kind}_key`] = key;
+        await tx.run('DELETE FROM api_keys WHERE workspace_id = $1 AND kind = $2', [workspaceId, kind]);
+        await tx.run('INSERT INTO api_keys (key_hash, workspace_id, kind) VALUES ($1, $2, $3)', [hashKey(key), workspaceId, kind]);
+      }
+      return result;
+    });
+    // A cached lookup would keep an old key working in this process.
+    this.owners.clear();
+    return rotated;
   }
 
   /** The workspace and kind of a presented key, or null. The final comparison is constant-time. */

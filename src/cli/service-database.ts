@@ -1,0 +1,54 @@
+// The service's own database for the workspace and key commands: `--data <file>`, else the
+// service's DATABASE_PATH (default ./data/attribution.duckdb), opened only while the service is stopped.
+
+import { existsSync, statSync } from 'node:fs';
+import { loadConfig } from '../config.js';
+import type { Store } from '../store/db.js';
+import { type Workspace, Workspaces } from '../store/workspaces.js';
+import { stringOption, type Values } from './args.js';
+import { openDatabase } from './data.js';
+import { CliError, UsageError } from './errors.js';
+
+export const SERVICE_DATABASE_OPTIONS = { data: { type: 'string' } } as const;
+
+export const SERVICE_DATABASE_HELP = `--data <file.duckdb>      the service's database (default: $DATABASE_PATH, else
+                            ./data/attribution.duckdb, as the service opens it)`;
+
+export const SERVICE_DATABASE_NOTE = `DuckDB lets one process open a database file: stop the service first; the change takes
+effect when it starts again. While the service holds the file, this command says so and exits 1.`;
+
+export interface ServiceDatabase {
+  path: string;
+  store: Store;
+  workspaces: Workspaces;
+  close(): Promise<void>;
+}
+
+/**
+ * Opens the service's database. `create`: a missing file is created (as the service's first start
+ * does); otherwise a missing file is an error, so a mistyped path never yields a stray database.
+ */
+export async function openServiceDatabase(values: Values, command: string, create: boolean): Promise<ServiceDatabase & { created: boolean }> {
+  const path = stringOption(values, 'data') ?? loadConfig().databasePath;
+  if (path === ':memory:') throw new UsageError('DATABASE_PATH is :memory:, which no other process can open; pass --data <file.duckdb>', command);
+  const exists = existsSync(path);
+  if (exists && statSync(path).isDirectory()) throw new CliError(`${path}: is a directory, expected the service's database file`);
+  if (!exists && !create) {
+    throw new CliError(`${path}: no such database (the service creates it at its first start; or pass --data <file.duckdb>)`);
+  }
+  const store = await openDatabase(path, 'stop the service, run this again, then start the service');
+  return { path, store, workspaces: new Workspaces(store), created: !exists, close: () => store.close() };
+}
+
+/** A workspace named by its id, or by its name when exactly one workspace has it. */
+export async function findWorkspace(db: ServiceDatabase, idOrName: string): Promise<Workspace> {
+  const all = await db.workspaces.list();
+  const byId = all.find((w) => w.workspace_id === idOrName);
+  if (byId) return byId;
+  const named = all.filter((w) => w.name === idOrName);
+  if (named.length === 1) return named[0]!;
+  if (named.length > 1) {
+    throw new CliError(`${db.path}: ${named.length} workspaces are named "${idOrName}" (${named.map((w) => w.workspace_id).join(', ')}); pass the workspace id`);
+  }
+  throw new CliError(`${db.path}: no workspace "${idOrName}" (see: audiences workspace list --data ${db.path})`);
+}
