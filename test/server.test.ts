@@ -186,6 +186,25 @@ describe('the service process', () => {
     expect(rows).toEqual([{ event_name: 'before_stop' }, { event_name: 'in_flight' }]);
   });
 
+  it('honours a SIGTERM that arrives during startup once the service is up, and exits 0', async () => {
+    const database = join(dir, 'early.duckdb');
+    const child = spawn(process.execPath, ['dist/main.js'], {
+      env: { ...process.env, PORT: String(await freePort()), DATABASE_PATH: database },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    processes.add(child.pid!);
+    let output = '';
+    // The keys are printed after the database opens, before the app is built and listens.
+    await new Promise<void>((resolve) => child.stdout!.on('data', (chunk) => {
+      output += chunk;
+      if (output.includes('secret key:')) resolve();
+    }));
+    const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    child.kill('SIGTERM');
+    expect(await exited).toEqual({ code: 0, signal: null });
+    expect(existsSync(`${database}.wal`)).toBe(false);
+  });
+
   it('keeps every acknowledged event when the process is killed right after the answers', async () => {
     const database = join(dir, 'killed.duckdb');
     const running = await start({ DATABASE_PATH: database, BOOTSTRAP_SECRET_KEY: 'sk_durability_test' });
