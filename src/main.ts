@@ -1,4 +1,4 @@
-// `npm start`: open the database, make sure a workspace exists, serve the API.
+// `npm start` (node dist/main.js): open the database, make sure a workspace exists, serve the API.
 
 import { loadConfig } from './config.js';
 import { AUDIENCE_DEFAULTS } from './audiences/service.js';
@@ -6,6 +6,13 @@ import { buildApp, buildDataApp } from './http/app.js';
 import { webhookUrl } from './http/routes/workspace.js';
 import { Store } from './store/db.js';
 import { Workspaces } from './store/workspaces.js';
+
+// Listening from the first line: a signal during startup stops the service once it is up rather
+// than killing it half-open, and repeats (a terminal's Ctrl-C reaches npm, which forwards it, and
+// this process) do nothing more.
+const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
+  for (const signal of ['SIGTERM', 'SIGINT'] as const) process.on(signal, () => resolve(signal));
+});
 
 const config = loadConfig();
 const store = await Store.open(config.databasePath);
@@ -48,15 +55,14 @@ app.audiences.scheduler.start();
 const dataApp = config.dataPort === null ? null : await buildDataApp({ store, logger: true });
 if (dataApp) await dataApp.listen({ port: config.dataPort!, host: config.host });
 
-let stopping = false;
-async function shutdown(signal: string): Promise<void> {
-  if (stopping) return;
-  stopping = true;
-  app.log.info({ signal }, 'shutting down');
+const signal = await stopSignal;
+app.log.info({ signal }, 'shutting down');
+try {
   await app.audiences.scheduler.stop(); // a refresh under way commits or rolls back; deliveries pause
   await Promise.all([app.close(), dataApp?.close()]); // stops accepting, waits for in-flight requests
   await store.close(); // finishes writes, checkpoints
-  process.exit(0);
+} catch (err) {
+  app.log.error({ err }, 'shutdown failed');
+  process.exit(1);
 }
-process.on('SIGTERM', () => void shutdown('SIGTERM'));
-process.on('SIGINT', () => void shutdown('SIGINT'));
+process.exit(0);

@@ -1,16 +1,27 @@
-// The real process as `npm start` runs it: keys printed once on a fresh database, BOOTSTRAP_*
-// credentials, /health, and a clean exit on SIGTERM that keeps the database usable.
+// The real process as production runs it (the build, node dist/main.js, and `npm start` around
+// it): keys printed once on a fresh database, BOOTSTRAP_* credentials, /health, and a clean exit
+// on SIGTERM that keeps the database usable.
 
-import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { request } from 'node:http';
+import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { Store } from '../src/store/db.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'server-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// Once for the file; `npm start` builds again, and finds it up to date.
+beforeAll(() => { execFileSync('npm', ['run', 'build'], { stdio: 'pipe' }); });
+
+// Whatever a failing test left running (a server orphaned by its npm, say) goes with it.
+const processes = new Set<number>();
+afterEach(() => {
+  for (const pid of processes) if (alive(pid)) process.kill(pid, 'SIGKILL');
+  processes.clear();
+});
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -27,17 +38,18 @@ interface Running {
   url: string;
 }
 
-async function start(env: Record<string, string>): Promise<Running> {
+async function start(env: Record<string, string>, [command, ...args] = [process.execPath, 'dist/main.js']): Promise<Running> {
   const port = await freePort();
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
+  const child = spawn(command!, args, {
     env: { ...process.env, PORT: String(port), DATABASE_PATH: join(dir, 'service.duckdb'), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  processes.add(child.pid!);
   let output = '';
   child.stdout!.on('data', (chunk) => { output += chunk; });
   child.stderr!.on('data', (chunk) => { output += chunk; });
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 200 && child.exitCode === null; i++) {
+  for (let i = 0; i < 300 && child.exitCode === null; i++) {
     const ok = await fetch(`${url}/health`).then((r) => r.ok, () => false);
     if (ok) return { child, output: () => output, url };
     await new Promise((resolve) => setTimeout(resolve, 100));
@@ -53,6 +65,55 @@ function stop(running: Running, signal: NodeJS.Signals): Promise<number | null> 
   });
 }
 
+/** Whether anything accepts a new TCP connection on `port`. */
+function accepts(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect(port, '127.0.0.1')
+      .once('connect', () => { socket.destroy(); resolve(true); })
+      .once('error', () => resolve(false));
+  });
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const ingest = (url: string, key: string, batch: unknown[]) => fetch(`${url}/v1/events`, {
+  method: 'POST',
+  headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+  body: JSON.stringify({ batch }),
+});
+
+/**
+ * A POST /v1/events the server is already handling: it read the headers and answered
+ * `100 Continue`; the body goes only when `send` is called.
+ */
+function heldIngest(url: string, key: string, batch: unknown[]): Promise<{ send: () => Promise<{ status: number; body: string }> }> {
+  const body = JSON.stringify({ batch });
+  return new Promise((resolve, reject) => {
+    const req = request(`${url}/v1/events`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), expect: '100-continue' },
+    });
+    const answer = new Promise<{ status: number; body: string }>((done, fail) => {
+      req.once('response', (res) => {
+        let text = '';
+        res.on('data', (chunk) => { text += chunk; }).once('end', () => done({ status: res.statusCode!, body: text }));
+      });
+      req.once('error', fail);
+    });
+    answer.catch(() => undefined); // a failure before `send` is reported by `send`
+    req.once('continue', () => resolve({ send: () => { req.end(body); return answer; } }));
+    req.once('error', reject);
+    req.flushHeaders();
+  });
+}
+
 const compile = (url: string, key: string) => fetch(`${url}/v1/audiences/compile`, {
   method: 'POST',
   headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
@@ -65,6 +126,7 @@ describe('the service process', () => {
     const key = /secret key:\s+(sk_\S+)/.exec(first.output())?.[1];
     expect(key).toBeDefined();
     expect((await compile(first.url, key!)).status).toBe(200);
+    expect((await fetch(`${first.url}/tracker.js`)).status).toBe(200); // the build carries the tracker's source
     expect(await stop(first, 'SIGTERM')).toBe(0);
 
     const second = await start({});
@@ -92,6 +154,55 @@ describe('the service process', () => {
     expect((await fetch(`${dataUrl}/health`)).status).toBe(404);
     expect((await fetch(`${dataUrl}/people?q=x`)).status).toBe(401);
     expect(await stop(running, 'SIGTERM')).toBe(0);
+  });
+
+  it('stops `npm start` on a SIGTERM to npm: no new connections, the request in flight answered, the tree exits 0, nothing lost', async () => {
+    const database = join(dir, 'npm-start.duckdb');
+    const key = 'sk_npm_start_test';
+    const running = await start({ DATABASE_PATH: database, BOOTSTRAP_SECRET_KEY: key }, ['npm', 'start']);
+    const port = Number(new URL(running.url).port);
+    // The server is a process of its own under npm: the signal has to get from one to the other.
+    const server = Number(/"pid":(\d+)/.exec(running.output())?.[1]);
+    processes.add(server);
+    expect(alive(server)).toBe(true);
+    expect(server).not.toBe(running.child.pid);
+
+    expect((await ingest(running.url, key, [{ event_name: 'before_stop', external_id: 'u1' }])).status).toBe(200);
+    const held = await heldIngest(running.url, key, [{ event_name: 'in_flight', external_id: 'u2' }]);
+    const exited = stop(running, 'SIGTERM');
+    await expect.poll(() => accepts(port), { timeout: 20_000 }).toBe(false);
+
+    const answer = await held.send();
+    expect(answer.status).toBe(200);
+    expect(JSON.parse(answer.body)).toMatchObject({ accepted: 1 });
+    expect(await exited).toBe(0);
+    expect(alive(server)).toBe(false);
+    expect(running.output()).toContain('"signal":"SIGTERM","msg":"shutting down"');
+
+    expect(existsSync(`${database}.wal`)).toBe(false); // checkpointed on the way out
+    const store = await Store.open(database);
+    const rows = await store.query('SELECT event_name FROM events ORDER BY event_name');
+    await store.close();
+    expect(rows).toEqual([{ event_name: 'before_stop' }, { event_name: 'in_flight' }]);
+  });
+
+  it('honours a SIGTERM that arrives during startup once the service is up, and exits 0', async () => {
+    const database = join(dir, 'early.duckdb');
+    const child = spawn(process.execPath, ['dist/main.js'], {
+      env: { ...process.env, PORT: String(await freePort()), DATABASE_PATH: database },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    processes.add(child.pid!);
+    let output = '';
+    // The keys are printed after the database opens, before the app is built and listens.
+    await new Promise<void>((resolve) => child.stdout!.on('data', (chunk) => {
+      output += chunk;
+      if (output.includes('secret key:')) resolve();
+    }));
+    const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+    child.kill('SIGTERM');
+    expect(await exited).toEqual({ code: 0, signal: null });
+    expect(existsSync(`${database}.wal`)).toBe(false);
   });
 
   it('keeps every acknowledged event when the process is killed right after the answers', async () => {

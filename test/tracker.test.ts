@@ -1,14 +1,13 @@
 // The browser tracker end to end: a real Chromium loads a customer's page (its own origin) that
 // embeds GET /tracker.js from the real app, and the page views land in the store.
 
-import { existsSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { type Browser, type BrowserContext, chromium, type Page } from 'playwright-core';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { launchChromium } from './support/browser.js';
 
-const CHROMIUM = '/usr/bin/chromium';
 const COOKIE_MAX_AGE_S = 400 * 24 * 3600;
 
 let t: TestApp;
@@ -34,9 +33,6 @@ const listen = async (server: Server): Promise<number> => {
 };
 
 beforeAll(async () => {
-  // CI installs Chromium (.ci/run): missing, it is a failure, not a skip.
-  if (!existsSync(CHROMIUM)) throw new Error(`${CHROMIUM} is missing: install it with \`apt-get install -y chromium\``);
-
   site = createServer((req, res) => {
     const path = new URL(req.url ?? '/', siteOrigin).pathname;
     const body = path === '/unreachable' ? html({ api: `http://127.0.0.1:${closedPort}` })
@@ -53,13 +49,7 @@ beforeAll(async () => {
   closedPort = await listen(probe);
   await new Promise((resolve) => probe.close(resolve));
 
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    // Playwright adds headless mode and a fresh user data dir itself; the rest keeps Chromium off
-    // the network, which is closed here.
-    args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchChromium(); // a failure, never a skip, when there is none
 });
 
 afterAll(async () => {
