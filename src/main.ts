@@ -37,13 +37,15 @@ if (secretKey || publishableKey || stripeWebhookSecret) {
 }
 
 const app = await buildApp({
-  store, estimateBudgetMs: config.estimateBudgetMs, logger: true, publicUrl: config.publicUrl,
+  store, estimateBudgetMs: config.estimateBudgetMs, logger: true, publicUrl: config.publicUrl, rateLimits: config.rateLimits,
   audiences: {
     refreshLimitMs: config.refreshLimitMs,
     schedulerIntervalMs: config.schedulerIntervalMs,
     delivery: {
       ...AUDIENCE_DEFAULTS.delivery,
       maxTries: config.deliveryMaxTries,
+      requestTimeoutMs: config.deliveryTimeoutMs,
+      allowPrivateDestinations: config.allowPrivateDestinations,
       metaBaseUrl: config.metaBaseUrl ?? AUDIENCE_DEFAULTS.delivery.metaBaseUrl,
       googleBaseUrl: config.googleAdsBaseUrl ?? AUDIENCE_DEFAULTS.delivery.googleBaseUrl,
     },
@@ -52,7 +54,7 @@ const app = await buildApp({
 await app.listen({ port: config.port, host: config.host });
 app.audiences.scheduler.start();
 // The people lookup also on DATA_PORT, so that {data_url} can be a separate address.
-const dataApp = config.dataPort === null ? null : await buildDataApp({ store, logger: true });
+const dataApp = config.dataPort === null ? null : await buildDataApp({ store, logger: true, rateLimits: config.rateLimits });
 if (dataApp) await dataApp.listen({ port: config.dataPort!, host: config.host });
 
 const signal = await stopSignal;
