@@ -15,6 +15,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 const ROOT = resolve(import.meta.dirname, '..');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
 const MARKER = '@@README-OUTPUT@@';
+/** Printed by a DEBUG trap before each command of the block's own shell: an answer is what its command printed. */
+const COMMAND = '@@README-COMMAND@@';
 /** Not run: they install, start or test the project, or run for minutes. */
 const NOT_RUN = [/^npm install\b/, /^npm test\b/, /^npm run bench\b/, /^npx tsx bench\//];
 /** Set by the reader from the keys the first start printed; the test sets them itself. */
@@ -59,7 +61,7 @@ function scripted(block: Block): { script: string; expected: string[]; skipped: 
     out.push(line);
   }
   if (shown) out.push(`printf '\\n${MARKER}\\n'`);
-  return { script: out.join('\n'), expected, skipped };
+  return { script: [`trap 'printf "\\n${COMMAND}\\n"' DEBUG`, ...out].join('\n'), expected, skipped };
 }
 
 const wildcard = (shown: string) => new RegExp(`^${shown.split('…').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's');
@@ -175,7 +177,11 @@ describe('README', () => {
       expect(run.status, `exit ${run.status}\n${run.stderr}\n${run.stdout}`).toBe(0);
       const outputs = run.stdout.split(`\n${MARKER}\n`);
       expect(outputs.length - 1).toBe(expected.length);
-      expected.forEach((shown, i) => expect(compare(outputs[i]!, shown), `answer ${i + 1} of the block`).toBeNull());
+      expected.forEach((shown, i) => {
+        // The segment ends with the trap's line before the marker's printf; the piece before it is the command's output.
+        const pieces = outputs[i]!.split(`\n${COMMAND}\n`);
+        expect(compare(pieces[pieces.length - 2] ?? '', shown), `answer ${i + 1} of the block`).toBeNull();
+      });
     }, 300_000);
   }
 
