@@ -55,8 +55,8 @@ describe('trees up to the size limits against the reference evaluator', () => {
   it('counts or / and / and-not of many leaves drawn with repeats from a small pool', async () => {
     const wide = fc.tuple(
       fc.array(criteriaArb(0).map((c) => c.root), { minLength: 2, maxLength: 8 }),
-      fc.array(fc.nat(), { minLength: 17, maxLength: 300 }),
-      fc.array(fc.nat(), { minLength: 17, maxLength: 300 }),
+      fc.array(fc.nat(), { minLength: 17, maxLength: 600, size: 'max' }),
+      fc.array(fc.nat(), { minLength: 17, maxLength: 300, size: 'max' }),
     ).map(([pool, picks, minusPicks]): AudienceCriteria[] => {
       const pick = (indexes: number[]) => indexes.map((i) => pool[i % pool.length]!);
       return [
