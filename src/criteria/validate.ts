@@ -30,14 +30,14 @@ const isScalar = (v: unknown): v is Scalar =>
   typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
 
 const MAX_WINDOW_DAYS = 3650;
+const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
+const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$/i;
+const DAY_MS = 86_400_000;
 
 /** Nodes on the path from the root (depth 1) to a leaf, at most. */
 export const MAX_DEPTH = 32;
 /** Nodes (branches, leaves, and whatever sits where a node should) in one tree, at most. */
 export const MAX_NODES = 1000;
-const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
-const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$/i;
-const DAY_MS = 86_400_000;
 
 /** Positive in the anchoring sense: neither a `not` node nor a `did_not` leaf. */
 function isPositiveRaw(node: unknown): boolean {
