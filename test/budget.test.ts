@@ -142,9 +142,14 @@ describe('budget wherever the deadline falls', () => {
   });
 
   it('answers hit_limit for every budget below the uninterrupted time of the query', async () => {
-    const started = performance.now();
-    const exact = await t.store.countWithin(tree.sql, tree.params, 600_000);
-    const uninterruptedMs = performance.now() - started;
+    // The fastest of three uninterrupted runs: budgets are kept well under it.
+    let uninterruptedMs = Infinity;
+    let exact: number | null = null;
+    for (let run = 0; run < 3; run++) {
+      const started = performance.now();
+      exact = await t.store.countWithin(tree.sql, tree.params, 600_000);
+      uninterruptedMs = Math.min(uninterruptedMs, performance.now() - started);
+    }
     expect(exact).toBeGreaterThan(0);
     const budgets = [1, 2, 3, 5, 8, 13, 21, 34, 55, 89].filter((ms) => ms < uninterruptedMs / 4);
     expect(budgets.length).toBeGreaterThan(3);
