@@ -1,12 +1,14 @@
 // The estimate budget: past it the query is interrupted inside DuckDB, the answer says hit_limit,
-// the connection serves the next estimate, and other requests are answered meanwhile.
+// the connection serves the next estimate, and other requests are answered meanwhile; whether the
+// deadline falls while the statement is prepared, planned or executed. The refresh limit likewise.
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateFixtures } from '../fixtures/generate.js';
-import { planCriteria, printCount, validateCriteria } from '../src/criteria/index.js';
+import { compileCriteria } from '../src/audiences/compile.js';
+import { type CompiledQuery, planCriteria, printCount, validateCriteria } from '../src/criteria/index.js';
 import { importParquetDir } from '../src/store/import.js';
 import { propertyCatalog } from '../src/store/properties.js';
 import { startTestApp, type TestApp } from './support/app.js';
@@ -73,10 +75,129 @@ describe('estimate budget', () => {
     expect(await countOf(heavy, 120_000)).toBeGreaterThan(1000);
   });
 
-  async function countOf(criteria: unknown, budgetMs: number): Promise<number | null> {
-    const validated = validateCriteria(criteria, await propertyCatalog(t.store, t.ws.workspace_id));
-    if (!validated.ok) throw new Error(JSON.stringify(validated.errors));
-    const query = printCount(planCriteria(validated.criteria, new Date()), t.ws.workspace_id);
+  const countOf = async (criteria: unknown, budgetMs: number) => {
+    const query = await compiled(t, criteria);
     return t.store.countWithin(query.sql, query.params, budgetMs);
-  }
+  };
+});
+
+async function compiled(t: TestApp, criteria: unknown): Promise<CompiledQuery> {
+  const validated = validateCriteria(criteria, await propertyCatalog(t.store, t.ws.workspace_id));
+  if (!validated.ok) throw new Error(JSON.stringify(validated.errors));
+  return printCount(planCriteria(validated.criteria, new Date()), t.ws.workspace_id);
+}
+
+const FILTERS: [string, string, string, unknown][] = [
+  ['view_item', 'payload.item.category', 'contains', 'o'],
+  ['view_item', 'payload.item.price', '>', 10],
+  ['session_start', 'payload.platform', 'not_in', ['ios']],
+  ['feature_used', 'payload.duration_ms', '>=', 100],
+  ['add_to_cart', 'payload.item.category', 'starts_with', 'b'],
+  ['login', 'payload.method', '!=', 'sso'],
+];
+
+/** Thirty JSON-filtered count leaves: several ms to prepare and plan, then a long run. */
+const thirtyLeaves = {
+  version: 1,
+  root: {
+    op: 'or',
+    children: Array.from({ length: 30 }, (_, i) => {
+      const [name, path, op, value] = FILTERS[i % FILTERS.length]!;
+      return leaf(name, path, op, value, { op: '>=', value: 2 + i });
+    }),
+  },
+};
+
+describe('budget wherever the deadline falls', () => {
+  let t: TestApp;
+  let dir: string;
+  let tree: CompiledQuery;
+  /** The tree's plan and leaves, then a cross product of events with itself that would run for years. */
+  let endless: CompiledQuery;
+  const lightCount = () => t.store.countWithin('SELECT count(*) AS count FROM events', [], 60_000);
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'budget-phases-'));
+    await generateFixtures({ people: 5_000, events: 50_000, pageviews: 10_000, seed: 3, out: dir });
+    // ESTIMATE_BUDGET_MS=1, and one estimate connection: each query after an interrupted one reuses it.
+    t = await startTestApp({ budgetMs: 1, estimateConnections: 1, at: new Date('2026-11-01T00:00:00Z') });
+    await importParquetDir(t.store, t.ws.workspace_id, dir);
+    tree = await compiled(t, thirtyLeaves);
+    endless = {
+      sql: `SELECT count(*) AS count FROM (${tree.sql}) AS tree, events a, events b, events c
+        WHERE hash(a.event_id, b.event_id, c.event_id) % 1000 = tree.count % 1000`,
+      params: tree.params,
+    };
+  });
+  afterAll(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers a compile over a 1 ms budget with hit_limit through the app, and the connection answers next', async () => {
+    const res = await t.compile(thirtyLeaves);
+    expect(res.statusCode).toBe(200);
+    expect(res.json().estimated_count).toEqual({ count: null, is_estimate: true, hit_limit: true });
+    expect(await lightCount()).toBe(50_000);
+  });
+
+  it('answers hit_limit for every budget below the uninterrupted time of the query', async () => {
+    // The fastest of three uninterrupted runs: budgets are kept well under it.
+    let uninterruptedMs = Infinity;
+    let exact: number | null = null;
+    for (let run = 0; run < 3; run++) {
+      const started = performance.now();
+      exact = await t.store.countWithin(tree.sql, tree.params, 600_000);
+      uninterruptedMs = Math.min(uninterruptedMs, performance.now() - started);
+    }
+    expect(exact).toBeGreaterThan(0);
+    const budgets = [1, 2, 3, 5, 8, 13, 21, 34, 55, 89].filter((ms) => ms < uninterruptedMs / 4);
+    expect(budgets.length).toBeGreaterThan(3);
+    for (const budgetMs of budgets) {
+      const result = await compileCriteria(t.store, t.ws.workspace_id, thirtyLeaves, { at: new Date(), budgetMs });
+      expect(result, `budget ${budgetMs} ms`).toMatchObject({ valid: true, estimated_count: { count: null, is_estimate: true, hit_limit: true } });
+      expect(await lightCount()).toBe(50_000);
+    }
+    expect(await t.store.countWithin(tree.sql, tree.params, 600_000)).toBe(exact);
+  });
+
+  // A lost interrupt would leave the call running for years: returning at all proves the stop.
+  it('stops a query that would never end, in planning, in its first leaves and in its cross product', async () => {
+    for (const budgetMs of [1, 2, 4, 30, 300]) {
+      expect(await t.store.countWithin(endless.sql, endless.params, budgetMs), `budget ${budgetMs} ms`).toBeNull();
+      expect(await lightCount()).toBe(50_000);
+    }
+  });
+
+  describe('refresh limit (transactionWithin)', () => {
+    beforeAll(() => t.store.query('CREATE TABLE refresh_probe (n INTEGER)'));
+    const probe = async () => Number((await t.store.query('SELECT count(*) AS n FROM refresh_probe'))[0]!.n);
+
+    it('interrupts a statement past the limit and keeps nothing of the transaction', async () => {
+      for (const limitMs of [1, 30]) {
+        await expect(t.store.transactionWithin(limitMs, async (tx) => {
+          await tx.run('INSERT INTO refresh_probe VALUES (1)');
+          await tx.run(endless.sql, endless.params);
+        })).rejects.toThrow(`interrupted after the ${limitMs} ms limit`);
+      }
+      expect(await probe()).toBe(0);
+    });
+
+    it('rolls back work that finished after the limit', async () => {
+      await expect(t.store.transactionWithin(20, async (tx) => {
+        await tx.run('INSERT INTO refresh_probe VALUES (1)');
+        await new Promise((resolve) => setTimeout(resolve, 60));
+        return 'late';
+      })).rejects.toThrow('interrupted after the 20 ms limit');
+      expect(await probe()).toBe(0);
+    });
+
+    it('commits work that finished within the limit', async () => {
+      expect(await t.store.transactionWithin(60_000, async (tx) => {
+        await tx.run('INSERT INTO refresh_probe VALUES (1)');
+        return 'done';
+      })).toBe('done');
+      expect(await probe()).toBe(1);
+    });
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type CriteriaError, validateCriteria } from '../src/criteria/index.js';
+import { type CriteriaError, MAX_DEPTH, MAX_NODES, validateCriteria } from '../src/criteria/index.js';
 
 const catalog = new Map([['signup', new Set(['plan', 'item', 'item.price'])]]);
 
@@ -263,5 +263,99 @@ describe('nodes', () => {
     const result = validateCriteria({ version: 1, root: { op: 'not', child: 1 } }, catalog);
     expect(result.ok).toBe(false);
     if (!result.ok) for (const e of result.errors) expect(e.message.length).toBeGreaterThan(10);
+  });
+});
+
+describe('payments customer entity', () => {
+  it('answers only version_unsupported at the entity, whatever its predicate holds', () => {
+    const customer = { source: 'payments', entity: 'customer', predicate: { email: { op: '=', value: 'a@b.c' }, ltv: { op: '>', value: 3 } } };
+    expect(errorsOf(envelope(customer))).toEqual([{ code: 'version_unsupported', path: '/root/entity' }]);
+    expect(errorsOf(envelope({ op: 'and', children: [did(), { ...customer, predicate: 'anything' }] })))
+      .toEqual([{ code: 'version_unsupported', path: '/root/children/1/entity' }]);
+  });
+
+  it('checks no predicate fields against an unknown entity either', () => {
+    expect(errorsOf(envelope({ source: 'payments', entity: 'charge', predicate: { amount: { op: '>', value: 3 } } })))
+      .toEqual([{ code: 'invalid_value', path: '/root/entity' }]);
+  });
+});
+
+/** `depth` nodes: `and` branches of one child each, down to a leaf at `depth`. */
+function andChain(depth: number, leaf: unknown = did()): unknown {
+  let node = leaf;
+  for (let d = 1; d < depth; d++) node = { op: 'and', children: [node] };
+  return node;
+}
+
+/** `depth` nested values made by `wrap`, built without recursion. */
+function nested(depth: number, wrap: (inner: unknown) => unknown, inner: unknown = 1): unknown {
+  let value = inner;
+  for (let d = 0; d < depth; d++) value = wrap(value);
+  return value;
+}
+
+const pointerAt = (depth: number) => `/root${'/children/0'.repeat(depth - 1)}`;
+
+describe('size limits', () => {
+  it(`accepts a tree ${MAX_DEPTH} nodes deep and a tree of ${MAX_NODES} nodes`, () => {
+    expect(errorsOf(envelope(andChain(MAX_DEPTH)))).toEqual([]);
+    expect(errorsOf(envelope({ op: 'or', children: Array.from({ length: MAX_NODES - 1 }, () => did()) }))).toEqual([]);
+  });
+
+  it('rejects a node below the deepest level with too_deep at that node, and reads nothing under it', () => {
+    expect(errorsOf(envelope(andChain(MAX_DEPTH + 1)))).toEqual([{ code: 'too_deep', path: pointerAt(MAX_DEPTH + 1) }]);
+    // Faults under the limit are not reported: they are never read.
+    expect(errorsOf(envelope(andChain(MAX_DEPTH + 5, { source: 'nowhere' }))))
+      .toEqual([{ code: 'too_deep', path: pointerAt(MAX_DEPTH + 1) }]);
+  });
+
+  it('rejects every crossing of the depth limit, in document order with the other faults', () => {
+    const root = { op: 'or', children: [did({ colour: 'red' }), andChain(MAX_DEPTH), andChain(MAX_DEPTH + 3)], extra: 1 };
+    expect(errorsOf(envelope(root))).toEqual([
+      { code: 'invalid_node', path: '/root/children/0/colour' },
+      { code: 'too_deep', path: `/root/children/1${'/children/0'.repeat(MAX_DEPTH - 1)}` },
+      { code: 'too_deep', path: `/root/children/2${'/children/0'.repeat(MAX_DEPTH - 1)}` },
+      { code: 'invalid_node', path: '/root/extra' },
+    ]);
+  });
+
+  it(`rejects node ${MAX_NODES + 1} with too_many_nodes at its path, and reads no node after it`, () => {
+    expect(errorsOf(envelope({ op: 'or', children: Array.from({ length: MAX_NODES }, () => did()) })))
+      .toEqual([{ code: 'too_many_nodes', path: `/root/children/${MAX_NODES - 1}` }]);
+    // Nodes count in document order, branches included: the root is the first.
+    const wide = { op: 'and', children: [{ op: 'or', children: Array.from({ length: 600 }, () => did()) }, { op: 'or', children: Array.from({ length: 600 }, () => did()) }] };
+    expect(errorsOf(envelope(wide))).toEqual([{ code: 'too_many_nodes', path: '/root/children/1/children/397' }]);
+    // 300 k non-objects where nodes should be: one fault per node read, then the limit.
+    const errors = errorsOf(envelope({ op: 'or', children: new Array(300_000).fill(1) }));
+    expect(errors).toHaveLength(MAX_NODES);
+    expect(errors.at(-2)).toEqual({ code: 'invalid_node', path: `/root/children/${MAX_NODES - 2}` });
+    expect(errors.at(-1)).toEqual({ code: 'too_many_nodes', path: `/root/children/${MAX_NODES - 1}` });
+  });
+
+  it('answers any depth of objects or arrays anywhere in the document without exhausting the stack', () => {
+    const deep = 500_000;
+    const pageviewIn = (value: unknown) => ({ source: 'pageview', filter: { path: { op: 'in', value } }, occurrence: { op: 'did', count: null, window: ever } });
+    const cases: [unknown, Pick<CriteriaError, 'code' | 'path'>][] = [
+      [envelope(nested(deep, (child) => ({ op: 'not', child }), did())), { code: 'unanchored_negation', path: '/root' }],
+      [envelope(andChain(deep)), { code: 'too_deep', path: pointerAt(MAX_DEPTH + 1) }],
+      [envelope(nested(deep, (inner) => [inner])), { code: 'invalid_node', path: '/root' }],
+      [nested(deep, (inner) => [inner]), { code: 'invalid_envelope', path: '' }],
+      [envelope(nested(deep, (a) => ({ a }))), { code: 'invalid_node', path: '/root' }],
+      [{ ...envelope(did()), extra: nested(deep, (a) => ({ a })) }, { code: 'invalid_envelope', path: '/extra' }],
+      [envelope(pageviewIn(nested(deep, (inner) => [inner]))), { code: 'invalid_value', path: '/root/filter/path/value/0' }],
+      [envelope(did({ occurrence: { op: 'did', count: nested(deep, (op) => ({ op })), window: ever } })), { code: 'invalid_count', path: '/root/occurrence/count/value' }],
+    ];
+    for (const [criteria, first] of cases) expect(errorsOf(criteria)[0]).toEqual(first);
+  });
+
+  it('answers any depth in the JSON-string form too', () => {
+    const deep = 500_000;
+    const leaf = JSON.stringify(did());
+    expect(errorsOf(`{"version":1,"root":${'{"op":"not","child":'.repeat(deep)}${leaf}${'}'.repeat(deep)}}`)[0])
+      .toEqual({ code: 'unanchored_negation', path: '/root' });
+    expect(errorsOf(`{"version":1,"root":${'{"op":"and","children":['.repeat(deep)}${leaf}${']}'.repeat(deep)}}`))
+      .toEqual([{ code: 'too_deep', path: pointerAt(MAX_DEPTH + 1) }]);
+    expect(errorsOf(`{"version":1,"root":${'['.repeat(deep)}${']'.repeat(deep)}}`)).toEqual([{ code: 'invalid_node', path: '/root' }]);
+    expect(errorsOf('['.repeat(deep) + ']'.repeat(deep))).toEqual([{ code: 'invalid_envelope', path: '' }]);
   });
 });

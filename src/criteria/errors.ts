@@ -1,4 +1,5 @@
-// Criteria error codes as data: the six of the spec and the three of decisions §6.
+// Criteria error codes as data: the six of the spec, the three of decisions §6, and the two size
+// limits of a tree (docs/criteria.md).
 
 export const CRITERIA_ERROR_CODES = [
   'invalid_envelope',
@@ -10,6 +11,8 @@ export const CRITERIA_ERROR_CODES = [
   'invalid_node',
   'invalid_window',
   'invalid_value',
+  'too_deep',
+  'too_many_nodes',
 ] as const;
 export type CriteriaErrorCode = (typeof CRITERIA_ERROR_CODES)[number];
 

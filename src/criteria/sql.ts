@@ -233,13 +233,42 @@ function leafSql(scan: LeafScan, ws: string, params: Params): string {
   return `SELECT profile FROM (${rows}) WHERE profile IS NOT NULL GROUP BY profile HAVING count(*) ${COUNT_SQL[count.op]} ${params.add(count.value)}`;
 }
 
-/** Prints the set expression; each distinct leaf scan becomes one CTE. */
+/** Operands of one UNION / INTERSECT chain, at most; longer chains nest (see SetPrinter.chain). */
+const SET_FAN_IN = 16;
+
+const scanKey = (scan: LeafScan) => JSON.stringify(scan);
+
+/** How many times each distinct leaf scan appears in the plan. */
+function scanUses(plan: SetPlan, uses = new Map<string, number>()): Map<string, number> {
+  switch (plan.kind) {
+    case 'scan':
+      uses.set(scanKey(plan.scan), (uses.get(scanKey(plan.scan)) ?? 0) + 1);
+      break;
+    case 'intersect':
+    case 'union':
+      for (const input of plan.inputs) scanUses(input, uses);
+      break;
+    case 'except':
+      for (const input of [plan.input, ...plan.minus]) scanUses(input, uses);
+      break;
+  }
+  return uses;
+}
+
+/**
+ * Prints the set expression. A leaf scan used more than once becomes one CTE, computed once; a
+ * leaf used once is a subquery in place (DuckDB binds a WITH list one CTE inside the next and
+ * stops at about 600 of them, max_expression_depth 1000).
+ */
 class SetPrinter {
   readonly ctes: string[] = [];
   private readonly leafNames = new Map<string, string>();
+  private readonly uses: Map<string, number>;
   private subqueries = 0;
 
-  constructor(private readonly ws: string, readonly params: Params) {}
+  constructor(plan: SetPlan, private readonly ws: string, readonly params: Params) {
+    this.uses = scanUses(plan);
+  }
 
   operand(plan: SetPlan): string {
     if (plan.kind === 'scan') return `SELECT profile FROM ${this.leaf(plan.scan)}`;
@@ -251,9 +280,9 @@ class SetPrinter {
       case 'scan':
         return this.operand(plan);
       case 'intersect':
-        return plan.inputs.map((p) => this.operand(p)).join('\n  INTERSECT ');
+        return this.chain(plan.inputs, 'INTERSECT');
       case 'union':
-        return plan.inputs.map((p) => this.operand(p)).join('\n  UNION ');
+        return this.chain(plan.inputs, 'UNION');
       case 'except': {
         const minus: SetPlan = plan.minus.length === 1 ? plan.minus[0]! : { kind: 'union', inputs: plan.minus };
         return `${this.operand(plan.input)}\n  EXCEPT ${this.operand(minus)}`;
@@ -261,8 +290,25 @@ class SetPrinter {
     }
   }
 
+  /**
+   * `a OP b OP c …`: DuckDB parses a chain of n operands n levels deep, past its
+   * max_expression_depth (1000) at several hundred operands, so longer chains are split into
+   * subqueries of at most SET_FAN_IN operands each, nested about log(n) deep.
+   */
+  private chain(inputs: SetPlan[], op: 'UNION' | 'INTERSECT'): string {
+    if (inputs.length <= SET_FAN_IN) return inputs.map((p) => this.operand(p)).join(`\n  ${op} `);
+    const size = Math.ceil(inputs.length / SET_FAN_IN);
+    const groups: string[] = [];
+    for (let i = 0; i < inputs.length; i += size) {
+      const group = inputs.slice(i, i + size);
+      groups.push(group.length === 1 ? this.operand(group[0]!) : `SELECT profile FROM (${this.chain(group, op)}) AS q${this.subqueries++}`);
+    }
+    return groups.join(`\n  ${op} `);
+  }
+
   private leaf(scan: LeafScan): string {
-    const key = JSON.stringify(scan);
+    const key = scanKey(scan);
+    if (this.uses.get(key) === 1) return `(\n  ${leafSql(scan, this.ws, this.params)}\n) AS q${this.subqueries++}`;
     let name = this.leafNames.get(key);
     if (!name) {
       name = `leaf_${this.leafNames.size}`;
@@ -273,16 +319,16 @@ class SetPrinter {
   }
 
   withClause(): string {
-    return `WITH ${this.ctes.join(',\n')}`;
+    return this.ctes.length > 0 ? `WITH ${this.ctes.join(',\n')}\n` : '';
   }
 }
 
-/** One statement: the leaf CTEs, then `select` around the set expression. */
+/** One statement: the shared leaves' CTEs, then `select` around the set expression. */
 function print(plan: SetPlan, workspaceId: string, select: (set: string, params: Params) => string): CompiledQuery {
-  const printer = new SetPrinter(workspaceId, new Params());
+  const printer = new SetPrinter(plan, workspaceId, new Params());
   const set = printer.set(plan);
   const outer = select(set, printer.params);
-  return { sql: `${printer.withClause()}\n${outer}`, params: printer.params.values };
+  return { sql: `${printer.withClause()}${outer}`, params: printer.params.values };
 }
 
 /** `SELECT count(*) AS count`: the audience size. */

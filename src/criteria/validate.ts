@@ -34,6 +34,11 @@ const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$/i;
 const DAY_MS = 86_400_000;
 
+/** Nodes on the path from the root (depth 1) to a leaf, at most. */
+export const MAX_DEPTH = 32;
+/** Nodes (branches, leaves, and whatever sits where a node should) in one tree, at most. */
+export const MAX_NODES = 1000;
+
 /** Positive in the anchoring sense: neither a `not` node nor a `did_not` leaf. */
 function isPositiveRaw(node: unknown): boolean {
   if (!isObject(node)) return false;
@@ -52,6 +57,7 @@ interface Parent {
 
 class Validator {
   readonly errors: CriteriaError[] = [];
+  private nodes = 0;
 
   constructor(private readonly catalog: PropertyCatalog) {}
 
@@ -79,7 +85,7 @@ class Validator {
       if (key === 'version') {
         if (doc.version !== 1) this.fail('version_unsupported', step(null, 'version'), 'criteria version must be the integer 1');
       } else if (key === 'root') {
-        root = this.node(doc.root, step(null, 'root'), null);
+        root = this.node(doc.root, step(null, 'root'), null, 1);
       } else {
         this.fail('invalid_envelope', step(null, key), `unexpected key "${key}": the envelope holds only version and root`);
       }
@@ -87,18 +93,29 @@ class Validator {
     return root && { version: 1, root };
   }
 
-  node(raw: unknown, path: Path, parent: Parent | null): CriteriaNode | undefined {
+  /**
+   * The size limits come first: nothing past them is read, so the recursion stays within
+   * MAX_DEPTH nodes however deep the JSON, and the work within MAX_NODES however wide.
+   */
+  node(raw: unknown, path: Path, parent: Parent | null, depth: number): CriteriaNode | undefined {
+    if (this.nodes > MAX_NODES) return undefined;
+    if (++this.nodes > MAX_NODES) {
+      return this.fail('too_many_nodes', path, `a tree holds at most ${MAX_NODES} nodes; this is node ${MAX_NODES + 1}`);
+    }
+    if (depth > MAX_DEPTH) {
+      return this.fail('too_deep', path, `nodes nest at most ${MAX_DEPTH} deep (the root is depth 1); this node is at depth ${depth}`);
+    }
     if (!isObject(raw)) return this.fail('invalid_node', path, 'a node must be an object (a branch with op, or a leaf with source)');
     if (!isPositiveRaw(raw) && !(parent?.op === 'and' && parent.hasPositiveChild)) {
       this.fail('unanchored_negation', path,
         'a not node or did_not leaf must sit inside an and node with at least one positive sibling');
     }
     if (has(raw, 'source')) return this.leaf(raw, path);
-    if (has(raw, 'op')) return this.branch(raw, path);
+    if (has(raw, 'op')) return this.branch(raw, path, depth);
     return this.fail('invalid_node', path, 'a node needs op (and, or, not) or source (product_event, pageview, payments)');
   }
 
-  branch(raw: Json, path: Path): CriteriaNode | undefined {
+  branch(raw: Json, path: Path, depth: number): CriteriaNode | undefined {
     const op = raw.op;
     if (op !== 'and' && op !== 'or' && op !== 'not') {
       return this.fail('invalid_node', step(path, 'op'), 'branch op must be one of and, or, not');
@@ -113,13 +130,13 @@ class Validator {
       if (key !== childKey) {
         this.fail('invalid_node', at, `unexpected key "${key}" on an ${op} node`);
       } else if (op === 'not') {
-        child = this.node(raw.child, at, { op, hasPositiveChild: false });
+        child = this.node(raw.child, at, { op, hasPositiveChild: false }, depth + 1);
       } else if (!Array.isArray(raw.children) || raw.children.length === 0) {
         this.fail('invalid_node', at, `${op} children must be a non-empty array of nodes`);
       } else {
         const list = raw.children;
         const parent: Parent = { op, hasPositiveChild: list.some(isPositiveRaw) };
-        children = list.map((c, i) => this.node(c, step(at, i), parent));
+        children = list.map((c, i) => this.node(c, step(at, i), parent, depth + 1));
       }
     }
     if (op === 'not') return child && { op, child };
@@ -222,9 +239,10 @@ class Validator {
         if (fields) entity = rawEntity as PaymentsEntity;
         else if (rawEntity === 'customer') this.fail('version_unsupported', at, 'the customer entity needs a later criteria version');
         else this.fail('invalid_value', at, 'entity must be subscription or invoice');
-      } else {
-        predicate = this.predicates(raw.predicate, at, { fields: fields ?? {} },
-          fields ? Object.keys(fields).join(', ') : 'the fields of the entity');
+      } else if (fields) {
+        // Predicate fields are the entity's own: with no known entity (customer is a later
+        // version's) there is nothing to check them against, and the entity's error says why.
+        predicate = this.predicates(raw.predicate, at, { fields }, Object.keys(fields).join(', '));
       }
     }
     return entity && predicate ? { source: 'payments', entity, predicate } : undefined;

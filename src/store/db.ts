@@ -53,22 +53,36 @@ class ConnectionPool {
 const INTERRUPTED = Symbol('interrupted');
 
 /**
- * Runs `work` on `conn`; past `limitMs` the running statement is interrupted inside DuckDB and,
- * once `work` has stopped, the answer is INTERRUPTED instead of its error.
+ * How often a spent budget interrupts again. DuckDB clears a connection's interrupt flag when a
+ * statement or one of its phases begins (extract, prepare, execute: ClientContext::InitialCleanup),
+ * so one interrupt that lands before execution starts is lost and the query runs to its end.
  */
-async function interruptAfter<T>(conn: DuckDBConnection, limitMs: number, work: () => Promise<T>): Promise<T | typeof INTERRUPTED> {
-  let interrupted = false;
+const INTERRUPT_REPEAT_MS = 5;
+
+/**
+ * Runs `work` on `conn` within `limitMs`. From the deadline on, the connection is interrupted
+ * every few ms until `work` has stopped; the answer is then INTERRUPTED, whether `work` failed or
+ * its result came late. `work` may check `expired()` between phases to skip what is left.
+ */
+async function interruptAfter<T>(
+  conn: DuckDBConnection, limitMs: number, work: (expired: () => boolean) => Promise<T>,
+): Promise<T | typeof INTERRUPTED> {
+  const deadline = performance.now() + limitMs;
+  const expired = () => performance.now() >= deadline;
+  let repeat: NodeJS.Timeout | undefined;
   const timer = setTimeout(() => {
-    interrupted = true;
     conn.interrupt();
+    repeat = setInterval(() => conn.interrupt(), INTERRUPT_REPEAT_MS);
   }, limitMs);
   try {
-    return await work();
+    const result = await work(expired);
+    return expired() ? INTERRUPTED : result;
   } catch (err) {
-    if (interrupted) return INTERRUPTED;
+    if (expired()) return INTERRUPTED;
     throw err;
   } finally {
     clearTimeout(timer);
+    clearInterval(repeat);
   }
 }
 
@@ -155,22 +169,19 @@ export class Store {
    */
   async transactionWithin<T>(limitMs: number, fn: (tx: DuckDBConnection) => Promise<T>): Promise<T> {
     return this.withConnection(async (conn) => {
-      const result = await interruptAfter(conn, limitMs, async () => {
-        await conn.run('BEGIN TRANSACTION');
-        try {
-          const value = await fn(conn);
-          await conn.run('COMMIT');
-          return value;
-        } catch (err) {
-          await conn.run('ROLLBACK').catch(() => undefined);
-          throw err;
-        }
-      });
-      if (result === INTERRUPTED) throw new Error(`interrupted after the ${limitMs} ms limit`);
-      return result;
+      await conn.run('BEGIN TRANSACTION');
+      try {
+        const result = await interruptAfter(conn, limitMs, () => fn(conn));
+        if (result === INTERRUPTED) throw new Error(`interrupted after the ${limitMs} ms limit`);
+        // Within the limit: COMMIT runs outside the interrupt window, so finished work is kept.
+        await conn.run('COMMIT');
+        return result;
+      } catch (err) {
+        await conn.run('ROLLBACK').catch(() => undefined);
+        throw err;
+      }
     });
   }
-
 
   /**
    * Writes a query's rows to a file with DuckDB's COPY; returns the row count. The path is the
@@ -226,17 +237,28 @@ export class Store {
     return rows === null ? null : rows.map((r) => String(r.explain_value)).join('\n');
   }
 
-  /** The rows of a query run on an estimate connection, or null when interrupted past `budgetMs`. */
+  /**
+   * The rows of a query run on an estimate connection, or null past `budgetMs`. Prepared and run
+   * as separate steps, so a budget spent while planning never starts the execution.
+   */
   private async readWithin(sql: string, params: Params, budgetMs: number): Promise<Row[] | null> {
     const conn = await this.estimates.acquire();
     try {
-      const rows = await interruptAfter(conn, budgetMs, async () => (await conn.runAndReadAll(sql, params)).getRowObjectsJS() as Row[]);
+      const rows = await interruptAfter(conn, budgetMs, async (expired) => {
+        const prepared = await conn.prepare(sql);
+        try {
+          if (expired()) return null;
+          prepared.bind(params);
+          return (await prepared.runAndReadAll()).getRowObjectsJS() as Row[];
+        } finally {
+          prepared.destroySync();
+        }
+      });
       return rows === INTERRUPTED ? null : rows;
     } finally {
       this.estimates.release(conn);
     }
   }
-
 
   /** Checkpoints the WAL into the database file and closes; in-flight writes finish first. */
   async close(): Promise<void> {
