@@ -7,14 +7,27 @@ const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 interface WellFormedString { isWellFormed(): boolean; toWellFormed(): string }
 const fix = (s: string): string => ((s as unknown as WellFormedString).isWellFormed() ? s : (s as unknown as WellFormedString).toWellFormed());
 
-/** A copy of a JSON value with every string and key well-formed. */
+/**
+ * A copy of a JSON value with every string and key well-formed. The walk keeps its own stack: a
+ * request body may nest hundreds of thousands of levels deep.
+ */
 export function wellFormed(value: unknown): unknown {
-  if (typeof value === 'string') return fix(value);
-  if (Array.isArray(value)) return value.map(wellFormed);
-  if (typeof value !== 'object' || value === null) return value;
-  const out: Record<string, unknown> = {};
-  for (const [key, inner] of Object.entries(value)) out[fix(key)] = wellFormed(inner);
-  return out;
+  const leaf = (v: unknown) => (typeof v === 'string' ? fix(v) : v);
+  const isContainer = (v: unknown): v is object => typeof v === 'object' && v !== null;
+  if (!isContainer(value)) return leaf(value);
+  const copyOf = (v: object): Record<string, unknown> | unknown[] => (Array.isArray(v) ? [] : {});
+  const root = copyOf(value);
+  const stack: [object, Record<string, unknown> | unknown[]][] = [[value, root]];
+  while (stack.length > 0) {
+    const [source, target] = stack.pop()!;
+    for (const [key, inner] of Object.entries(source)) {
+      const copy = isContainer(inner) ? copyOf(inner) : leaf(inner);
+      if (Array.isArray(target)) target[Number(key)] = copy;
+      else Object.defineProperty(target, fix(key), { value: copy, enumerable: true, writable: true, configurable: true });
+      if (isContainer(inner)) stack.push([inner, copy as Record<string, unknown> | unknown[]]);
+    }
+  }
+  return root;
 }
 
 /** `value` parsed from (or serialized to) `json`, well-formed: walked only when `json` has a surrogate escape. */

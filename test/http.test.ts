@@ -95,6 +95,14 @@ describe('HTTP API', () => {
     }
   });
 
+  it('reads a body nested 40,000 levels deep that holds a lone surrogate escape (the well-formed walk has its own stack)', async () => {
+    const depth = 40_000;
+    const body = `{"criteria_json":{"version":1,"root":${'{"op":"not","child":'.repeat(depth)}"\\ud800"${'}'.repeat(depth)}}}`;
+    const res = await t.post('/v1/audiences/compile', body);
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ valid: false, errors: expect.arrayContaining([expect.objectContaining({ code: 'too_deep' })]) });
+  });
+
   it('refuses a __proto__ or constructor.prototype key, saying which key and why', async () => {
     const proto = await t.post('/v1/events', '{"event_name":"a","external_id":"u","properties":{"ok":{"__proto__":{"admin":true}}}}');
     expect(proto.statusCode).toBe(400);
