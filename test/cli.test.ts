@@ -438,7 +438,7 @@ describe('workspace and keys commands on the service database', () => {
     expect(await secretOwner(acme.publishable_key)).toEqual({ workspaceId: acme.workspace_id, kind: 'publishable' });
     const human = await cli('workspace', 'create', 'globex', '--data', service);
     expect(human.code, human.stderr).toBe(0);
-    expect(human.stdout).toMatch(/^created workspace "globex" \(ws_\w+\) in .*attribution\.duckdb; these keys are shown only once:\n  secret key: +sk_/);
+    expect(human.stdout).toMatch(/^created workspace "globex" \(ws_[\w-]+\) in .*attribution\.duckdb; these keys are shown only once:\n  secret key: +sk_/);
     const store = await Store.open(service);
     try {
       const stored = JSON.stringify(await store.query('SELECT * FROM api_keys'));
