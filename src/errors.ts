@@ -11,9 +11,12 @@ export const ERRORS = {
   not_found: { status: 404, message: 'no such resource' },
   method_not_allowed: { status: 405, message: 'method not allowed' },
   conflict: { status: 409, message: 'the resource is busy; try again' },
+  request_timeout: { status: 408, message: 'the request was not received in time' },
   payload_too_large: { status: 413, message: 'the request body is larger than 1 MiB' },
+  uri_too_long: { status: 414, message: 'a path segment of the URL is too long' },
   unsupported_media_type: { status: 415, message: 'send the body as Content-Type: application/json' },
   rate_limited: { status: 429, message: 'too many requests' },
+  headers_too_large: { status: 431, message: 'the request headers are larger than the server takes' },
   internal: { status: 500, message: 'internal error' },
   unavailable: { status: 503, message: 'the service is shutting down' },
 } as const satisfies Record<string, { status: number; message: string }>;

@@ -1,3 +1,5 @@
+import { request } from 'node:http';
+import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { importDataset } from '../src/store/import.js';
 import type { Dataset } from '../src/store/layout.js';
@@ -174,5 +176,47 @@ describe('HTTP API', () => {
     expect(theirs.json().estimated_count.count).toBe(2);
     const leak = await t.compile({ version: 1, root: { ...signedUp, filter: { 'payload.only_b': { op: 'is_set' } } } });
     expect(leak.json()).toMatchObject({ valid: false, code: 'unknown_field' });
+  });
+});
+
+describe('errors before a route runs', () => {
+  let t: TestApp;
+  let port: number;
+  beforeAll(async () => {
+    t = await startTestApp();
+    await t.app.listen({ port: 0, host: '127.0.0.1' });
+    port = (t.app.server.address() as AddressInfo).port;
+  });
+  afterAll(() => t.close());
+
+  const get = (path: string, headers: Record<string, string> = {}) => new Promise<{ status: number; body: unknown }>((resolve, reject) => {
+    request({ host: '127.0.0.1', port, path, headers }, (res) => {
+      let body = '';
+      res.on('data', (chunk) => { body += chunk; });
+      res.on('end', () => resolve({ status: res.statusCode!, body: JSON.parse(body) }));
+    }).on('error', reject).end();
+  });
+
+  it('answers an over-long path segment with 414 uri_too_long in the service\'s error shape', async () => {
+    const res = await t.app.inject({ method: 'GET', url: `/v1/audiences/${'x'.repeat(500)}`, headers: { authorization: `Bearer ${t.ws.secret_key}` } });
+    expect(res.statusCode).toBe(414);
+    expect(res.json()).toEqual({ error: 'uri_too_long', message: expect.any(String) });
+  });
+
+  it('answers headers or a URL past the parser\'s limit with 431 headers_too_large', async () => {
+    expect(await get('/health', { 'x-big': 'a'.repeat(20_000) })).toEqual({ status: 431, body: { error: 'headers_too_large', message: expect.any(String) } });
+    expect(await get(`/v1/audiences?q=${'a'.repeat(100_000)}`)).toEqual({ status: 431, body: { error: 'headers_too_large', message: expect.any(String) } });
+  });
+
+  it('answers bytes that are not HTTP with 400 in the same shape, and keeps serving', async () => {
+    const answer = await new Promise<string>((resolve) => {
+      const socket = connect(port, '127.0.0.1', () => socket.write('NOT HTTP AT ALL\r\n\r\n'));
+      let data = '';
+      socket.on('data', (chunk) => { data += chunk; });
+      socket.on('close', () => resolve(data));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    expect(JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4))).toEqual({ error: 'invalid_request', message: 'the request is not valid HTTP' });
+    expect((await get('/health')).status).toBe(200);
   });
 });

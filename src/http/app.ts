@@ -9,7 +9,7 @@ import type { Store } from '../store/db.js';
 import { Workspaces } from '../store/workspaces.js';
 import { authPlugin } from './auth.js';
 import { registerJsonBodies } from './json-body.js';
-import { registerErrorHandling } from './errors.js';
+import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
 import { DEFAULT_RATE_LIMITS, type RateLimits, registerRateLimits } from './rate-limit.js';
 import { Ingest } from '../ingest/ingest.js';
 import { compileRoutes } from './routes/compile.js';
@@ -54,6 +54,8 @@ async function baseApp(store: Store, logger: boolean, rateLimits: RateLimits = D
     logger,
     bodyLimit: BODY_LIMIT_BYTES,
     return503OnClosing: true,
+    frameworkErrors,
+    clientErrorHandler,
   }).withTypeProvider<ZodTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   app.setSerializerCompiler(serializerCompiler);

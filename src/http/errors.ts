@@ -1,10 +1,14 @@
 // The one place where errors become HTTP responses: `{ error, message, …details }`.
 
-import type { FastifyError, FastifyInstance } from 'fastify';
+import { STATUS_CODES } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError, ERRORS, type ErrorCode, type FieldError, invalidRequest } from '../errors.js';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_MAX_PARAM_LENGTH: 'uri_too_long',
+  FST_ERR_BAD_URL: 'invalid_request',
   FST_ERR_CTP_BODY_TOO_LARGE: 'payload_too_large',
   FST_ERR_CTP_INVALID_MEDIA_TYPE: 'unsupported_media_type',
   FST_ERR_CTP_EMPTY_JSON_BODY: 'invalid_json',
@@ -32,6 +36,30 @@ export function toAppError(err: unknown): AppError {
     return new AppError('invalid_request', fastifyErr.message);
   }
   return new AppError('internal');
+}
+
+/** Errors the router raises before any route runs (Fastify's `frameworkErrors` option). */
+export function frameworkErrors(err: FastifyError, _request: FastifyRequest, reply: FastifyReply): void {
+  const appErr = toAppError(err);
+  void reply.status(appErr.status).send({ error: appErr.code, message: appErr.message });
+}
+
+const CLIENT_ERRORS: Record<string, ErrorCode> = { ERR_HTTP_REQUEST_TIMEOUT: 'request_timeout', HPE_HEADER_OVERFLOW: 'headers_too_large' };
+
+/**
+ * Faults Node's HTTP parser meets before Fastify sees a request (headers or URL past the parser's
+ * limit, a request too slow, bytes that are not HTTP): answered in the same `{ error, message }`
+ * shape, then the connection is closed (Fastify's `clientErrorHandler` option).
+ */
+export function clientErrorHandler(err: NodeJS.ErrnoException, socket: Duplex): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const code = CLIENT_ERRORS[err.code ?? ''] ?? 'invalid_request';
+  const { status, message } = ERRORS[code];
+  const body = JSON.stringify({ error: code, message: code === 'invalid_request' ? 'the request is not valid HTTP' : message });
+  if (socket.writable) {
+    socket.write(`HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Length: ${Buffer.byteLength(body)}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${body}`);
+  }
+  socket.destroy(err);
 }
 
 export function registerErrorHandling(app: FastifyInstance): void {
