@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { type CriteriaError, MAX_DEPTH, MAX_NODES, validateCriteria } from '../src/criteria/index.js';
+import { type CriteriaError, MAX_DEPTH, MAX_ERRORS, MAX_NODES, validateCriteria } from '../src/criteria/index.js';
 
 const catalog = new Map([['signup', new Set(['plan', 'item', 'item.price'])]]);
 
@@ -325,11 +325,18 @@ describe('size limits', () => {
     // Nodes count in document order, branches included: the root is the first.
     const wide = { op: 'and', children: [{ op: 'or', children: Array.from({ length: 600 }, () => did()) }, { op: 'or', children: Array.from({ length: 600 }, () => did()) }] };
     expect(errorsOf(envelope(wide))).toEqual([{ code: 'too_many_nodes', path: '/root/children/1/children/397' }]);
-    // 300 k non-objects where nodes should be: one fault per node read, then the limit.
+  });
+
+  it(`lists the first ${MAX_ERRORS} faults in document order and no more`, () => {
+    // 300 k non-objects where nodes should be: a fault per node read, of which the first 100 are listed.
     const errors = errorsOf(envelope({ op: 'or', children: new Array(300_000).fill(1) }));
-    expect(errors).toHaveLength(MAX_NODES);
-    expect(errors.at(-2)).toEqual({ code: 'invalid_node', path: `/root/children/${MAX_NODES - 2}` });
-    expect(errors.at(-1)).toEqual({ code: 'too_many_nodes', path: `/root/children/${MAX_NODES - 1}` });
+    expect(errors).toEqual(Array.from({ length: MAX_ERRORS }, (_, i) => ({ code: 'invalid_node', path: `/root/children/${i}` })));
+    // 2,000 unknown filter keys on one leaf: the same bound.
+    const filter = Object.fromEntries(Array.from({ length: 2000 }, (_, i) => [`nope${i}`, { op: '=', value: 1 }]));
+    const leaf = { source: 'pageview', filter, occurrence: { op: 'did', count: null, window: { kind: 'ever' } } };
+    const faults = errorsOf(envelope(leaf));
+    expect(faults).toHaveLength(MAX_ERRORS);
+    expect(faults.at(-1)).toEqual({ code: 'unknown_field', path: `/root/filter/nope${MAX_ERRORS - 1}` });
   });
 
   it('answers any depth of objects or arrays anywhere in the document without exhausting the stack', () => {

@@ -38,6 +38,8 @@ const DAY_MS = 86_400_000;
 export const MAX_DEPTH = 32;
 /** Nodes (branches, leaves, and whatever sits where a node should) in one tree, at most. */
 export const MAX_NODES = 1000;
+/** Faults reported for one tree: the first ones in document order (a body of faults stays small). */
+export const MAX_ERRORS = 100;
 
 /** Positive in the anchoring sense: neither a `not` node nor a `did_not` leaf. */
 function isPositiveRaw(node: unknown): boolean {
@@ -62,7 +64,7 @@ class Validator {
   constructor(private readonly catalog: PropertyCatalog) {}
 
   fail(code: CriteriaErrorCode, path: Path, message: string): undefined {
-    this.errors.push({ code, path: render(path), message });
+    if (this.errors.length < MAX_ERRORS) this.errors.push({ code, path: render(path), message });
     return undefined;
   }
 
