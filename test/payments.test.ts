@@ -365,4 +365,15 @@ describe('lifecycle events and state', () => {
     const [inv] = await t.store.query('SELECT status, amount_due, amount_paid, subscription_id FROM invoices');
     expect(inv).toEqual({ status: 'paid', amount_due: 2000n, amount_paid: 2000n, subscription_id: 'sub_s' });
   });
+
+  it('acknowledges a subscription whose amount does not fit 64 bits, keeping it with the amount unknown', async () => {
+    const max = Number.MAX_SAFE_INTEGER;
+    await ok(deliver(t, notification('customer.subscription.created', subscription('cus_big', { id: 'sub_big', unit_amount: max, quantity: max }))));
+    await ok(deliver(t, notification('customer.subscription.created', subscription('cus_big', { id: 'sub_fits', unit_amount: max, quantity: 1 }))));
+    const rows = await t.store.query("SELECT subscription_id, status, amount FROM subscriptions WHERE customer_id = 'cus_big' ORDER BY subscription_id");
+    expect(rows).toEqual([
+      { subscription_id: 'sub_big', status: 'active', amount: null },
+      { subscription_id: 'sub_fits', status: 'active', amount: BigInt(max) },
+    ]);
+  });
 });

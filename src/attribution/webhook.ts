@@ -96,6 +96,13 @@ async function applyEffects(store: Store, tx: Tx, ws: string, n: Notification, n
 
 const ids = (...values: unknown[]) => values.map(idOf).filter((v): v is string => v !== null);
 
+/** Minor units per interval, or null when it is unknown or not an exact integer of 64 bits (kept, never a failure). */
+function amountPerInterval(unit: number | null, quantity: number): number | null {
+  if (unit === null) return null;
+  const amount = unit * quantity;
+  return Number.isSafeInteger(amount) ? amount : null;
+}
+
 function subscriptionOf(n: Notification, id: string, customerId: string) {
   const o = n.object;
   const item = field(o, 'items', 'data');
@@ -110,7 +117,7 @@ function subscriptionOf(n: Notification, id: string, customerId: string) {
     price_id: idOf(price),
     product_id: idOf(field(price, 'product')),
     interval: str(field(price, 'recurring', 'interval')),
-    amount: unit === null ? null : unit * quantity,
+    amount: amountPerInterval(unit, quantity),
     currency: str(field(price, 'currency')) ?? str(o.currency),
     cancel_at_period_end: o.cancel_at_period_end === true,
     created_at: timeOf(o.created) ?? n.created,
