@@ -105,6 +105,24 @@ describe('HTTP API', () => {
     expect(res.json()).toMatchObject({ valid: false, errors: expect.arrayContaining([expect.objectContaining({ code: 'too_deep' })]) });
   });
 
+  it('answers the shapes the engine could not take with criteria errors in a small body: and/or 250 deep, not 2,000 deep', async () => {
+    const leaf = { source: 'product_event', name: 'signup', occurrence: { op: 'did', count: null, window: { kind: 'ever' } } };
+    let alternating: unknown = leaf;
+    for (let i = 0; i < 250; i++) alternating = { op: i % 2 ? 'and' : 'or', children: [leaf, alternating] };
+    // Built as text: 8,000 levels of nesting are past what JSON.stringify takes here.
+    const text = JSON.stringify(leaf);
+    const negations = `${`{"op":"and","children":[${text},{"op":"not","child":`.repeat(2000)}${text}${'}]}'.repeat(2000)}`;
+    for (const root of [JSON.stringify(alternating), negations]) {
+      const compiled = await t.post('/v1/audiences/compile', `{"criteria_json":{"version":1,"root":${root}}}`);
+      expect(compiled.statusCode).toBe(200);
+      expect(compiled.json()).toMatchObject({ valid: false, errors: expect.arrayContaining([expect.objectContaining({ code: 'too_deep' })]) });
+      expect(compiled.body.length).toBeLessThan(20_000);
+      const saved = await t.post('/v1/audiences', `{"name":"deep","criteria_json":{"version":1,"root":${root}}}`);
+      expect(saved.statusCode).toBe(400);
+      expect(saved.json()).toMatchObject({ error: 'invalid_criteria' });
+    }
+  });
+
   it('refuses a __proto__ or constructor.prototype key, saying which key and why', async () => {
     const proto = await t.post('/v1/events', '{"event_name":"a","external_id":"u","properties":{"ok":{"__proto__":{"admin":true}}}}');
     expect(proto.statusCode).toBe(400);
