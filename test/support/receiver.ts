@@ -24,6 +24,8 @@ export interface Receiver {
   members(): string[];
   /** Resolves once `ready()` holds; checked at each request. */
   when(ready: () => boolean): Promise<void>;
+  /** Answers the held requests 200, accepting their pages. */
+  release(): void;
   close(): void;
 }
 
@@ -55,6 +57,12 @@ export async function startReceiver(mode: Receiver['mode'] = 'answer'): Promise<
         listeners.add(check);
         check();
       });
+    },
+    release() {
+      for (const { page, res } of state.held.splice(0)) {
+        state.accepted.push(page);
+        res.writeHead(200, { 'content-type': 'application/json' }).end('{}');
+      }
     },
     close() {
       server.closeAllConnections();
