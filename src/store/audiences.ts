@@ -149,13 +149,15 @@ export async function writeSnapshot(store: Store, input: SnapshotInput): Promise
     await tx.run(`INSERT INTO audience_members (workspace_id, snapshot_id, profile)
       SELECT $${n + 1}, $${n + 2}, profile FROM (${input.profiles.sql}) AS members`,
       [...input.profiles.params, ws, snapshot]);
-    const sides = [['added', snapshot, previous ?? -1], ['removed', previous ?? -1, snapshot]] as const;
-    for (const [change, from, minus] of sides) {
-      await tx.run(`INSERT INTO audience_diffs (workspace_id, audience_id, snapshot_id, change, profile)
-        SELECT $1, $2, $3, $4, profile FROM (
-          SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $5
-          EXCEPT SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $6)`, [ws, id, snapshot, change, from, minus]);
-    }
+    // Numbered in page order (change, profile), so deliveries page it by `seq`.
+    await tx.run(`INSERT INTO audience_diffs (workspace_id, audience_id, snapshot_id, change, profile, seq)
+      SELECT $1, $2, $3, change, profile, row_number() OVER (ORDER BY change, profile) - 1 FROM (
+        SELECT 'added' AS change, profile FROM (
+          SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $3
+          EXCEPT SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $4)
+        UNION ALL SELECT 'removed' AS change, profile FROM (
+          SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $4
+          EXCEPT SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $3))`, [ws, id, snapshot, previous ?? -1]);
     const counts = (await one(tx, `SELECT
         (SELECT count(*) FROM audience_members WHERE workspace_id = $3 AND snapshot_id = $1) AS members,
         count(*) FILTER (WHERE change = 'added') AS added, count(*) FILTER (WHERE change = 'removed') AS removed
@@ -296,9 +298,12 @@ export interface DeliveryRow {
   last_error: string | null;
   created_at: Date;
   finished_at: Date | null;
-  /** The snapshot the destination had acknowledged when the work list was made (null: none). */
+  /** The snapshot the destination had acknowledged when the delivery started (null: none). */
   base_snapshot_id: number | null;
-  /** Pages of the work list; null until it is made (the delivery has not started). */
+  /** Whether the work list is the snapshot's own diff (else the delivery's items); null until started. */
+  sends_diff: boolean | null;
+  page_size: number | null;
+  /** Pages of the work list; null until the delivery starts. */
   page_count: number | null;
   added_count: number | null;
   removed_count: number | null;
@@ -307,7 +312,8 @@ export interface DeliveryRow {
 const toDelivery = (r: Row): DeliveryRow => ({
   ...(r as unknown as DeliveryRow),
   delivery_id: Number(r.delivery_id), snapshot_id: Number(r.snapshot_id), next_page: Number(r.next_page), skipped: Number(r.skipped),
-  base_snapshot_id: num(r.base_snapshot_id), page_count: num(r.page_count), added_count: num(r.added_count), removed_count: num(r.removed_count),
+  base_snapshot_id: num(r.base_snapshot_id), sends_diff: (r.sends_diff as boolean | null) ?? null, page_size: num(r.page_size),
+  page_count: num(r.page_count), added_count: num(r.added_count), removed_count: num(r.removed_count),
 });
 
 /** Pending deliveries of an audience, oldest first per destination. */
@@ -345,10 +351,12 @@ async function checkMembersKept(tx: DuckDBConnection, ws: string, snapshot: numb
 
 /**
  * Starts a pending delivery: its work list is its snapshot against what the destination has
- * acknowledged (added: members it lacks; removed: profiles it has that are not members), numbered
- * into pages of `pageSize`, made once so a resumed delivery sends the same pages. Older pending
- * deliveries of the destination that never started are superseded: this one carries their changes.
- * On a connection of its own (a large work list does not hold up ingest), within `limitMs`.
+ * acknowledged (added: members it lacks; removed: profiles it has that are not members). When the
+ * destination had acknowledged exactly the previous snapshot (the usual case) that is the snapshot's
+ * own diff, sent as it is stored; otherwise the list is written once for this delivery, so a resumed
+ * delivery sends the same pages. Older pending deliveries of the destination that never started are
+ * superseded: this one carries their changes. On a connection of its own (a large work list does
+ * not hold up ingest), within `limitMs`.
  */
 export async function startDelivery(store: Store, d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {
   const ws = d.workspace_id;
@@ -356,33 +364,36 @@ export async function startDelivery(store: Store, d: DeliveryRow, pageSize: numb
     const state = (await one(tx, `SELECT
         (SELECT max(acked_snapshot_id) FROM audience_destinations WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3) AS base,
         EXISTS (SELECT 1 FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3) AS changes,
-        (SELECT previous_snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND snapshot_id = $4) AS previous`,
-    [ws, d.audience_id, d.destination_id, d.snapshot_id]))!;
+        s.previous_snapshot_id AS previous, s.added_count, s.removed_count
+      FROM audience_snapshots s WHERE s.workspace_id = $1 AND s.snapshot_id = $4`,
+    [ws, d.audience_id, d.destination_id, d.snapshot_id]));
+    if (!state) throw new Error(`snapshot ${d.snapshot_id} no longer exists`);
     const base = num(state.base);
-    await checkMembersKept(tx, ws, d.snapshot_id);
-    if (base !== null) await checkMembersKept(tx, ws, base);
-    const numbered = (work: string, delivery: number, size: number) => `INSERT INTO audience_delivery_items (workspace_id, delivery_id, page, change, profile)
-      SELECT $1, $${delivery}, (row_number() OVER (ORDER BY change, profile) - 1) // $${size}, change, profile FROM (${work})`;
-    if (!state.changes && base === num(state.previous)) {
-      // The usual case: the destination acknowledged the previous snapshot, so the work is the snapshot's own diff.
-      await tx.run(numbered('SELECT change, profile FROM audience_diffs WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id = $3', 4, 5),
-        [ws, d.audience_id, d.snapshot_id, d.delivery_id, pageSize]);
-    } else {
-      const target = 'SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $7';
-      await tx.run(numbered(`SELECT 'added' AS change, profile FROM (${target} EXCEPT (${ACKED}))
-          UNION ALL SELECT 'removed' AS change, profile FROM ((${ACKED}) EXCEPT ${target})`, 5, 6),
-      [ws, d.audience_id, d.destination_id, base ?? -1, d.delivery_id, pageSize, d.snapshot_id]);
+    const sendsDiff = !state.changes && base === num(state.previous);
+    let added = Number(state.added_count);
+    let removed = Number(state.removed_count);
+    if (!sendsDiff) {
+      await checkMembersKept(tx, ws, d.snapshot_id);
+      if (base !== null) await checkMembersKept(tx, ws, base);
+      const target = 'SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $6';
+      await tx.run(`INSERT INTO audience_delivery_items (workspace_id, delivery_id, seq, change, profile)
+        SELECT $1, $5, row_number() OVER (ORDER BY change, profile) - 1, change, profile FROM (
+          SELECT 'added' AS change, profile FROM (${target} EXCEPT (${ACKED}))
+          UNION ALL SELECT 'removed' AS change, profile FROM ((${ACKED}) EXCEPT ${target}))`,
+      [ws, d.audience_id, d.destination_id, base ?? -1, d.delivery_id, d.snapshot_id]);
+      const counts = (await one(tx, `SELECT count(*) FILTER (WHERE change = 'added') AS added, count(*) FILTER (WHERE change = 'removed') AS removed
+        FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2`, [ws, d.delivery_id]))!;
+      added = Number(counts.added);
+      removed = Number(counts.removed);
     }
-    const counts = (await one(tx, `SELECT count(*) FILTER (WHERE change = 'added') AS added, count(*) FILTER (WHERE change = 'removed') AS removed
-      FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2`, [ws, d.delivery_id]))!;
-    const started = {
-      ...d, base_snapshot_id: base, next_page: 0, skipped: 0,
-      added_count: Number(counts.added), removed_count: Number(counts.removed),
-      page_count: Math.ceil((Number(counts.added) + Number(counts.removed)) / pageSize),
+    const started: DeliveryRow = {
+      ...d, base_snapshot_id: base, sends_diff: sendsDiff, page_size: pageSize, page_count: Math.ceil((added + removed) / pageSize),
+      next_page: 0, skipped: 0, added_count: added, removed_count: removed,
     };
-    await tx.run(`UPDATE audience_deliveries SET base_snapshot_id = $3, next_page = 0, skipped = 0, page_count = $4, added_count = $5, removed_count = $6
+    await tx.run(`UPDATE audience_deliveries SET base_snapshot_id = $3, sends_diff = $4, page_size = $5, page_count = $6,
+        added_count = $7, removed_count = $8, next_page = 0, skipped = 0
       WHERE workspace_id = $1 AND delivery_id = $2`,
-    [ws, d.delivery_id, base, started.page_count, started.added_count, started.removed_count]);
+    [ws, d.delivery_id, base, sendsDiff, pageSize, started.page_count, added, removed]);
     await tx.run(`UPDATE audience_deliveries SET status = 'canceled', last_error = $5, finished_at = $6
       WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3 AND status = 'pending' AND page_count IS NULL AND delivery_id < $4`,
     [ws, d.audience_id, d.destination_id, d.delivery_id, `superseded by delivery ${d.delivery_id}`, timestamp(at)]);
@@ -390,12 +401,30 @@ export async function startDelivery(store: Store, d: DeliveryRow, pageSize: numb
   });
 }
 
-/** Page `page` of a started delivery's work list, added first, by profile. */
+/**
+ * The `change, profile` rows of page `page` of a started delivery's work list. `$1` is the
+ * workspace; the other placeholders start at `$first`.
+ */
+function pageRows(d: DeliveryRow, page: number, first: number): { sql: string; params: Params } {
+  const from = page * d.page_size!;
+  const [a, b, c, e] = [first, first + 1, first + 2, first + 3].map((i) => `$${i}`);
+  return d.sends_diff
+    ? {
+      sql: `SELECT change, profile FROM audience_diffs WHERE workspace_id = $1 AND audience_id = ${a} AND snapshot_id = ${b} AND seq >= ${c} AND seq < ${e}`,
+      params: [d.audience_id, d.snapshot_id, from, from + d.page_size!],
+    }
+    : {
+      sql: `SELECT change, profile FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = ${a} AND seq >= ${b} AND seq < ${c}`,
+      params: [d.delivery_id, from, from + d.page_size!],
+    };
+}
+
+/** Page `page` of a started delivery, added first, by profile, with the members' details. */
 export async function deliveryPage(store: Store, d: DeliveryRow, page: number): Promise<DiffMember[]> {
-  const rows = await store.query(`SELECT m.change, ${MEMBER_COLUMNS} FROM audience_delivery_items m ${DETAILS}
-    WHERE m.workspace_id = $1 AND m.delivery_id = $2 AND m.page = $3 ORDER BY m.change, m.profile`,
-  [d.workspace_id, d.delivery_id, page]);
-  return rows.map((r) => ({ ...toMember(r), change: r.change as DiffMember['change'] }));
+  const rows = pageRows(d, page, 2);
+  const members = await store.query(`SELECT m.change, ${MEMBER_COLUMNS} FROM (${rows.sql}) m ${DETAILS} ORDER BY m.change, m.profile`,
+    [d.workspace_id, ...rows.params]);
+  return members.map((r) => ({ ...toMember(r), change: r.change as DiffMember['change'] }));
 }
 
 /**
@@ -404,15 +433,15 @@ export async function deliveryPage(store: Store, d: DeliveryRow, page: number): 
  * the delivery's progress, so a page is never half recorded.
  */
 export async function acknowledgePage(store: Store, d: DeliveryRow, page: number, skipped: number): Promise<void> {
-  const key = [d.workspace_id, d.audience_id, d.destination_id, d.delivery_id, page];
+  const rows = pageRows(d, page, 4);
+  const params = [d.workspace_id, d.audience_id, d.destination_id, ...rows.params];
   await store.transaction(async (tx) => {
     await tx.run(`DELETE FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3
-      AND profile IN (SELECT profile FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $4 AND page = $5)`, key);
+      AND profile IN (SELECT profile FROM (${rows.sql}))`, params);
     await tx.run(`INSERT INTO audience_destination_changes (workspace_id, audience_id, destination_id, change, profile)
-      SELECT $1, $2, $3, i.change, i.profile FROM audience_delivery_items i
-      WHERE i.workspace_id = $1 AND i.delivery_id = $4 AND i.page = $5 AND (i.change = 'added') <> EXISTS (
-        SELECT 1 FROM audience_members m WHERE m.workspace_id = $1 AND m.snapshot_id = $6 AND m.profile = i.profile)`,
-    [...key, d.base_snapshot_id ?? -1]);
+      SELECT $1, $2, $3, i.change, i.profile FROM (${rows.sql}) i WHERE (i.change = 'added') <> EXISTS (
+        SELECT 1 FROM audience_members m WHERE m.workspace_id = $1 AND m.snapshot_id = $${params.length + 1} AND m.profile = i.profile)`,
+    [...params, d.base_snapshot_id ?? -1]);
     await tx.run('UPDATE audience_deliveries SET next_page = $3, skipped = $4 WHERE workspace_id = $1 AND delivery_id = $2',
       [d.workspace_id, d.delivery_id, page + 1, skipped]);
   });
