@@ -258,6 +258,37 @@ describe('deliveries converge to the audience', () => {
     }
   });
 
+  it('supersedes deliveries queued behind one under way by the latest, which carries their changes', async () => {
+    const ws = await workspace(3);
+    const hook = await startReceiver('hang');
+    try {
+      await activate(ws, ['p0']);
+      const a = await createAudience(ws, [hook]);
+      await request(ws, 'POST', `/v1/audiences/${a.id}/refresh`, {});
+      await hook.when(() => hook.held.length === 1);
+      // Two refreshes while the first delivery hangs: p1 comes and goes before the receiver answers.
+      await activate(ws, ['p0', 'p1']);
+      await request(ws, 'POST', `/v1/audiences/${a.id}/refresh`, {});
+      await activate(ws, ['p2']);
+      await request(ws, 'POST', `/v1/audiences/${a.id}/refresh`, {});
+
+      hook.mode = 'answer';
+      hook.release();
+      await t.app.audiences.deliverer.idle();
+      expect(hook.accepted.map((p) => [p.added.map((m) => m.person_id), p.removed.map((m) => m.person_id)])).toEqual([
+        [['p0'], []],
+        [['p2'], ['p0']],
+      ]);
+      const [latest, skipped, first] = await deliveries(ws, a.id);
+      expect(first).toMatchObject({ status: 'delivered' });
+      expect(skipped).toMatchObject({ status: 'canceled', last_error: `superseded by delivery ${latest!.delivery_id}`, attempts: [] });
+      expect(latest).toMatchObject({ status: 'delivered', snapshot_id: expect.any(Number) });
+      expect(latest!.snapshot_id).toBeGreaterThan(skipped!.snapshot_id);
+    } finally {
+      hook.close();
+    }
+  });
+
   it('property: after random membership changes, receiver failures and refreshes, one good round leaves the receiver with the audience', async () => {
     const PERSONS = Array.from({ length: 10 }, (_, i) => `p${i}`);
     const step = fc.record({

@@ -52,6 +52,10 @@ class Stopped extends Error {}
 
 const retryable = (status: number) => status === 429 || status >= 500;
 
+/** The delivery of the latest snapshot (the latest queued among equals). */
+const latest = (deliveries: DeliveryRow[]) => deliveries.reduce((a, b) =>
+  (b.snapshot_id > a.snapshot_id || (b.snapshot_id === a.snapshot_id && b.delivery_id > a.delivery_id) ? b : a));
+
 export class Deliverer {
   /** The run under way per destination (`audience/destination`): runs of one destination are chained. */
   private readonly runs = new Map<string, Promise<void>>();
@@ -119,9 +123,9 @@ export class Deliverer {
   }
 
   /**
-   * Until the destination has no pending delivery: the one in flight is resumed; otherwise the
-   * newest is started, superseding older ones it carries the changes of. Each ends delivered,
-   * failed or canceled, or the run stops with the service.
+   * Until the destination has no pending delivery: the one under way is resumed; otherwise the one
+   * of the latest snapshot is started, superseding older ones whose changes it carries. Each ends
+   * delivered, failed or canceled, or the run stops with the service.
    */
   private async run(ws: string, audienceId: string, destinationId: string): Promise<void> {
     while (!this.stopped) {
@@ -129,16 +133,24 @@ export class Deliverer {
       if (!audience) return;
       const destination = storedDestinations(audience).find((d) => d.id === destinationId);
       const pending = (await pendingDeliveries(this.store, ws, audienceId)).filter((d) => d.destination_id === destinationId);
-      const newest = pending[pending.length - 1];
-      if (!newest) return;
+      if (pending.length === 0) return;
       if (!destination) {
         for (const delivery of pending) await this.finish(delivery, 'canceled', 'the destination was removed from the audience');
         return;
       }
       const driver = DRIVERS[destination.type] as Driver<Destination>;
-      const delivery = pending.find((d) => d.page_count !== null)
-        ?? await startDelivery(this.store, newest, driver.pageSize(this.config), this.config.clock(), this.config.startLimitMs);
-      await this.deliverOne(destination, driver, delivery);
+      const delivery = pending.find((d) => d.page_count !== null) ?? await this.start(latest(pending), driver);
+      if (delivery) await this.deliverOne(destination, driver, delivery);
+    }
+  }
+
+  /** Starts a delivery; one whose work list cannot be made fails (the next refresh queues another). */
+  private async start(delivery: DeliveryRow, driver: Driver<Destination>): Promise<DeliveryRow | null> {
+    try {
+      return await startDelivery(this.store, delivery, driver.pageSize(this.config), this.config.clock(), this.config.startLimitMs);
+    } catch (err) {
+      await this.finish(delivery, 'failed', err instanceof Error ? err.message : String(err));
+      return null;
     }
   }
 

@@ -354,9 +354,9 @@ async function checkMembersKept(tx: DuckDBConnection, ws: string, snapshot: numb
  * acknowledged (added: members it lacks; removed: profiles it has that are not members). When the
  * destination had acknowledged exactly the previous snapshot (the usual case) that is the snapshot's
  * own diff, sent as it is stored; otherwise the list is written once for this delivery, so a resumed
- * delivery sends the same pages. Older pending deliveries of the destination that never started are
- * superseded: this one carries their changes. On a connection of its own (a large work list does
- * not hold up ingest), within `limitMs`.
+ * delivery sends the same pages. Pending deliveries of the destination that never started, of this
+ * snapshot or older ones, are superseded: this one carries their changes. On a connection of its
+ * own (a large work list does not hold up ingest), within `limitMs`.
  */
 export async function startDelivery(store: Store, d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {
   const ws = d.workspace_id;
@@ -395,8 +395,9 @@ export async function startDelivery(store: Store, d: DeliveryRow, pageSize: numb
       WHERE workspace_id = $1 AND delivery_id = $2`,
     [ws, d.delivery_id, base, sendsDiff, pageSize, started.page_count, added, removed]);
     await tx.run(`UPDATE audience_deliveries SET status = 'canceled', last_error = $5, finished_at = $6
-      WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3 AND status = 'pending' AND page_count IS NULL AND delivery_id < $4`,
-    [ws, d.audience_id, d.destination_id, d.delivery_id, `superseded by delivery ${d.delivery_id}`, timestamp(at)]);
+      WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3 AND status = 'pending' AND page_count IS NULL
+        AND delivery_id <> $4 AND snapshot_id <= $7`,
+    [ws, d.audience_id, d.destination_id, d.delivery_id, `superseded by delivery ${d.delivery_id}`, timestamp(at), d.snapshot_id]);
     return started;
   });
 }
@@ -459,7 +460,8 @@ export async function finishDelivery(store: Store, d: DeliveryRow, status: Exclu
       for (const table of ['audience_destinations', 'audience_destination_changes']) {
         await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3`, key);
       }
-      await tx.run('INSERT INTO audience_destinations VALUES ($1, $2, $3, $4)', [...key, d.snapshot_id]);
+      await tx.run(`INSERT INTO audience_destinations SELECT $1, $2, $3, $4
+        WHERE EXISTS (SELECT 1 FROM audiences WHERE workspace_id = $1 AND audience_id = $2)`, [...key, d.snapshot_id]);
     }
     await tx.run('DELETE FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2', [d.workspace_id, d.delivery_id]);
     await tx.run('UPDATE audience_deliveries SET status = $3, last_error = $4, finished_at = $5 WHERE workspace_id = $1 AND delivery_id = $2',
