@@ -326,6 +326,7 @@ describe('audiences', () => {
         audience_members: 'audience_members x JOIN audience_snapshots s ON s.snapshot_id = x.snapshot_id JOIN audiences a ON a.audience_id = s.audience_id',
         audience_diffs: 'audience_diffs x JOIN audiences a ON a.audience_id = x.audience_id',
         audience_deliveries: 'audience_deliveries x JOIN audiences a ON a.audience_id = x.audience_id',
+        audience_destinations: 'audience_destinations x JOIN audiences a ON a.audience_id = x.audience_id',
         audience_delivery_attempts: 'audience_delivery_attempts x JOIN audience_deliveries d ON d.delivery_id = x.delivery_id JOIN audiences a ON a.audience_id = d.audience_id',
       };
       for (const [table, from] of Object.entries(tables)) {

@@ -1,10 +1,13 @@
-// Delivery of snapshot diffs to destinations: at least once and in order. A delivery row is written
-// with its snapshot (same transaction), pages are acknowledged one by one, and a destination's next
-// diff waits until the previous one is delivered or given up; destinations never wait for each
-// other. Every HTTP attempt is logged.
+// Delivery to destinations, converging: a delivery brings a destination from what it has
+// acknowledged to its snapshot (store/audiences.ts startDelivery), so changes it missed while
+// failing go out with the next one. At least once: a pending delivery is written with its snapshot
+// (same transaction), pages are acknowledged one by one, and a restart resumes at the next page. One
+// run per destination at a time; destinations never wait for each other, only for a request slot
+// (slots.ts). Every HTTP attempt is logged. stop() aborts requests and backoff sleeps at once.
 
+import { setTimeout as delay } from 'node:timers/promises';
 import {
-  advanceDelivery, type DeliveryRow, diffPage, getAudience, pendingDeliveries, recordAttempt,
+  acknowledgePage, type DeliveryRow, deliveryPage, finishDelivery, getAudience, pendingDeliveries, recordAttempt, startDelivery,
 } from '../store/audiences.js';
 import type { Store } from '../store/db.js';
 import { googleDriver, metaDriver } from './destinations/ads.js';
@@ -13,6 +16,7 @@ import { DestinationClient, RequestFailed } from './destinations/http.js';
 import type { Destination, DestinationType } from './destinations/schema.js';
 import { webhookDriver } from './destinations/webhook.js';
 import { storedDestinations } from './resource.js';
+import { Slots } from './slots.js';
 
 const DRIVERS: { [T in DestinationType]: Driver<Extract<Destination, { type: T }>> } = {
   webhook: webhookDriver,
@@ -34,6 +38,12 @@ export interface DeliveryConfig extends DriverConfig {
    * or metadata addresses: ALLOW_PRIVATE_DESTINATIONS, for local development and tests. Off unless set.
    */
   allowPrivateDestinations?: boolean;
+  /** Requests open at once, all destinations together. */
+  maxConcurrentRequests: number;
+  /** Requests open at once for one workspace's destinations (a share of maxConcurrentRequests). */
+  maxConcurrentRequestsPerWorkspace: number;
+  /** Time limit of making a delivery's work list (its snapshot against what the destination acknowledged). */
+  startLimitMs: number;
   onError?: (err: unknown) => void;
 }
 
@@ -42,6 +52,10 @@ class Stopped extends Error {}
 
 const retryable = (status: number) => status === 429 || status >= 500;
 
+/** The delivery of the latest snapshot (the latest queued among equals). */
+const latest = (deliveries: DeliveryRow[]) => deliveries.reduce((a, b) =>
+  (b.snapshot_id > a.snapshot_id || (b.snapshot_id === a.snapshot_id && b.delivery_id > a.delivery_id) ? b : a));
+
 export class Deliverer {
   /** The run under way per destination (`audience/destination`): runs of one destination are chained. */
   private readonly runs = new Map<string, Promise<void>>();
@@ -49,14 +63,22 @@ export class Deliverer {
   private readonly again = new Set<string>();
   private readonly calls = new Set<Promise<void>>();
   private readonly client: DestinationClient;
-  private stopped = false;
+  private readonly slots: Slots;
+  /** Aborted by stop(): requests in flight, backoff sleeps and waits for a slot end at once. */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly store: Store, private readonly config: DeliveryConfig) {
     this.client = new DestinationClient({ timeoutMs: config.requestTimeoutMs, allowPrivate: config.allowPrivateDestinations ?? false });
+    this.slots = new Slots(config.maxConcurrentRequests, config.maxConcurrentRequestsPerWorkspace);
   }
 
-  /** Delivers the audience's pending diffs, each destination on its own, in order. */
+  private get stopped(): boolean {
+    return this.stopping.signal.aborted;
+  }
+
+  /** Delivers the audience's pending deliveries, each destination on its own. */
   deliver(ws: string, audienceId: string): Promise<void> {
+    if (this.stopped) return Promise.resolve();
     const call = this.deliverPending(ws, audienceId).catch((err) => this.config.onError?.(err));
     this.calls.add(call);
     void call.finally(() => this.calls.delete(call));
@@ -68,8 +90,12 @@ export class Deliverer {
     while (this.calls.size > 0) await Promise.all(this.calls);
   }
 
+  /**
+   * Aborts requests in flight and backoff sleeps, and waits for the runs to notice: their
+   * deliveries stay pending, the page in flight unacknowledged, and resume at the next start.
+   */
   async stop(): Promise<void> {
-    this.stopped = true;
+    this.stopping.abort();
     await this.idle();
   }
 
@@ -78,7 +104,7 @@ export class Deliverer {
     await Promise.all([...destinationIds].map((destinationId) => this.chain(ws, audienceId, destinationId)));
   }
 
-  /** One run per destination at a time; a call while it runs makes it look for new diffs before it ends. */
+  /** One run per destination at a time; a call while it runs makes it look for new deliveries before it ends. */
   private chain(ws: string, audienceId: string, destinationId: string): Promise<void> {
     const key = `${audienceId}/${destinationId}`;
     const running = this.runs.get(key);
@@ -96,32 +122,47 @@ export class Deliverer {
     return run;
   }
 
-  /** The destination's pending diffs as they are now (a run chained behind another finds fewer). */
+  /**
+   * Until the destination has no pending delivery: the one under way is resumed; otherwise the one
+   * of the latest snapshot is started, superseding older ones whose changes it carries. Each ends
+   * delivered, failed or canceled, or the run stops with the service.
+   */
   private async run(ws: string, audienceId: string, destinationId: string): Promise<void> {
-    const audience = await getAudience(this.store, ws, audienceId);
-    if (!audience) return;
-    const destination = storedDestinations(audience).find((d) => d.id === destinationId);
-    const deliveries = (await pendingDeliveries(this.store, ws, audienceId)).filter((d) => d.destination_id === destinationId);
-    for (const delivery of deliveries) {
-      if (this.stopped) return;
-      if (!destination) await this.finish(delivery, 'canceled', 'the destination was removed from the audience');
-      else await this.deliverOne(ws, destination, delivery);
+    while (!this.stopped) {
+      const audience = await getAudience(this.store, ws, audienceId);
+      if (!audience) return;
+      const destination = storedDestinations(audience).find((d) => d.id === destinationId);
+      const pending = (await pendingDeliveries(this.store, ws, audienceId)).filter((d) => d.destination_id === destinationId);
+      if (pending.length === 0) return;
+      if (!destination) {
+        for (const delivery of pending) await this.finish(delivery, 'canceled', 'the destination was removed from the audience');
+        return;
+      }
+      const driver = DRIVERS[destination.type] as Driver<Destination>;
+      const delivery = pending.find((d) => d.page_count !== null) ?? await this.start(latest(pending), driver);
+      if (delivery) await this.deliverOne(destination, driver, delivery);
     }
   }
 
-  private async deliverOne(ws: string, destination: Destination, delivery: DeliveryRow): Promise<void> {
-    const driver = DRIVERS[destination.type] as Driver<Destination>;
+  /** Starts a delivery; one whose work list cannot be made fails (the next refresh queues another). */
+  private async start(delivery: DeliveryRow, driver: Driver<Destination>): Promise<DeliveryRow | null> {
+    try {
+      return await startDelivery(this.store, delivery, driver.pageSize(this.config), this.config.clock(), this.config.startLimitMs);
+    } catch (err) {
+      await this.finish(delivery, 'failed', err instanceof Error ? err.message : String(err));
+      return null;
+    }
+  }
+
+  private async deliverOne(destination: Destination, driver: Driver<Destination>, delivery: DeliveryRow): Promise<void> {
     let { next_page: page, skipped } = delivery;
     try {
-      for (;;) {
-        const members = await diffPage(this.store, ws, delivery.audience_id, delivery.snapshot_id, page, driver.pageSize);
-        if (members.length === 0) break;
+      for (; page < delivery.page_count!; page++) {
+        const members = await deliveryPage(this.store, delivery, page);
         const send = this.sender(delivery, page);
         const result = await driver.deliverPage(destination, { audienceId: delivery.audience_id, snapshotId: delivery.snapshot_id, page, members }, send, this.config);
-        page++;
         skipped += result.skipped;
-        await advanceDelivery(this.store, ws, delivery.delivery_id, { next_page: page, skipped });
-        if (members.length < driver.pageSize) break;
+        await acknowledgePage(this.store, delivery, page, skipped);
       }
       await this.finish(delivery, 'delivered', null);
     } catch (err) {
@@ -130,8 +171,8 @@ export class Deliverer {
     }
   }
 
-  private finish(delivery: DeliveryRow, status: DeliveryRow['status'], error: string | null): Promise<void> {
-    return advanceDelivery(this.store, delivery.workspace_id, delivery.delivery_id, { status, last_error: error, finished_at: this.config.clock() });
+  private finish(delivery: DeliveryRow, status: Exclude<DeliveryRow['status'], 'pending'>, error: string | null): Promise<void> {
+    return finishDelivery(this.store, delivery, status, error, this.config.clock());
   }
 
   /**
@@ -142,10 +183,13 @@ export class Deliverer {
     return async (build) => {
       let lastError = '';
       for (let attempt = 1; attempt <= this.config.maxTries; attempt++) {
-        if (this.stopped) throw new Stopped();
         const now = this.config.clock();
         const request = build(now);
-        const outcome = await this.attempt(request);
+        const outcome = await this.slots.run(delivery.workspace_id, this.stopping.signal, () => this.attempt(request)).catch((err) => {
+          throw this.stopped ? new Stopped() : err;
+        });
+        // An attempt cut short by stop() is not the receiver's doing: not logged, and the page stays unacknowledged.
+        if (this.stopped) throw new Stopped();
         const ok = outcome.response !== null && outcome.error === null;
         await recordAttempt(this.store, delivery.workspace_id, {
           delivery_id: delivery.delivery_id, page, request: request.label, attempt, ok,
@@ -154,7 +198,9 @@ export class Deliverer {
         if (ok) return outcome.response!;
         lastError = outcome.error!;
         if (!outcome.retryable) break;
-        if (attempt < this.config.maxTries) await sleep(this.backoff(attempt));
+        if (attempt < this.config.maxTries) await delay(this.backoff(attempt), undefined, { signal: this.stopping.signal }).catch(() => {
+          throw new Stopped();
+        });
       }
       throw new Error(`gave up on ${delivery.destination_id}: ${lastError}`);
     };
@@ -162,7 +208,7 @@ export class Deliverer {
 
   private async attempt(request: HttpRequest): Promise<{ response: HttpResponse | null; error: string | null; retryable: boolean }> {
     try {
-      const response = await this.client.send(request);
+      const response = await this.client.send(request, this.stopping.signal);
       const accepted = response.status >= 200 && response.status < 300;
       return { response, error: accepted ? null : `HTTP ${response.status}`, retryable: retryable(response.status) };
     } catch (err) {
@@ -178,5 +224,3 @@ export class Deliverer {
     return ceiling / 2 + Math.random() * (ceiling / 2);
   }
 }
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

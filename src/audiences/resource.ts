@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { isTimeWindowed, validateCriteria } from '../criteria/index.js';
 import { AppError, invalidRequest } from '../errors.js';
 import {
-  type AudienceChanges, type AudienceRow, deleteAudience, getAudience, insertAudience, listAudiences, updateAudience,
+  type AudienceChanges, type AudienceRow, deleteAudience, getAudience, insertAudience, listAudiences, queueDeliveries, updateAudience,
 } from '../store/audiences.js';
 import type { Store } from '../store/db.js';
 import { propertyCatalog } from '../store/properties.js';
@@ -167,8 +167,13 @@ export class AudienceResource {
         changes.next_refresh_at = new Date(row.last_refreshed_at.getTime() + changes.refresh_every_ms!);
       }
     }
-    if (patch.destinations !== undefined) changes.destinations = JSON.stringify(withIds(patch.destinations, storedDestinations(row)));
+    const previous = storedDestinations(row);
+    const destinations = patch.destinations === undefined ? previous : withIds(patch.destinations, previous);
+    if (patch.destinations !== undefined) changes.destinations = JSON.stringify(destinations);
     if (!(await updateAudience(this.store, ws, id, changes))) throw new AppError('not_found', `no audience ${id}`);
+    // A destination added to an audience that has members gets them all at the next scheduler tick.
+    const added = destinations.filter((d) => !previous.some((p) => p.id === d.id)).map((d) => d.id);
+    await queueDeliveries(this.store, ws, id, added, now);
     return this.get(ws, id);
   }
 

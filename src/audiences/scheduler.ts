@@ -1,5 +1,5 @@
 // The refresh scheduler: every interval, refresh each due audience at the tick's time, then start
-// delivering pending diffs. Tests call tick(now) directly with their own clock.
+// delivering pending deliveries. Tests call tick(now) directly with their own clock.
 
 import { audiencesWithPendingDeliveries, dueAudiences } from '../store/audiences.js';
 import type { Store } from '../store/db.js';
@@ -32,7 +32,7 @@ export class Scheduler {
     this.timer.unref();
   }
 
-  /** Refreshes the audiences due at `now`, one after another, then starts delivering their diffs (deliverer.idle() waits for them). */
+  /** Refreshes the audiences due at `now`, one after another, then starts their deliveries (deliverer.idle() waits for them). */
   tick(now: Date = this.options.clock()): Promise<void> {
     const run = this.current ? this.current.then(() => this.run(now)) : this.run(now);
     const tracked = run.finally(() => {
@@ -48,11 +48,14 @@ export class Scheduler {
       await this.refresher.refresh(workspace_id, audience_id, now).catch((err) => this.options.onError?.(err));
     }
     // Deliveries go on in the background: a receiver that hangs or backs off never delays the
-    // next tick's refreshes (the deliverer keeps one run per destination).
+    // next tick's refreshes (the deliverer keeps one run per destination, in bounded request slots).
     for (const a of await audiencesWithPendingDeliveries(this.store)) void this.deliverer.deliver(a.workspace_id, a.audience_id);
   }
 
-  /** Stops the timer and waits for the tick and deliveries under way (deliveries pause between attempts). */
+  /**
+   * Stops the timer, aborts deliveries under way (they stay pending and resume at the next start),
+   * then waits for the tick: a refresh under way commits or rolls back.
+   */
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;

@@ -1,6 +1,6 @@
-// Saved audiences, their membership snapshots and diffs. A snapshot is a set of profiles written
-// with INSERT … SELECT from the compiled criteria; diffs are EXCEPTs between two snapshots. Member
-// lists never leave the database except page by page.
+// Saved audiences, their membership snapshots and diffs, and what each destination has
+// acknowledged. A snapshot is a set of profiles written with INSERT … SELECT from the compiled
+// criteria; diffs are EXCEPTs between two sets. Member lists never leave the database except page by page.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { CompiledQuery } from '../criteria/index.js';
@@ -96,9 +96,11 @@ export async function deleteAudience(store: Store, ws: string, id: string): Prom
     if (result.rowsChanged === 0) return false;
     await tx.run(`DELETE FROM audience_members WHERE workspace_id = $1 AND snapshot_id IN (
       SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
-    await tx.run(`DELETE FROM audience_delivery_attempts WHERE workspace_id = $1 AND delivery_id IN (
-      SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
-    for (const table of ['audience_snapshots', 'audience_diffs', 'audience_deliveries']) {
+    for (const table of ['audience_delivery_attempts', 'audience_delivery_items']) {
+      await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND delivery_id IN (
+        SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
+    }
+    for (const table of ['audience_snapshots', 'audience_diffs', 'audience_deliveries', 'audience_destinations', 'audience_destination_changes']) {
       await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2`, [ws, id]);
     }
     return true;
@@ -131,8 +133,10 @@ export interface SnapshotResult {
 
 /**
  * One transaction: the new snapshot's members, its diff to the current snapshot, a pending delivery
- * per destination, then the audience points at it. A crash before COMMIT leaves the previous
- * snapshot in place. Members are kept for the last two snapshots only; diffs while a delivery needs them.
+ * per destination that has something to receive, then the audience points at it. A crash before
+ * COMMIT leaves the previous snapshot in place. Members are kept for the last two snapshots and for
+ * every snapshot a destination's acknowledged state or a pending delivery refers to; diffs while a
+ * pending delivery targets their snapshot.
  */
 export async function writeSnapshot(store: Store, input: SnapshotInput): Promise<SnapshotResult> {
   const { ws, audienceId: id } = input;
@@ -145,13 +149,15 @@ export async function writeSnapshot(store: Store, input: SnapshotInput): Promise
     await tx.run(`INSERT INTO audience_members (workspace_id, snapshot_id, profile)
       SELECT $${n + 1}, $${n + 2}, profile FROM (${input.profiles.sql}) AS members`,
       [...input.profiles.params, ws, snapshot]);
-    const sides = [['added', snapshot, previous ?? -1], ['removed', previous ?? -1, snapshot]] as const;
-    for (const [change, from, minus] of sides) {
-      await tx.run(`INSERT INTO audience_diffs (workspace_id, audience_id, snapshot_id, change, profile)
-        SELECT $1, $2, $3, $4, profile FROM (
-          SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $5
-          EXCEPT SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $6)`, [ws, id, snapshot, change, from, minus]);
-    }
+    // Numbered in page order (change, profile), so deliveries page it by `seq`.
+    await tx.run(`INSERT INTO audience_diffs (workspace_id, audience_id, snapshot_id, change, profile, seq)
+      SELECT $1, $2, $3, change, profile, row_number() OVER (ORDER BY change, profile) - 1 FROM (
+        SELECT 'added' AS change, profile FROM (
+          SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $3
+          EXCEPT SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $4)
+        UNION ALL SELECT 'removed' AS change, profile FROM (
+          SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $4
+          EXCEPT SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $3))`, [ws, id, snapshot, previous ?? -1]);
     const counts = (await one(tx, `SELECT
         (SELECT count(*) FROM audience_members WHERE workspace_id = $3 AND snapshot_id = $1) AS members,
         count(*) FILTER (WHERE change = 'added') AS added, count(*) FILTER (WHERE change = 'removed') AS removed
@@ -159,22 +165,73 @@ export async function writeSnapshot(store: Store, input: SnapshotInput): Promise
     const result = { snapshot_id: snapshot, member_count: Number(counts.members), added: Number(counts.added), removed: Number(counts.removed) };
     await tx.run(`INSERT INTO audience_snapshots VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
       [ws, id, snapshot, previous, timestamp(input.at), result.member_count, result.added, result.removed]);
-    if (result.added + result.removed > 0) {
-      for (const destination of input.destinationIds) {
-        await tx.run(`INSERT INTO audience_deliveries (workspace_id, delivery_id, audience_id, destination_id, snapshot_id, status, created_at)
-          VALUES ($1, nextval('audience_delivery_ids'), $2, $3, $4, 'pending', $5)`, [ws, id, destination, snapshot, timestamp(input.at)]);
-      }
+    for (const destination of input.destinationIds) {
+      await queueForDestination(tx, { ws, audienceId: id, destination, snapshot, previous, changed: result.added + result.removed > 0, at: input.at });
     }
     await tx.run(`UPDATE audiences SET snapshot_id = $3, member_count = $4, status = 'ready', last_error = NULL,
         last_refreshed_at = $5, next_refresh_at = $6, updated_at = $5
       WHERE workspace_id = $1 AND audience_id = $2`, [ws, id, snapshot, result.member_count, timestamp(input.at), timestamp(input.nextRefreshAt)]);
+    // Destinations taken off the audience, once no delivery of theirs is pending (their runs only
+    // write while one is): their acknowledged state no longer holds a snapshot back.
+    const listed = JSON.stringify(input.destinationIds);
+    for (const table of ['audience_destination_changes', 'audience_destinations']) {
+      await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2
+        AND NOT list_contains(from_json($3, '["VARCHAR"]'), destination_id)
+        AND destination_id NOT IN (SELECT destination_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending')`,
+      [ws, id, listed]);
+    }
     await tx.run(`DELETE FROM audience_members WHERE workspace_id = $1 AND snapshot_id IN (
-      SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id NOT IN ($3, $4))`,
+      SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id NOT IN ($3, $4)
+        AND snapshot_id NOT IN (SELECT acked_snapshot_id FROM audience_destinations WHERE workspace_id = $1 AND audience_id = $2)
+        AND snapshot_id NOT IN (SELECT snapshot_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending'))`,
     [ws, id, snapshot, previous ?? -1]);
     await tx.run(`DELETE FROM audience_diffs WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id <> $3
       AND snapshot_id NOT IN (SELECT snapshot_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending')`,
     [ws, id, snapshot]);
     return result;
+  });
+}
+
+/**
+ * Whether a destination gets a delivery of the new snapshot: when the snapshot changed, or when the
+ * destination has not acknowledged the previous one and no delivery of its is pending (one that
+ * failed, a destination never delivered to). A destination that had acknowledged the previous
+ * snapshot, with an unchanged snapshot, has acknowledged the new one: its base moves on, so an
+ * unchanged refresh sends nothing and keeps no snapshot alive. (Its base is written by delivery
+ * runs only while one of its deliveries is pending, so this write never meets a run's.)
+ */
+async function queueForDestination(tx: DuckDBConnection, q: {
+  ws: string; audienceId: string; destination: string; snapshot: number; previous: number | null; changed: boolean; at: Date;
+}): Promise<void> {
+  const key = [q.ws, q.audienceId, q.destination];
+  const state = (await one(tx, `SELECT
+      (SELECT max(acked_snapshot_id) FROM audience_destinations WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3) AS acked,
+      EXISTS (SELECT 1 FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3) AS changes,
+      EXISTS (SELECT 1 FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3 AND status = 'pending') AS pending`, key))!;
+  const caughtUp = q.previous !== null && num(state.acked) === q.previous && !state.changes && !state.pending;
+  if (caughtUp && !q.changed) {
+    await tx.run(`UPDATE audience_destinations SET acked_snapshot_id = $4 WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3`, [...key, q.snapshot]);
+  } else if (q.changed || !state.pending) {
+    await insertDelivery(tx, q.ws, q.audienceId, q.destination, q.snapshot, q.at);
+  }
+}
+
+const insertDelivery = (tx: DuckDBConnection, ws: string, audienceId: string, destination: string, snapshot: number, at: Date) =>
+  tx.run(`INSERT INTO audience_deliveries (workspace_id, delivery_id, audience_id, destination_id, snapshot_id, status, created_at)
+    VALUES ($1, nextval('audience_delivery_ids'), $2, $3, $4, 'pending', $5)`, [ws, audienceId, destination, snapshot, timestamp(at)]);
+
+/**
+ * A pending delivery of the audience's current snapshot to each of `destinationIds` (destinations
+ * just added): a new destination receives every member without waiting for the next refresh.
+ * Nothing when the audience has no snapshot yet (its first refresh queues them).
+ */
+export async function queueDeliveries(store: Store, ws: string, audienceId: string, destinationIds: string[], at: Date): Promise<void> {
+  if (destinationIds.length === 0) return;
+  await store.transaction(async (tx) => {
+    const row = await one(tx, 'SELECT snapshot_id FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, audienceId]);
+    const snapshot = num(row?.snapshot_id);
+    if (snapshot === null) return;
+    for (const destination of destinationIds) await insertDelivery(tx, ws, audienceId, destination, snapshot, at);
   });
 }
 
@@ -233,6 +290,7 @@ export interface DeliveryRow {
   delivery_id: number;
   audience_id: string;
   destination_id: string;
+  /** The snapshot the destination is brought to. */
   snapshot_id: number;
   status: 'pending' | 'delivered' | 'failed' | 'canceled';
   next_page: number;
@@ -240,17 +298,28 @@ export interface DeliveryRow {
   last_error: string | null;
   created_at: Date;
   finished_at: Date | null;
+  /** The snapshot the destination had acknowledged when the delivery started (null: none). */
+  base_snapshot_id: number | null;
+  /** Whether the work list is the snapshot's own diff (else the delivery's items); null until started. */
+  sends_diff: boolean | null;
+  page_size: number | null;
+  /** Pages of the work list; null until the delivery starts. */
+  page_count: number | null;
+  added_count: number | null;
+  removed_count: number | null;
 }
 
 const toDelivery = (r: Row): DeliveryRow => ({
   ...(r as unknown as DeliveryRow),
   delivery_id: Number(r.delivery_id), snapshot_id: Number(r.snapshot_id), next_page: Number(r.next_page), skipped: Number(r.skipped),
+  base_snapshot_id: num(r.base_snapshot_id), sends_diff: (r.sends_diff as boolean | null) ?? null, page_size: num(r.page_size),
+  page_count: num(r.page_count), added_count: num(r.added_count), removed_count: num(r.removed_count),
 });
 
-/** Pending deliveries of an audience, oldest snapshot first per destination. */
+/** Pending deliveries of an audience, oldest first per destination. */
 export async function pendingDeliveries(store: Store, ws: string, audienceId: string): Promise<DeliveryRow[]> {
   const rows = await store.query(`SELECT * FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending'
-    ORDER BY destination_id, snapshot_id`, [ws, audienceId]);
+    ORDER BY destination_id, delivery_id`, [ws, audienceId]);
   return rows.map(toDelivery);
 }
 
@@ -264,12 +333,140 @@ export interface DiffMember extends MemberRow {
   change: 'added' | 'removed';
 }
 
-/** Page `page` of a snapshot's diff, added first, by profile; diffs are immutable so offsets are stable. */
-export async function diffPage(store: Store, ws: string, audienceId: string, snapshotId: number, page: number, size: number): Promise<DiffMember[]> {
-  const rows = await store.query(`SELECT m.change, ${MEMBER_COLUMNS} FROM audience_diffs m ${DETAILS}
-    WHERE m.workspace_id = $1 AND m.audience_id = $2 AND m.snapshot_id = $3 ORDER BY m.change, m.profile LIMIT $4 OFFSET $5`,
-  [ws, audienceId, snapshotId, size, page * size]);
-  return rows.map((r) => ({ ...toMember(r), change: r.change as DiffMember['change'] }));
+/**
+ * What the destination has acknowledged: the members of its base snapshot, less the profiles it
+ * acknowledged as removed since, plus those it acknowledged as added. `$1` workspace, `$2` audience,
+ * `$3` destination, `$4` base snapshot (-1: none).
+ */
+const ACKED = `(SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $4
+    EXCEPT SELECT profile FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3 AND change = 'removed')
+  UNION SELECT profile FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3 AND change = 'added'`;
+
+/** Fails unless the snapshot's members are all still stored (they are kept while referred to). */
+async function checkMembersKept(tx: DuckDBConnection, ws: string, snapshot: number): Promise<void> {
+  const row = await one(tx, `SELECT s.member_count, (SELECT count(*) FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $2) AS kept
+    FROM audience_snapshots s WHERE s.workspace_id = $1 AND s.snapshot_id = $2`, [ws, snapshot]);
+  if (!row || Number(row.kept) !== Number(row.member_count)) throw new Error(`the members of snapshot ${snapshot} are no longer stored`);
+}
+
+/**
+ * Starts a pending delivery: its work list is its snapshot against what the destination has
+ * acknowledged (added: members it lacks; removed: profiles it has that are not members). When the
+ * destination had acknowledged exactly the previous snapshot (the usual case) that is the snapshot's
+ * own diff, sent as it is stored; otherwise the list is written once for this delivery, so a resumed
+ * delivery sends the same pages. Pending deliveries of the destination that never started, of this
+ * snapshot or older ones, are superseded: this one carries their changes. On a connection of its
+ * own (a large work list does not hold up ingest), within `limitMs`.
+ */
+export async function startDelivery(store: Store, d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {
+  const ws = d.workspace_id;
+  return store.transactionWithin(limitMs, async (tx) => {
+    const state = (await one(tx, `SELECT
+        (SELECT max(acked_snapshot_id) FROM audience_destinations WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3) AS base,
+        EXISTS (SELECT 1 FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3) AS changes,
+        s.previous_snapshot_id AS previous, s.added_count, s.removed_count
+      FROM audience_snapshots s WHERE s.workspace_id = $1 AND s.snapshot_id = $4`,
+    [ws, d.audience_id, d.destination_id, d.snapshot_id]));
+    if (!state) throw new Error(`snapshot ${d.snapshot_id} no longer exists`);
+    const base = num(state.base);
+    const sendsDiff = !state.changes && base === num(state.previous);
+    let added = Number(state.added_count);
+    let removed = Number(state.removed_count);
+    if (!sendsDiff) {
+      await checkMembersKept(tx, ws, d.snapshot_id);
+      if (base !== null) await checkMembersKept(tx, ws, base);
+      const target = 'SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $6';
+      await tx.run(`INSERT INTO audience_delivery_items (workspace_id, delivery_id, seq, change, profile)
+        SELECT $1, $5, row_number() OVER (ORDER BY change, profile) - 1, change, profile FROM (
+          SELECT 'added' AS change, profile FROM (${target} EXCEPT (${ACKED}))
+          UNION ALL SELECT 'removed' AS change, profile FROM ((${ACKED}) EXCEPT ${target}))`,
+      [ws, d.audience_id, d.destination_id, base ?? -1, d.delivery_id, d.snapshot_id]);
+      const counts = (await one(tx, `SELECT count(*) FILTER (WHERE change = 'added') AS added, count(*) FILTER (WHERE change = 'removed') AS removed
+        FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2`, [ws, d.delivery_id]))!;
+      added = Number(counts.added);
+      removed = Number(counts.removed);
+    }
+    const started: DeliveryRow = {
+      ...d, base_snapshot_id: base, sends_diff: sendsDiff, page_size: pageSize, page_count: Math.ceil((added + removed) / pageSize),
+      next_page: 0, skipped: 0, added_count: added, removed_count: removed,
+    };
+    await tx.run(`UPDATE audience_deliveries SET base_snapshot_id = $3, sends_diff = $4, page_size = $5, page_count = $6,
+        added_count = $7, removed_count = $8, next_page = 0, skipped = 0
+      WHERE workspace_id = $1 AND delivery_id = $2`,
+    [ws, d.delivery_id, base, sendsDiff, pageSize, started.page_count, added, removed]);
+    await tx.run(`UPDATE audience_deliveries SET status = 'canceled', last_error = $5, finished_at = $6
+      WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3 AND status = 'pending' AND page_count IS NULL
+        AND delivery_id <> $4 AND snapshot_id <= $7`,
+    [ws, d.audience_id, d.destination_id, d.delivery_id, `superseded by delivery ${d.delivery_id}`, timestamp(at), d.snapshot_id]);
+    return started;
+  });
+}
+
+/**
+ * The `change, profile` rows of page `page` of a started delivery's work list. `$1` is the
+ * workspace; the other placeholders start at `$first`.
+ */
+function pageRows(d: DeliveryRow, page: number, first: number): { sql: string; params: Params } {
+  const from = page * d.page_size!;
+  const [a, b, c, e] = [first, first + 1, first + 2, first + 3].map((i) => `$${i}`);
+  return d.sends_diff
+    ? {
+      sql: `SELECT change, profile FROM audience_diffs WHERE workspace_id = $1 AND audience_id = ${a} AND snapshot_id = ${b} AND seq >= ${c} AND seq < ${e}`,
+      params: [d.audience_id, d.snapshot_id, from, from + d.page_size!],
+    }
+    : {
+      sql: `SELECT change, profile FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = ${a} AND seq >= ${b} AND seq < ${c}`,
+      params: [d.delivery_id, from, from + d.page_size!],
+    };
+}
+
+/** Page `page` of a started delivery, added first, by profile, with the members' details. */
+export async function deliveryPage(store: Store, d: DeliveryRow, page: number): Promise<DiffMember[]> {
+  const rows = pageRows(d, page, 2);
+  const members = await store.query(`SELECT m.change, ${MEMBER_COLUMNS} FROM (${rows.sql}) m ${DETAILS} ORDER BY m.change, m.profile`,
+    [d.workspace_id, ...rows.params]);
+  return members.map((r) => ({ ...toMember(r), change: r.change as DiffMember['change'] }));
+}
+
+/**
+ * Records page `page` as acknowledged: the destination now has each added profile and lacks each
+ * removed one, kept as changes against its base where they differ from it. One transaction with
+ * the delivery's progress, so a page is never half recorded.
+ */
+export async function acknowledgePage(store: Store, d: DeliveryRow, page: number, skipped: number): Promise<void> {
+  const rows = pageRows(d, page, 4);
+  const params = [d.workspace_id, d.audience_id, d.destination_id, ...rows.params];
+  await store.transaction(async (tx) => {
+    await tx.run(`DELETE FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3
+      AND profile IN (SELECT profile FROM (${rows.sql}))`, params);
+    await tx.run(`INSERT INTO audience_destination_changes (workspace_id, audience_id, destination_id, change, profile)
+      SELECT $1, $2, $3, i.change, i.profile FROM (${rows.sql}) i WHERE (i.change = 'added') <> EXISTS (
+        SELECT 1 FROM audience_members m WHERE m.workspace_id = $1 AND m.snapshot_id = $${params.length + 1} AND m.profile = i.profile)`,
+    [...params, d.base_snapshot_id ?? -1]);
+    await tx.run('UPDATE audience_deliveries SET next_page = $3, skipped = $4 WHERE workspace_id = $1 AND delivery_id = $2',
+      [d.workspace_id, d.delivery_id, page + 1, skipped]);
+  });
+}
+
+/**
+ * Ends a delivery. Delivered: every page is acknowledged, so the destination has exactly its
+ * snapshot, which becomes its base. Failed or canceled: what it acknowledged stays recorded and the
+ * next delivery carries the rest.
+ */
+export async function finishDelivery(store: Store, d: DeliveryRow, status: Exclude<DeliveryRow['status'], 'pending'>, error: string | null, at: Date): Promise<void> {
+  const key = [d.workspace_id, d.audience_id, d.destination_id];
+  await store.transaction(async (tx) => {
+    if (status === 'delivered') {
+      for (const table of ['audience_destinations', 'audience_destination_changes']) {
+        await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3`, key);
+      }
+      await tx.run(`INSERT INTO audience_destinations SELECT $1, $2, $3, $4
+        WHERE EXISTS (SELECT 1 FROM audiences WHERE workspace_id = $1 AND audience_id = $2)`, [...key, d.snapshot_id]);
+    }
+    await tx.run('DELETE FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2', [d.workspace_id, d.delivery_id]);
+    await tx.run('UPDATE audience_deliveries SET status = $3, last_error = $4, finished_at = $5 WHERE workspace_id = $1 AND delivery_id = $2',
+      [d.workspace_id, d.delivery_id, status, error, timestamp(at)]);
+  });
 }
 
 export interface AttemptRecord {
@@ -286,16 +483,6 @@ export interface AttemptRecord {
 export async function recordAttempt(store: Store, ws: string, a: AttemptRecord): Promise<void> {
   await store.transaction((tx) => tx.run('INSERT INTO audience_delivery_attempts VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
     [ws, a.delivery_id, a.page, a.request, a.attempt, a.ok, a.http_status, a.error, timestamp(a.attempted_at)]));
-}
-
-/** Records a page as acknowledged, or the delivery as finished. */
-export async function advanceDelivery(store: Store, ws: string, deliveryId: number, change:
-  { next_page: number; skipped: number } | { status: DeliveryRow['status']; last_error: string | null; finished_at: Date }): Promise<void> {
-  await store.transaction((tx) => ('next_page' in change
-    ? tx.run('UPDATE audience_deliveries SET next_page = $3, skipped = $4 WHERE workspace_id = $1 AND delivery_id = $2',
-      [ws, deliveryId, change.next_page, change.skipped])
-    : tx.run('UPDATE audience_deliveries SET status = $3, last_error = $4, finished_at = $5 WHERE workspace_id = $1 AND delivery_id = $2',
-      [ws, deliveryId, change.status, change.last_error, timestamp(change.finished_at)])));
 }
 
 export interface DeliveryLog extends DeliveryRow {

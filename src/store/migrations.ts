@@ -226,4 +226,69 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE payment_customers ADD COLUMN payment_email VARCHAR;
   ALTER TABLE payment_customers ADD COLUMN payment_email_created TIMESTAMP;
   `,
+  // Deliveries converge: what each destination has acknowledged is a snapshot (its base, kept
+  // while referenced) plus the profiles acknowledged differently since (changes). A delivery sends
+  // its target snapshot against that: the snapshot's own diff when the destination had acknowledged
+  // the previous snapshot, else a work list of its own (items); both numbered by `seq` in page order
+  // (change, profile), pages of page_size rows. Existing destinations start at their audience's
+  // snapshot, minus the changes their pending deliveries have not sent yet: per profile the first
+  // unsent change says what the receiver has (pages already acknowledged, webhook 1 000 rows and ad
+  // platforms 10 000 each, were sent).
+  `
+  CREATE TABLE audience_destinations (
+    workspace_id VARCHAR NOT NULL,
+    audience_id VARCHAR NOT NULL,
+    destination_id VARCHAR NOT NULL,
+    acked_snapshot_id BIGINT NOT NULL
+  );
+  CREATE TABLE audience_destination_changes (
+    workspace_id VARCHAR NOT NULL,
+    audience_id VARCHAR NOT NULL,
+    destination_id VARCHAR NOT NULL,
+    change VARCHAR NOT NULL,
+    profile BIGINT NOT NULL
+  );
+  CREATE TABLE audience_delivery_items (
+    workspace_id VARCHAR NOT NULL,
+    delivery_id BIGINT NOT NULL,
+    seq BIGINT NOT NULL,
+    change VARCHAR NOT NULL,
+    profile BIGINT NOT NULL
+  );
+  ALTER TABLE audience_deliveries ADD COLUMN base_snapshot_id BIGINT;
+  ALTER TABLE audience_deliveries ADD COLUMN sends_diff BOOLEAN;
+  ALTER TABLE audience_deliveries ADD COLUMN page_size INTEGER;
+  ALTER TABLE audience_deliveries ADD COLUMN page_count INTEGER;
+  ALTER TABLE audience_deliveries ADD COLUMN added_count BIGINT;
+  ALTER TABLE audience_deliveries ADD COLUMN removed_count BIGINT;
+  ALTER TABLE audience_diffs ADD COLUMN seq BIGINT;
+  CREATE TEMPORARY TABLE numbered_diffs AS
+    SELECT workspace_id, audience_id, snapshot_id, change, profile,
+      row_number() OVER (PARTITION BY workspace_id, audience_id, snapshot_id ORDER BY change, profile) - 1 AS seq
+    FROM audience_diffs;
+  DELETE FROM audience_diffs;
+  INSERT INTO audience_diffs (workspace_id, audience_id, snapshot_id, change, profile, seq) SELECT * FROM numbered_diffs;
+  DROP TABLE numbered_diffs;
+  CREATE TEMPORARY TABLE listed_destinations AS
+    SELECT a.workspace_id, a.audience_id, a.snapshot_id, d.id AS destination_id,
+      CASE WHEN d.type = 'webhook' THEN 1000 ELSE 10000 END AS page_size
+    FROM audiences a, unnest(from_json(a.destinations, '[{"id":"VARCHAR","type":"VARCHAR"}]')) AS t(d)
+    WHERE a.snapshot_id IS NOT NULL;
+  INSERT INTO audience_destinations SELECT workspace_id, audience_id, destination_id, snapshot_id FROM listed_destinations;
+  INSERT INTO audience_destination_changes
+  SELECT u.workspace_id, u.audience_id, u.destination_id, CASE WHEN u.change = 'removed' THEN 'added' ELSE 'removed' END, u.profile
+  FROM (
+    SELECT d.workspace_id, d.audience_id, d.destination_id, f.change, f.profile,
+      row_number() OVER (PARTITION BY d.workspace_id, d.audience_id, d.destination_id, f.profile ORDER BY d.snapshot_id) AS k
+    FROM audience_deliveries d
+    JOIN listed_destinations l ON l.workspace_id = d.workspace_id AND l.audience_id = d.audience_id AND l.destination_id = d.destination_id
+    JOIN audience_diffs f ON f.workspace_id = d.workspace_id AND f.audience_id = d.audience_id AND f.snapshot_id = d.snapshot_id
+    WHERE d.status = 'pending' AND f.seq >= d.next_page * l.page_size
+  ) u
+  JOIN listed_destinations l ON l.workspace_id = u.workspace_id AND l.audience_id = u.audience_id AND l.destination_id = u.destination_id
+  WHERE u.k = 1 AND (u.change = 'removed') <> EXISTS (
+    SELECT 1 FROM audience_members m WHERE m.workspace_id = u.workspace_id AND m.snapshot_id = l.snapshot_id AND m.profile = u.profile);
+  UPDATE audience_deliveries SET next_page = 0 WHERE status = 'pending';
+  DROP TABLE listed_destinations;
+  `,
 ];

@@ -16,13 +16,16 @@ function hashed(members: DiffMember[], change: DiffMember['change']): string[] {
   return members.flatMap((m) => (m.change === change && m.email ? [hashEmail(m.email)] : []));
 }
 
+/** Meta's and Google's limit of rows (operations) per request. */
+const PLATFORM_PAGE_SIZE = 10_000;
+
 const skippedOf = (members: DiffMember[]) => members.filter((m) => !m.email).length;
 
 const json = (label: string, method: HttpRequest['method'], url: string, headers: Record<string, string>, body: unknown): HttpRequest =>
   ({ label, method, url, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body) });
 
 export const metaDriver: Driver<Meta> = {
-  pageSize: 10_000,
+  pageSize: () => PLATFORM_PAGE_SIZE,
   async deliverPage(destination, page, send, config) {
     const url = `${config.metaBaseUrl}/${encodeURIComponent(destination.audience_id)}/users`;
     const auth = { authorization: `Bearer ${destination.access_token}` };
@@ -36,7 +39,7 @@ export const metaDriver: Driver<Meta> = {
 };
 
 export const googleDriver: Driver<Google> = {
-  pageSize: 10_000,
+  pageSize: () => PLATFORM_PAGE_SIZE,
   async deliverPage(destination, page, send, config) {
     const operations = [
       ...hashed(page.members, 'added').map((hashedEmail) => ({ create: { userIdentifiers: [{ hashedEmail }] } })),

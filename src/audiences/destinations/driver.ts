@@ -33,10 +33,13 @@ export interface DiffPage {
 export interface DriverConfig {
   metaBaseUrl: string;
   googleBaseUrl: string;
+  /** Members per webhook request (1 000); the ad platforms take at most 10 000 rows a request. */
+  webhookPageSize: number;
 }
 
 export interface Driver<D> {
-  pageSize: number;
+  /** Diff rows per page, each page acknowledged on its own. */
+  pageSize(config: DriverConfig): number;
   /** Sends one page; answers how many members it skipped (no email for an ad platform). */
   deliverPage(destination: D, page: DiffPage, send: Send, config: DriverConfig): Promise<{ skipped: number }>;
 }

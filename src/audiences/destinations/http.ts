@@ -5,6 +5,7 @@
 //   checked before connecting. Redirects are not followed.
 // - one deadline covers the whole exchange (connect, headers, body), so a receiver that accepts and
 //   never answers, or stalls its body, costs one timeout per attempt.
+// A signal aborts the exchange at once (the service is stopping).
 
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { type ClientRequest, request as httpRequest, type IncomingMessage } from 'node:http';
@@ -24,6 +25,7 @@ export class RequestFailed extends Error {
 }
 
 const notAllowed = (reason: string) => new RequestFailed(`address not allowed: ${reason}`, false);
+const aborted = () => new RequestFailed('aborted: the service is stopping', false);
 
 /** Resolves like dns.lookup, failing when any address the name resolves to is not public. */
 const publicLookup: LookupFunction = (hostname, options, callback) => {
@@ -49,8 +51,9 @@ export interface HttpClientOptions {
 export class DestinationClient {
   constructor(private readonly options: HttpClientOptions) {}
 
-  /** The answer, whatever its status; throws RequestFailed when there is none. */
-  send(request: HttpRequest): Promise<HttpResponse> {
+  /** The answer, whatever its status; throws RequestFailed when there is none, or when `signal` aborts. */
+  send(request: HttpRequest, signal?: AbortSignal): Promise<HttpResponse> {
+    if (signal?.aborted) return Promise.reject(aborted());
     const url = new URL(request.url);
     const literal = ipLiteral(url.hostname);
     const kind = this.options.allowPrivate || !literal ? null : nonPublic(literal);
@@ -71,17 +74,23 @@ export class DestinationClient {
         reject(new RequestFailed(`the request cannot be sent: ${err instanceof Error ? err.message : String(err)}`, false));
         return;
       }
-      const fail = (err: RequestFailed) => {
+      const settled = () => {
         clearTimeout(deadline);
+        signal?.removeEventListener('abort', onAbort);
+      };
+      const fail = (err: RequestFailed) => {
+        settled();
         reject(err);
         req.destroy();
       };
+      const onAbort = () => fail(aborted());
       const deadline = setTimeout(() => fail(new RequestFailed(`timeout: no complete answer within ${timeoutMs} ms`, true)), timeoutMs);
+      signal?.addEventListener('abort', onAbort, { once: true });
       req.on('response', (res: IncomingMessage) => {
         const chunks: Buffer[] = [];
         let size = 0;
         const answer = () => {
-          clearTimeout(deadline);
+          settled();
           resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') });
         };
         res.on('data', (chunk: Buffer) => {

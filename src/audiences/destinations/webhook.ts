@@ -12,7 +12,7 @@ export function signature(secret: string, timestamp: number, body: string): stri
 }
 
 export const webhookDriver: Driver<Webhook> = {
-  pageSize: 1000,
+  pageSize: (config) => config.webhookPageSize,
   async deliverPage(destination, page, send) {
     const body = JSON.stringify({
       audience_id: page.audienceId,
