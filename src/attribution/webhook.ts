@@ -82,17 +82,17 @@ async function applyEffects(store: Store, tx: Tx, ws: string, n: Notification, n
   const customerId = named !== null && named.length <= ID_MAX ? named : null;
   const payer = customerId ?? await customerOfObject(tx, ws, facts.related) ?? facts.guestKey;
   for (const refund of facts.refunds) await saveRefund(tx, ws, { ...refund, customer_id: payer }, n.created);
+  if (facts.invoiceLink) await linkPaymentsToInvoice(tx, ws, facts.invoiceLink.payments, facts.invoiceLink.invoice);
   if (payer === null) return; // a refund of a payment not seen yet waits for it; an unpaid guest is no payer
 
   const signals = { ...await signalsOf(tx, ws, n), email: emailOf(n), customerEmail: customerEmailOf(n) };
   await updateCustomer(store, tx, ws, payer, signals, n.created, now);
   await rememberObjects(tx, ws, payer, facts.related);
   await attributeRefunds(tx, ws, payer, facts.related);
-  if (facts.invoiceLink) await linkPaymentsToInvoice(tx, ws, facts.invoiceLink.payments, facts.invoiceLink.invoice);
   if (facts.payment) await recordPayment(tx, ws, { ...facts.payment, customer_id: payer });
 
   const o = n.object;
-  const objectId = idOf(o.id);
+  const objectId = one(o.id);
   if (!objectId) return;
   if (family === 'customer.subscription') {
     await saveSubscription(tx, ws, subscriptionOf(n, objectId, payer), n.created);
@@ -109,7 +109,7 @@ async function applyEffects(store: Store, tx: Tx, ws: string, n: Notification, n
 
 /** What a notification says about payments, besides its customer. */
 interface Facts {
-  /** Payment objects it is or names (session, payment intent, charge): a payer found for one is the payer of all. */
+  /** Payment objects it is or names (payment intent, charge): a payer found for one is the payer of all. */
   related: string[];
   /** The key of a new payer for a paid guest payment (no Customer): its payment intent, else the object. */
   guestKey: string | null;
@@ -121,18 +121,19 @@ interface Facts {
 
 function factsOf(n: Notification, family: string): Facts {
   const o = n.object;
-  const id = idOf(o.id);
+  const id = one(o.id);
   const none: Facts = { related: [], guestKey: null, refunds: [], payment: null, invoiceLink: null };
   switch (family) {
     case 'checkout.session': {
-      const intent = idOf(o.payment_intent);
+      const intent = one(o.payment_intent);
       const paid = o.payment_status === 'paid';
-      const invoice = idOf(o.invoice);
+      const invoice = one(o.invoice);
       const paymentId = intent ?? id;
       const amount = int(o.amount_total);
       return {
         ...none,
-        related: ids(id, intent),
+        // Refunds name the payment intent, never the session; a guest session without one is keyed by its own id.
+        related: ids(intent),
         guestKey: paid ? paymentId : null,
         // Only a payment-mode session is a payment of its own; a subscription's are its invoices.
         payment: paid && o.mode === 'payment' && paymentId && amount !== null && amount > 0
@@ -142,7 +143,7 @@ function factsOf(n: Notification, family: string): Facts {
     }
     case 'payment_intent': {
       const succeeded = o.status === 'succeeded';
-      const invoice = idOf(o.invoice); // API versions before 2025-03-31 name the invoice a payment intent pays
+      const invoice = one(o.invoice); // API versions before 2025-03-31 name the invoice a payment intent pays
       const amount = int(o.amount_received);
       return {
         ...none,
@@ -154,7 +155,7 @@ function factsOf(n: Notification, family: string): Facts {
       };
     }
     case 'charge': {
-      const intent = idOf(o.payment_intent);
+      const intent = one(o.payment_intent);
       const paid = o.paid === true && o.status === 'succeeded';
       const paymentId = intent ?? id;
       const captured = int(o.amount_captured);
@@ -167,7 +168,7 @@ function factsOf(n: Notification, family: string): Facts {
         // A charge.refunded of API versions before 2022-11-15 lists its refunds (later ones announce each refund itself).
         refunds: Array.isArray(list) ? list.flatMap((r) => refundOf(r, n.created, { charge: id, payment_intent: intent })) : [],
         payment: paid && paymentId && amount !== null && amount > 0
-          ? { payment_id: paymentId, amount, currency: str(o.currency), paid_at: timeOf(o.created) ?? n.created, source: 'charge', invoice_id: idOf(o.invoice) }
+          ? { payment_id: paymentId, amount, currency: str(o.currency), paid_at: timeOf(o.created) ?? n.created, source: 'charge', invoice_id: one(o.invoice) }
           : null,
       };
     }
@@ -190,9 +191,9 @@ function factsOf(n: Notification, family: string): Facts {
 
 /** `invoice_payment.paid` (API versions from 2025-03-31): which payment paid which invoice. */
 async function applyInvoicePayment(tx: Tx, ws: string, o: Json): Promise<void> {
-  const invoice = idOf(o.invoice);
+  const invoice = one(o.invoice);
   const payments = ids(field(o, 'payment', 'payment_intent'), field(o, 'payment', 'charge'));
-  if (!invoice || invoice.length > ID_MAX || payments.length === 0) return;
+  if (!invoice || payments.length === 0) return;
   await linkPaymentsToInvoice(tx, ws, payments, invoice);
   const customer = await customerOfInvoice(tx, ws, invoice);
   if (customer) {
@@ -204,12 +205,10 @@ async function applyInvoicePayment(tx: Tx, ws: string, o: Json): Promise<void> {
 /** A refund object (or an entry of a charge's `refunds`), with the charge it came with filling in. */
 function refundOf(r: unknown, announced: Date, from: { charge?: string | null; payment_intent?: string | null }): Facts['refunds'] {
   if (!isObject(r)) return [];
-  const id = idOf(r.id);
-  if (!id || id.length > ID_MAX) return [];
-  const [charge] = ids(r.charge ?? from.charge);
-  const [intent] = ids(r.payment_intent ?? from.payment_intent);
+  const id = one(r.id);
+  if (!id) return [];
   return [{
-    refund_id: id, charge_id: charge ?? null, payment_intent_id: intent ?? null, amount: int(r.amount), currency: str(r.currency),
+    refund_id: id, charge_id: one(r.charge ?? from.charge), payment_intent_id: one(r.payment_intent ?? from.payment_intent), amount: int(r.amount), currency: str(r.currency),
     status: str(r.status), created_at: timeOf(r.created) ?? announced,
   }];
 }
@@ -229,6 +228,7 @@ async function signalsOf(tx: Tx, ws: string, n: Notification): Promise<{ userId:
 }
 
 const ids = (...values: unknown[]) => values.map(idOf).filter((v): v is string => v !== null && v.length <= ID_MAX);
+const one = (value: unknown): string | null => ids(value)[0] ?? null;
 
 /** Minor units per interval, or null when it is unknown or not an exact integer of 64 bits (kept, never a failure). */
 function amountPerInterval(unit: number | null, quantity: number): number | null {
