@@ -1,5 +1,6 @@
-// Payment customers, their subscriptions, invoices and lifecycle events, and the notifications
-// already processed. All writes run inside the webhook's transaction.
+// Payers (Customers and guest payments), their subscriptions, invoices, payments, refunds and
+// lifecycle events, and the notifications already processed. All writes run inside the webhook's
+// transaction.
 
 import { column, keys, texts } from './columns.js';
 import type { Store } from './db.js';
