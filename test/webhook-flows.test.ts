@@ -176,6 +176,7 @@ describe('guest one-time checkout (customer: null)', () => {
     const [created, charged, succeeded, completed] = guestCheckout({ pi: 'pi_rev', metadata: { tr_user_id: 'u_rev' }, email: 'rev@example.com', T });
     await send(completed!, succeeded!, charged!, created!);
     expect(await query('SELECT customer_id FROM payment_customers')).toEqual([{ customer_id: 'pi_rev' }]);
+    expect(await estimate(paymentEvent('first_paid_invoice'))).toBe(0);
     expect(await people('u_rev')).toEqual([expect.objectContaining({ customer_ids: ['pi_rev'], link_state: 'linked' })]);
     expect(await oneTimePayments()).toEqual([{ payment_id: 'pi_rev', customer_id: 'pi_rev', amount: 4900n, currency: 'usd' }]);
   });
@@ -252,6 +253,7 @@ describe('refunds, one per refund however Stripe announces it', () => {
     ]);
     expect(await refunds()).toEqual([{ refund_id: 're_p1', customer_id: 'pi_p', amount: 1000n, currency: 'usd', status: 'succeeded' }]);
     expect(await estimate(paymentEvent('refund_issued'))).toBe(1);
+    expect(await people('u_pi_p')).toEqual([expect.objectContaining({ customer_ids: ['pi_p'], link_state: 'linked' })]);
   });
 
   it('two refunds announced only by charge.refunded give two; together the full amount', async () => {
@@ -264,6 +266,8 @@ describe('refunds, one per refund however Stripe announces it', () => {
       notification('charge.refunded', charge(null, { id: 'ch_pi_two', payment_intent: 'pi_two', amount: 4900, refunded: true, refunds: [second, first] }), T + 20),
     );
     expect((await events()).map((e) => [e.object_id, e.amount])).toEqual([['re_a', 1000n], ['re_b', 3900n]]);
+    expect(await estimate(paymentEvent('refund_issued', lastDays(1)))).toBe(1);
+    expect(await people('u_pi_two')).toEqual([expect.objectContaining({ customer_ids: ['pi_two'], link_state: 'linked' })]);
     const [net] = await query(`SELECT p.amount - sum(r.amount) AS net FROM one_time_payments p JOIN refunds r ON r.payment_intent_id = p.payment_id
       GROUP BY p.amount`);
     expect(net).toEqual({ net: 0n });
@@ -285,6 +289,7 @@ describe('refunds, one per refund however Stripe announces it', () => {
       { refund_id: 're_full', customer_id: 'pi_full', amount: 2000n, currency: 'usd', status: 'succeeded' },
     ]);
     expect(await estimate(paymentEvent('refund_issued'))).toBe(1);
+    expect(await people('u_pi_fail')).toEqual([expect.objectContaining({ customer_ids: ['pi_fail'], link_state: 'linked' })]);
   });
 });
 
@@ -312,6 +317,9 @@ describe('out-of-order delivery', () => {
     );
     expect(await refunds()).toEqual([{ refund_id: 're_c', customer_id: 'cus_c', amount: 500n, currency: 'usd', status: 'succeeded' }]);
     expect((await events()).map((e) => [e.customer_id, e.object_id])).toEqual([['cus_c', 're_c']]);
+    expect(await people('cus_c')).toEqual([expect.objectContaining({ person_id: null, customer_ids: ['cus_c'], link_state: 'unmatched' })]);
+    // A payer linked to nobody is in no audience.
+    expect(await estimate(paymentEvent('refund_issued'))).toBe(0);
   });
 
   it('an invoice payment linked before its payment intent arrives is not counted as a one-time payment', async () => {
@@ -323,6 +331,8 @@ describe('out-of-order delivery', () => {
     );
     expect(await oneTimePayments()).toEqual([]);
     expect(await query('SELECT payment_id, invoice_id, amount FROM payments')).toEqual([{ payment_id: 'pi_o', invoice_id: 'in_o', amount: 2000n }]);
+    expect(await people('cus_o')).toEqual([expect.objectContaining({ customer_ids: ['cus_o'], link_state: 'unmatched' })]);
+    expect(await estimate(paymentEvent('first_paid_invoice'))).toBe(0);
   });
 });
 
@@ -392,6 +402,7 @@ describe('trials and coupons', () => {
     expect((await events()).map((e) => [e.object_id, e.amount])).toEqual([['in_ivy_1', 3000n]]);
     expect(await estimate(paymentEvent('first_paid_invoice', lastDays(15)))).toBe(1);
     expect(await oneTimePayments()).toEqual([]);
+    expect(await people('ivy')).toEqual([expect.objectContaining({ customer_ids: ['cus_ivy'], link_state: 'linked' })]);
   });
 });
 
@@ -403,7 +414,8 @@ describe('the Customer object\'s email only', () => {
     await send(
       notification('customer.created', customer('cus_jo', { email: 'JO@example.com' }), T),
       notification('customer.subscription.created', subscription('cus_jo', { id: 'sub_jo' }), T + 1),
-      notification('invoice.paid', invoice('cus_jo', { id: 'in_jo', subscription: 'sub_jo', amount: 1200, paid_at: T + 2 }), T + 2),
+      // An older endpoint subscribed to invoice.payment_succeeded only.
+      notification('invoice.payment_succeeded', invoice('cus_jo', { id: 'in_jo', subscription: 'sub_jo', amount: 1200, paid_at: T + 2 }), T + 2),
     );
     expect(await people('jo@')).toEqual([expect.objectContaining({ external_id: 'jo', customer_ids: ['cus_jo'], link_state: 'email_matched' })]);
     expect(await estimate({ op: 'and', children: [did('signup'), paymentEvent('first_paid_invoice'), subscriptionStatus('active')] })).toBe(1);
@@ -425,6 +437,8 @@ describe('a Payment Link with client_reference_id', () => {
     expect((await t.post('/v1/events', { event_name: 'signup', user_id: 'kim', visitor_id: 'v_kim' })).statusCode).toBe(200);
     expect(await people('kim')).toEqual([expect.objectContaining({ customer_ids: ['pi_kim'], link_state: 'linked', first_touch_channel: 'Organic Social' })]);
     expect(await oneTimePayments()).toEqual([{ payment_id: 'pi_kim', customer_id: 'pi_kim', amount: 900n, currency: 'usd' }]);
+    // A one-time payment: the person signed up and paid no invoice.
+    expect(await estimate({ op: 'and', children: [did('signup'), { op: 'not', child: paymentEvent('first_paid_invoice') }] })).toBe(1);
   });
 
   it('a value that is no seen visitor is not read; metadata wins over it', async () => {
@@ -434,6 +448,7 @@ describe('a Payment Link with client_reference_id', () => {
     expect(await customerRow(t, 'pi_order')).toMatchObject({ link_state: 'unmatched', visitor_id: null });
     expect(await count(t, 'visitors')).toBe(2);
     expect(await customerRow(t, 'pi_lee')).toMatchObject({ link_state: 'deferred', visitor_id: 'v_lee' });
+    expect(await people('pi_lee')).toEqual([expect.objectContaining({ link_state: 'deferred', first_touch_channel: 'Organic Search' })]);
   });
 });
 
@@ -490,5 +505,7 @@ describe('redelivery', () => {
     expect(before.events.map((e) => e.kind)).toEqual(['first_paid_invoice', 'refund_issued']);
     expect(before.payments).toEqual([{ payment_id: 'pi_again', customer_id: 'pi_again', amount: 3100n, currency: 'usd' }]);
     expect(await count(t, 'processed_notifications')).toBe(3);
+    expect(await people('u_again')).toEqual([expect.objectContaining({ customer_ids: ['pi_again'], link_state: 'linked' })]);
+    expect(await estimate(paymentEvent('refund_issued'))).toBe(1);
   });
 });
