@@ -6,6 +6,7 @@ export const ERRORS = {
   invalid_request: { status: 400, message: 'the request does not match the schema' },
   invalid_signature: { status: 400, message: 'the Stripe-Signature does not verify for this workspace' },
   invalid_criteria: { status: 400, message: 'the criteria are invalid' },
+  unsupported_event: { status: 400, message: 'this kind of payment-processor notification is not supported' },
   unauthorized: { status: 401, message: 'a valid API key is required: Authorization: Bearer <key>' },
   forbidden: { status: 403, message: 'this endpoint needs a secret key (sk_…), not a publishable key' },
   not_found: { status: 404, message: 'no such resource' },

@@ -26,7 +26,7 @@ beforeAll(async () => {
   // An old first paid invoice (outside 30 days).
   await t.post('/v1/persons', { external_id: 'carol' });
   await deliver(t, notification('checkout.session.completed', checkoutSession('cus_carol', { tr_user_id: 'carol' }), T - 40 * 86_400));
-  await deliver(t, notification('invoice.paid', invoice('cus_carol'), T - 40 * 86_400));
+  await deliver(t, notification('invoice.paid', invoice('cus_carol', { paid_at: T - 40 * 86_400 }), T - 40 * 86_400));
   for (let i = 0; i < 5; i++) await t.post('/v1/persons', { external_id: `page-${i}`, email: `page-${i}@example.com` });
 });
 afterAll(async () => { await t.close(); });

@@ -3,7 +3,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { charge, checkoutSession, deliver, invoice, notification, paymentIntent, refund, subscription } from './support/stripe.js';
+import {
+  charge, checkoutSession, customer, deliver, invoice, invoicePayment, notification, paymentIntent, refund, subscription, thinEvent,
+} from './support/stripe.js';
 
 let t: TestApp;
 beforeAll(async () => { t = await startTestApp(); });
@@ -17,6 +19,14 @@ const seeds = [
   notification('invoice.paid', invoice('cus_f')),
   notification('charge.refunded', charge('cus_f', { refunded: true })),
   notification('refund.created', refund('ch_x')),
+  notification('checkout.session.completed', checkoutSession(null, { tr_visitor_id: 'vf' }, 'g@example.com', { mode: 'payment', client_reference_id: 'vf' })),
+  notification('payment_intent.succeeded', paymentIntent(null, { tr_user_id: 'uf' }, { receipt_email: 'g@example.com' })),
+  notification('charge.refunded', charge(null, { payment_intent: 'pi_g', refunds: [refund('ch_g', 'pi_g')] })),
+  notification('charge.refund.updated', refund('ch_g', 'pi_g', { customer: 'cus_f', status: 'failed' })),
+  notification('invoice.payment_succeeded', invoice(customer('cus_f', { email: 'f@example.com' }), { subscription: 'sub_f' })),
+  notification('invoice_payment.paid', invoicePayment('in_f', 'pi_f')),
+  notification('checkout.session.completed', checkoutSession('cus_f'), undefined, undefined, false),
+  thinEvent(),
 ];
 
 function paths(value: unknown, prefix: string[] = []): string[][] {

@@ -10,6 +10,8 @@ export interface Notification {
   id: string;
   type: string;
   created: Date;
+  /** The processor's mode (live or test); null when the notification does not say. */
+  livemode: boolean | null;
   object: Json;
 }
 
@@ -40,7 +42,8 @@ export function parseNotification(event: unknown): Notification {
   if (!id || id.length > 256 || !type || !created || !isObject(object)) {
     throw new AppError('invalid_request', 'a notification needs id, type, created (unix seconds) and data.object');
   }
-  return { id, type, created, object };
+  const livemode = isObject(event) && typeof event.livemode === 'boolean' ? event.livemode : null;
+  return { id, type, created, livemode, object };
 }
 
 /** The object family of a notification type: `customer.subscription.updated` → `customer.subscription`. */
@@ -55,10 +58,12 @@ export function metadataOf(n: Notification): { userId: string | null; visitorId:
   return { userId: str(field(metadata, 'tr_user_id')), visitorId: str(field(metadata, 'tr_visitor_id')) };
 }
 
-/** The email copied onto a payment object, normalized; refunds and Customer objects carry none. */
+/** Families whose objects carry no payer email of their own (a Customer's is customerEmailOf's). */
+const NO_EMAIL_FAMILIES = new Set(['refund', 'charge.refund', 'customer', 'invoice_payment']);
+
+/** The email copied onto a payment object, normalized. */
 export function emailOf(n: Notification): string | null {
-  const family = familyOf(n.type);
-  if (family === 'refund' || family === 'customer') return null;
+  if (NO_EMAIL_FAMILIES.has(familyOf(n.type))) return null;
   const o = n.object;
   const raw = str(field(o, 'customer_details', 'email')) ?? str(o.customer_email) ?? str(o.receipt_email)
     ?? str(field(o, 'billing_details', 'email'));

@@ -1,11 +1,13 @@
-// `workspace create <name>` and `workspace list`: the service's workspaces, in its database.
+// `workspace create <name>`, `workspace list` and `workspace mode <workspace> live|test`: the
+// service's workspaces, in its database.
 
 import { loadConfig } from '../config.js';
 import { webhookUrl } from '../http/routes/workspace.js';
 import type { Command, Values } from './args.js';
 import { CliError, UsageError } from './errors.js';
+import { PAYMENTS_MODES, type PaymentsMode } from '../store/workspaces.js';
 import { print, printJson } from './output.js';
-import { openServiceDatabase, SERVICE_DATABASE_HELP, SERVICE_DATABASE_NOTE, SERVICE_DATABASE_OPTIONS } from './service-database.js';
+import { findWorkspace, openServiceDatabase, SERVICE_DATABASE_HELP, SERVICE_DATABASE_NOTE, SERVICE_DATABASE_OPTIONS } from './service-database.js';
 
 const NAME_MAX = 100;
 
@@ -34,6 +36,22 @@ ${SERVICE_DATABASE_NOTE}
 options:
   ${SERVICE_DATABASE_HELP}
   --json                    print { database, workspaces: [{ workspace_id, name, created_at }] }
+  -h, --help                this help`;
+
+const MODE_HELP = `usage: audiences workspace mode <workspace> live|test [--data <file.duckdb>] [--json]
+
+Sets which of the payment processor's modes counts for a workspace (its id, or its name). In
+live mode (the default) notifications with "livemode": false, those of Stripe's test mode, are
+acknowledged and stored nowhere; in test mode the live ones are. Use test while trying the
+integration with a Stripe sandbox or test keys, then set live. GET /v1/workspace shows the mode.
+
+${SERVICE_DATABASE_NOTE}
+
+options:
+  <workspace>               the workspace's id (ws_…) or name
+  live|test                 the mode to set
+  ${SERVICE_DATABASE_HELP}
+  --json                    print { workspace_id, name, payments_mode, previous }
   -h, --help                this help`;
 
 function checkName(name: string): string {
@@ -92,6 +110,32 @@ async function list(_: string[], values: Values): Promise<number> {
   }
 }
 
+function checkMode(raw: string): PaymentsMode {
+  const mode = PAYMENTS_MODES.find((m) => m === raw);
+  if (!mode) throw new UsageError(`the mode must be one of ${PAYMENTS_MODES.join(', ')}, got "${raw}"`, 'workspace mode');
+  return mode;
+}
+
+async function mode([idOrName, rawMode]: string[], values: Values): Promise<number> {
+  const wanted = checkMode(rawMode!);
+  const db = await openServiceDatabase(values, 'workspace mode', false);
+  try {
+    const ws = await findWorkspace(db, idOrName!);
+    const previous = await db.workspaces.setPaymentsMode(ws.workspace_id, wanted);
+    if (!previous) throw new CliError(`${db.path}: no workspace "${idOrName}"`);
+    if (values.json) {
+      printJson({ workspace_id: ws.workspace_id, name: ws.name, payments_mode: wanted, previous });
+      return 0;
+    }
+    const ignored = wanted === 'live' ? 'test-mode ("livemode": false)' : 'live ("livemode": true)';
+    print(`workspace "${ws.name}" (${ws.workspace_id}) in ${db.path}: payments mode ${wanted}${previous === wanted ? ' (unchanged)' : ` (was ${previous})`}; `
+      + `${ignored} notifications are acknowledged and ignored`);
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
 export const workspaceCreate: Command = {
   name: 'workspace create',
   summary: 'create a workspace in the service\'s database; prints its keys once',
@@ -108,4 +152,13 @@ export const workspaceList: Command = {
   options: SERVICE_DATABASE_OPTIONS,
   positionals: [],
   run: list,
+};
+
+export const workspaceMode: Command = {
+  name: 'workspace mode',
+  summary: 'set which payments mode counts for a workspace: live (default) or test',
+  help: MODE_HELP,
+  options: SERVICE_DATABASE_OPTIONS,
+  positionals: ['workspace', 'mode'],
+  run: mode,
 };

@@ -291,4 +291,47 @@ export const MIGRATIONS: readonly string[] = [
   UPDATE audience_deliveries SET next_page = 0 WHERE status = 'pending';
   DROP TABLE listed_destinations;
   `,
+  // Payments: the amounts the revenue report sums. A paid invoice's time; lifecycle events with
+  // their amount (first paid invoice, refund); one row per refund (re_…), its payer unknown until
+  // its charge or payment intent is seen; one row per payment, keyed by its payment intent (else
+  // its session or charge), with the invoice it paid when one names it (links can come first).
+  // A one-time payment is one not paying an invoice that is stored (that invoice is summed instead).
+  `
+  ALTER TABLE invoices ADD COLUMN paid_at TIMESTAMP;
+  ALTER TABLE payment_events ADD COLUMN amount BIGINT;
+  ALTER TABLE payment_events ADD COLUMN currency VARCHAR;
+  CREATE TABLE refunds (
+    workspace_id VARCHAR NOT NULL,
+    refund_id VARCHAR NOT NULL,
+    customer_id VARCHAR,
+    charge_id VARCHAR,
+    payment_intent_id VARCHAR,
+    amount BIGINT,
+    currency VARCHAR,
+    status VARCHAR,
+    created_at TIMESTAMP NOT NULL,
+    source_created TIMESTAMP NOT NULL
+  );
+  CREATE INDEX refunds_by_id ON refunds (workspace_id, refund_id);
+  CREATE TABLE payments (
+    workspace_id VARCHAR NOT NULL,
+    payment_id VARCHAR NOT NULL,
+    customer_id VARCHAR,
+    amount BIGINT,
+    currency VARCHAR,
+    paid_at TIMESTAMP,
+    source VARCHAR,
+    invoice_id VARCHAR
+  );
+  CREATE INDEX payments_by_id ON payments (workspace_id, payment_id);
+  CREATE VIEW one_time_payments AS
+    SELECT p.workspace_id, p.payment_id, p.customer_id, p.amount, p.currency, p.paid_at
+    FROM payments p
+    WHERE p.amount IS NOT NULL AND p.customer_id IS NOT NULL
+      AND NOT EXISTS (SELECT 1 FROM invoices i WHERE i.workspace_id = p.workspace_id AND i.invoice_id = p.invoice_id);
+  `,
+  // Workspaces: which of the processor's modes counts (`live` or `test`); the other is ignored.
+  `
+  ALTER TABLE workspaces ADD COLUMN payments_mode VARCHAR DEFAULT 'live';
+  `,
 ];

@@ -1,11 +1,13 @@
-// Payment customers, their subscriptions, invoices and lifecycle events, and the notifications
-// already processed. All writes run inside the webhook's transaction.
+// Payers (Customers and guest payments), their subscriptions, invoices, payments, refunds and
+// lifecycle events, and the notifications already processed. All writes run inside the webhook's
+// transaction.
 
-import { column, keys } from './columns.js';
+import { column, keys, texts } from './columns.js';
 import type { Store } from './db.js';
 import type { Tx } from './people.js';
 import { utc } from './time.js';
 import type { CustomerRow, InvoiceRow, PaymentEventRow, SubscriptionRow } from './layout.js';
+import type { PaymentsMode } from './workspaces.js';
 
 export type LinkState = CustomerRow['link_state'];
 export type PaymentEventKind = PaymentEventRow['kind'];
@@ -29,9 +31,38 @@ export interface CustomerRecord {
   link_state: LinkState;
 }
 
-/** Current state of a subscription / an invoice: the same fields as the export layout's rows. */
+/** Current state of a subscription / an invoice: the export layout's rows, and when the invoice was paid. */
 export type SubscriptionState = SubscriptionRow;
-export type InvoiceState = InvoiceRow;
+export type InvoiceState = InvoiceRow & { paid_at: Date | null };
+
+/** An amount in minor units of a currency (either may be unknown). */
+export interface Money {
+  amount: number | null;
+  currency: string | null;
+}
+
+/** A refund as last announced; `customer_id` is its payer, null until its charge or payment intent is seen. */
+export interface RefundState extends Money {
+  refund_id: string;
+  customer_id: string | null;
+  charge_id: string | null;
+  payment_intent_id: string | null;
+  status: string | null;
+  created_at: Date;
+}
+
+/** Where a payment's amount was read: a payment intent's settles it, a charge's or a session's stand in. */
+export type PaymentSource = 'payment_intent' | 'charge' | 'checkout.session';
+const SOURCE_RANK: Record<PaymentSource, number> = { 'checkout.session': 1, charge: 2, payment_intent: 3 };
+
+/** A payment made (a payment intent, else its session or charge), and the invoice it paid when known. */
+export interface PaymentState extends Money {
+  payment_id: string;
+  customer_id: string;
+  paid_at: Date;
+  source: PaymentSource;
+  invoice_id: string | null;
+}
 
 async function rows(tx: Tx, sql: string, params: (string | number | null)[]): Promise<Record<string, unknown>[]> {
   return (await tx.runAndReadAll(sql, params)).getRowObjectsJS() as Record<string, unknown>[];
@@ -123,14 +154,16 @@ export async function saveSubscription(tx: Tx, ws: string, s: SubscriptionState,
 
 export async function saveInvoice(tx: Tx, ws: string, i: InvoiceState, created: Date): Promise<void> {
   const found = await rows(tx, 'SELECT source_created FROM invoices WHERE workspace_id = $1 AND invoice_id = $2', [ws, i.invoice_id]);
-  const values = [i.customer_id, i.subscription_id, i.status, i.amount_due, i.amount_paid, i.currency, utc(i.created_at), utc(created)];
+  const values = [i.customer_id, i.subscription_id, i.status, i.amount_due, i.amount_paid, i.currency, utc(i.created_at), utc(created), ts(i.paid_at)];
   if (found.length === 0) {
     await tx.run(`INSERT INTO invoices (workspace_id, invoice_id, customer_id, subscription_id, status, amount_due, amount_paid,
-        currency, created_at, source_created)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9 AS TIMESTAMP), CAST($10 AS TIMESTAMP))`, [ws, i.invoice_id, ...values]);
+        currency, created_at, source_created, paid_at)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9 AS TIMESTAMP), CAST($10 AS TIMESTAMP), CAST($11 AS TIMESTAMP))`, [ws, i.invoice_id, ...values]);
   } else if (isOlder(found[0]!.source_created, created)) {
+    // A later update that does not show the payment time keeps the one known.
     await tx.run(`UPDATE invoices SET customer_id = $3, subscription_id = $4, status = $5, amount_due = $6, amount_paid = $7,
-        currency = $8, created_at = CAST($9 AS TIMESTAMP), source_created = CAST($10 AS TIMESTAMP)
+        currency = $8, created_at = CAST($9 AS TIMESTAMP), source_created = CAST($10 AS TIMESTAMP),
+        paid_at = coalesce(CAST($11 AS TIMESTAMP), paid_at)
       WHERE workspace_id = $1 AND invoice_id = $2`, [ws, i.invoice_id, ...values]);
   }
 }
@@ -141,22 +174,114 @@ function isOlder(stored: unknown, created: Date): boolean {
 }
 
 /** Records a lifecycle event once per (kind, object). */
-export async function addPaymentEvent(tx: Tx, ws: string, customerId: string, kind: PaymentEventKind, at: Date, objectId: string): Promise<void> {
+export async function addPaymentEvent(tx: Tx, ws: string, customerId: string, kind: PaymentEventKind, at: Date, objectId: string,
+  money: Money = { amount: null, currency: null }): Promise<void> {
   const seen = await rows(tx, 'SELECT 1 FROM payment_events WHERE workspace_id = $1 AND kind = $2 AND object_id = $3', [ws, kind, objectId]);
   if (seen.length > 0) return;
-  await tx.run('INSERT INTO payment_events (workspace_id, customer_id, kind, ts, object_id) VALUES ($1, $2, $3, CAST($4 AS TIMESTAMP), $5)',
-    [ws, customerId, kind, utc(at), objectId]);
+  await tx.run(`INSERT INTO payment_events (workspace_id, customer_id, kind, ts, object_id, amount, currency)
+    VALUES ($1, $2, $3, CAST($4 AS TIMESTAMP), $5, $6, $7)`, [ws, customerId, kind, utc(at), objectId, money.amount, money.currency]);
 }
 
 /** Keeps one first_paid_invoice per customer: the earliest paid invoice seen, whatever the arrival order. */
-export async function recordPaidInvoice(tx: Tx, ws: string, customerId: string, at: Date, invoiceId: string): Promise<void> {
+export async function recordPaidInvoice(tx: Tx, ws: string, customerId: string, at: Date, invoiceId: string, money: Money): Promise<void> {
   const found = await rows(tx, `SELECT ts FROM payment_events WHERE workspace_id = $1 AND customer_id = $2 AND kind = 'first_paid_invoice'`, [ws, customerId]);
   const first = found[0]?.ts;
   if (first instanceof Date && first.getTime() <= at.getTime()) return;
   if (found.length > 0) {
     await tx.run(`DELETE FROM payment_events WHERE workspace_id = $1 AND customer_id = $2 AND kind = 'first_paid_invoice'`, [ws, customerId]);
   }
-  await addPaymentEvent(tx, ws, customerId, 'first_paid_invoice', at, invoiceId);
+  await addPaymentEvent(tx, ws, customerId, 'first_paid_invoice', at, invoiceId, money);
+}
+
+/** A refund stops counting when the processor reports it failed or canceled. */
+const issued = (status: unknown) => status !== 'failed' && status !== 'canceled';
+
+/**
+ * Inserts the refund, or overwrites it unless the stored state is newer than `created`; a payer,
+ * charge or payment intent once known is kept. Its refund_issued event follows the stored state.
+ */
+export async function saveRefund(tx: Tx, ws: string, r: RefundState, created: Date): Promise<void> {
+  const found = await rows(tx, 'SELECT source_created FROM refunds WHERE workspace_id = $1 AND refund_id = $2', [ws, r.refund_id]);
+  const values = [r.customer_id, r.charge_id, r.payment_intent_id, r.amount, r.currency, r.status, utc(r.created_at), utc(created)];
+  if (found.length === 0) {
+    await tx.run(`INSERT INTO refunds (workspace_id, refund_id, customer_id, charge_id, payment_intent_id, amount, currency, status,
+        created_at, source_created)
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9 AS TIMESTAMP), CAST($10 AS TIMESTAMP))`, [ws, r.refund_id, ...values]);
+  } else if (isOlder(found[0]!.source_created, created)) {
+    await tx.run(`UPDATE refunds SET customer_id = coalesce(customer_id, $3), charge_id = coalesce($4, charge_id),
+        payment_intent_id = coalesce($5, payment_intent_id), amount = coalesce($6, amount), currency = coalesce($7, currency),
+        status = $8, created_at = CAST($9 AS TIMESTAMP), source_created = CAST($10 AS TIMESTAMP)
+      WHERE workspace_id = $1 AND refund_id = $2`, [ws, r.refund_id, ...values]);
+  } else {
+    await tx.run(`UPDATE refunds SET customer_id = coalesce(customer_id, $3), charge_id = coalesce(charge_id, $4),
+        payment_intent_id = coalesce(payment_intent_id, $5)
+      WHERE workspace_id = $1 AND refund_id = $2`, [ws, r.refund_id, r.customer_id, r.charge_id, r.payment_intent_id]);
+  }
+  await syncRefundEvent(tx, ws, r.refund_id);
+}
+
+async function syncRefundEvent(tx: Tx, ws: string, refundId: string): Promise<void> {
+  const [r] = await rows(tx, 'SELECT customer_id, amount, currency, status, created_at FROM refunds WHERE workspace_id = $1 AND refund_id = $2', [ws, refundId]);
+  if (!r || r.customer_id === null) return;
+  if (issued(r.status)) {
+    await addPaymentEvent(tx, ws, r.customer_id as string, 'refund_issued', r.created_at as Date, refundId,
+      { amount: num(r.amount), currency: (r.currency as string | null) ?? null });
+  } else {
+    await tx.run(`DELETE FROM payment_events WHERE workspace_id = $1 AND kind = 'refund_issued' AND object_id = $2`, [ws, refundId]);
+  }
+}
+
+/** Refunds kept without a payer whose charge or payment intent is one of `objectIds` now belong to `customerId`. */
+export async function attributeRefunds(tx: Tx, ws: string, customerId: string, objectIds: string[]): Promise<void> {
+  if (objectIds.length === 0) return;
+  const waiting = await rows(tx, `SELECT refund_id FROM refunds WHERE workspace_id = $1 AND customer_id IS NULL
+      AND (charge_id IN (SELECT unnest(${texts('$2')})) OR payment_intent_id IN (SELECT unnest(${texts('$2')})))`,
+  [ws, column(objectIds)]);
+  for (const { refund_id } of waiting) {
+    await tx.run('UPDATE refunds SET customer_id = $3 WHERE workspace_id = $1 AND refund_id = $2', [ws, refund_id as string, customerId]);
+    await syncRefundEvent(tx, ws, refund_id as string);
+  }
+}
+
+/**
+ * Records a payment, or merges a later announcement of it: the amount of the best source so far
+ * (payment intent, then charge, then session), the earliest time, the invoice once one is named.
+ */
+export async function recordPayment(tx: Tx, ws: string, p: PaymentState): Promise<void> {
+  const [found] = await rows(tx, 'SELECT customer_id, amount, currency, paid_at, source, invoice_id FROM payments WHERE workspace_id = $1 AND payment_id = $2',
+    [ws, p.payment_id]);
+  if (!found) {
+    await tx.run(`INSERT INTO payments (workspace_id, payment_id, customer_id, amount, currency, paid_at, source, invoice_id)
+      VALUES ($1, $2, $3, $4, $5, CAST($6 AS TIMESTAMP), $7, $8)`,
+    [ws, p.payment_id, p.customer_id, p.amount, p.currency, utc(p.paid_at), p.source, p.invoice_id]);
+    return;
+  }
+  const stored = found.source as PaymentSource | null;
+  const replaces = stored === null || found.amount === null || SOURCE_RANK[p.source] >= SOURCE_RANK[stored];
+  const paidAt = found.paid_at instanceof Date && found.paid_at.getTime() < p.paid_at.getTime() ? found.paid_at : p.paid_at;
+  await tx.run(`UPDATE payments SET customer_id = coalesce(customer_id, $3), amount = $4, currency = $5, paid_at = CAST($6 AS TIMESTAMP),
+      source = $7, invoice_id = coalesce(invoice_id, $8)
+    WHERE workspace_id = $1 AND payment_id = $2`,
+  [ws, p.payment_id, p.customer_id, replaces ? p.amount : num(found.amount), replaces ? p.currency : (found.currency as string | null),
+    utc(paidAt), replaces ? p.source : stored, p.invoice_id]);
+}
+
+/** These payments paid `invoiceId` (named by the invoice, the payment or an invoice payment, in any order). */
+export async function linkPaymentsToInvoice(tx: Tx, ws: string, paymentIds: string[], invoiceId: string): Promise<void> {
+  for (const id of new Set(paymentIds)) {
+    const seen = await rows(tx, 'SELECT 1 FROM payments WHERE workspace_id = $1 AND payment_id = $2', [ws, id]);
+    if (seen.length > 0) {
+      await tx.run('UPDATE payments SET invoice_id = $3 WHERE workspace_id = $1 AND payment_id = $2', [ws, id, invoiceId]);
+    } else {
+      await tx.run('INSERT INTO payments (workspace_id, payment_id, invoice_id) VALUES ($1, $2, $3)', [ws, id, invoiceId]);
+    }
+  }
+}
+
+/** The customer of a stored invoice, or null. */
+export async function customerOfInvoice(tx: Tx, ws: string, invoiceId: string): Promise<string | null> {
+  const [found] = await rows(tx, 'SELECT customer_id FROM invoices WHERE workspace_id = $1 AND invoice_id = $2', [ws, invoiceId]);
+  return (found?.customer_id as string | undefined) ?? null;
 }
 
 /** Remembers which customer a charge or payment intent belongs to (refunds name only those). */
@@ -175,7 +300,10 @@ export async function customerOfObject(tx: Tx, ws: string, objectIds: string[]):
   return null;
 }
 
-export async function webhookSecret(store: Store, ws: string): Promise<string | null> {
-  const found = await store.query('SELECT stripe_webhook_secret FROM workspaces WHERE workspace_id = $1', [ws]);
-  return (found[0]?.stripe_webhook_secret as string | null | undefined) ?? null;
+/** The workspace's webhook secret and payments mode; null when it does not exist. */
+export async function webhookSettings(store: Store, ws: string): Promise<{ secret: string | null; mode: PaymentsMode } | null> {
+  const found = await store.query(`SELECT stripe_webhook_secret, coalesce(payments_mode, 'live') AS payments_mode
+    FROM workspaces WHERE workspace_id = $1`, [ws]);
+  const r = found[0];
+  return r ? { secret: (r.stripe_webhook_secret as string | null) ?? null, mode: r.payments_mode as PaymentsMode } : null;
 }

@@ -10,9 +10,17 @@ export const KEY_PREFIX: Record<KeyKind, string> = { secret: 'sk_', publishable:
 export type CredentialKind = KeyKind | 'webhook';
 export const CREDENTIAL_KINDS: readonly CredentialKind[] = ['secret', 'publishable', 'webhook'];
 
+/** Which of the payment processor's modes counts: notifications of the other mode are ignored. */
+export const PAYMENTS_MODES = ['live', 'test'] as const;
+export type PaymentsMode = (typeof PAYMENTS_MODES)[number];
+
 export interface Workspace {
   workspace_id: string;
   name: string;
+}
+
+export interface WorkspaceSettings extends Workspace {
+  payments_mode: PaymentsMode;
 }
 
 export interface ListedWorkspace extends Workspace {
@@ -56,9 +64,22 @@ export class Workspaces {
     return Number(rows[0]?.n ?? 0);
   }
 
-  async get(workspaceId: string): Promise<Workspace | null> {
-    const rows = await this.store.query('SELECT workspace_id, name FROM workspaces WHERE workspace_id = $1', [workspaceId]);
-    return (rows[0] as Workspace | undefined) ?? null;
+  async get(workspaceId: string): Promise<WorkspaceSettings | null> {
+    const rows = await this.store.query(`SELECT workspace_id, name, coalesce(payments_mode, 'live') AS payments_mode
+      FROM workspaces WHERE workspace_id = $1`, [workspaceId]);
+    return (rows[0] as WorkspaceSettings | undefined) ?? null;
+  }
+
+  /** Sets the workspace's payments mode; the previous one, or null when the workspace does not exist. */
+  async setPaymentsMode(workspaceId: string, mode: PaymentsMode): Promise<PaymentsMode | null> {
+    return this.store.transaction(async (tx) => {
+      const found = (await tx.runAndReadAll(`SELECT coalesce(payments_mode, 'live') AS payments_mode FROM workspaces
+        WHERE workspace_id = $1`, [workspaceId])).getRowObjectsJS();
+      const previous = found[0]?.payments_mode as PaymentsMode | undefined;
+      if (!previous) return null;
+      await tx.run('UPDATE workspaces SET payments_mode = $2 WHERE workspace_id = $1', [workspaceId, mode]);
+      return previous;
+    });
   }
 
   /** Every workspace, oldest first; no credentials. */

@@ -1,9 +1,10 @@
-// GET /v1/workspace (secret key): where to point the payment processor's webhook.
+// GET /v1/workspace (secret key): where to point the payment processor's webhook, and which of its
+// modes (live or test) counts.
 
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../errors.js';
-import type { Workspaces } from '../../store/workspaces.js';
+import { PAYMENTS_MODES, type Workspaces } from '../../store/workspaces.js';
 
 export const webhookUrl = (publicUrl: string, workspaceId: string) =>
   `${publicUrl.replace(/\/+$/, '')}/v1/webhooks/stripe/${encodeURIComponent(workspaceId)}`;
@@ -12,12 +13,14 @@ export const workspaceRoutes: FastifyPluginAsyncZod<{ workspaces: Workspaces; pu
   app.get('/v1/workspace', {
     config: { auth: 'secret' },
     schema: {
-      tags: ['workspace'], summary: 'The key\'s workspace and its payment webhook URL',
-      response: { 200: z.object({ id: z.string(), name: z.string(), webhook_url: z.string() }) },
+      tags: ['workspace'], summary: 'The key\'s workspace, its payment webhook URL and payments mode',
+      description: 'payments_mode: notifications whose livemode is of the other mode are acknowledged and ignored. '
+        + 'Change it with the command line: audiences workspace mode <workspace> live|test.',
+      response: { 200: z.object({ id: z.string(), name: z.string(), webhook_url: z.string(), payments_mode: z.enum(PAYMENTS_MODES) }) },
     },
   }, async (request) => {
     const ws = await workspaces.get(request.workspaceId);
     if (!ws) throw new AppError('not_found', 'the workspace no longer exists');
-    return { id: ws.workspace_id, name: ws.name, webhook_url: webhookUrl(publicUrl, ws.workspace_id) };
+    return { id: ws.workspace_id, name: ws.name, webhook_url: webhookUrl(publicUrl, ws.workspace_id), payments_mode: ws.payments_mode };
   });
 };

@@ -1,0 +1,103 @@
+// `audiences workspace mode <workspace> live|test` run as a child process on a service database,
+// checked through the real app: GET /v1/workspace shows the mode, the webhook applies it.
+
+import { execFile } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { Store } from '../src/store/db.js';
+import { type CreatedWorkspace, Workspaces } from '../src/store/workspaces.js';
+import { startTestApp } from './support/app.js';
+import { checkoutSession, count, deliver, notification } from './support/stripe.js';
+
+const run = promisify(execFile);
+const BIN = join(import.meta.dirname, '..', 'bin', 'audiences.js');
+
+async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { timeout: 60_000 });
+    return { code: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
+  }
+}
+
+let dir: string;
+let db: string;
+let shop: CreatedWorkspace;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'workspace-mode-'));
+  db = join(dir, 'attribution.duckdb');
+  const store = await Store.open(db);
+  try {
+    shop = await new Workspaces(store).create('shop');
+  } finally {
+    await store.close();
+  }
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+async function withApp(check: (t: Awaited<ReturnType<typeof startTestApp>>) => Promise<void>): Promise<void> {
+  const t = await startTestApp({ path: db });
+  try {
+    await check(t);
+  } finally {
+    await t.close();
+  }
+}
+
+const testModePayment = (id: string) => notification('checkout.session.completed',
+  checkoutSession(null, { tr_user_id: `u_${id}` }, null, { mode: 'payment' }), undefined, id, false);
+
+it('sets test mode by workspace name; the service then applies test-mode notifications and shows the mode', async () => {
+  const res = await cli('workspace', 'mode', 'shop', 'test', '--data', db, '--json');
+  expect(res.code, res.stderr).toBe(0);
+  expect(JSON.parse(res.stdout)).toEqual({ workspace_id: shop.workspace_id, name: 'shop', payments_mode: 'test', previous: 'live' });
+  await withApp(async (t) => {
+    const shown = await t.app.inject({ method: 'GET', url: '/v1/workspace', headers: { authorization: `Bearer ${shop.secret_key}` } });
+    expect(shown.json()).toMatchObject({ id: shop.workspace_id, payments_mode: 'test' });
+    const signed = { workspaceId: shop.workspace_id, secret: shop.stripe_webhook_secret };
+    expect((await deliver(t, testModePayment('evt_cli_test'), signed)).json()).toEqual({ received: true, duplicate: false });
+    expect(await count(t, 'payment_customers', shop.workspace_id)).toBe(1);
+    // A new workspace starts live.
+    const fresh = await t.app.inject({ method: 'GET', url: '/v1/workspace', headers: { authorization: `Bearer ${t.ws.secret_key}` } });
+    expect(fresh.json()).toMatchObject({ payments_mode: 'live' });
+  });
+});
+
+it('sets live mode back by id, in words; test-mode notifications are then ignored', async () => {
+  const res = await cli('workspace', 'mode', shop.workspace_id, 'live', '--data', db);
+  expect(res.code, res.stderr).toBe(0);
+  expect(res.stdout).toMatch(/^workspace "shop" \(ws_[\w-]+\) in .*attribution\.duckdb: payments mode live \(was test\); test-mode \("livemode": false\) notifications are acknowledged and ignored\n$/);
+  const again = await cli('workspace', 'mode', 'shop', 'live', '--data', db);
+  expect(again.stdout).toMatch(/payments mode live \(unchanged\)/);
+  await withApp(async (t) => {
+    const signed = { workspaceId: shop.workspace_id, secret: shop.stripe_webhook_secret };
+    expect((await deliver(t, testModePayment('evt_cli_live'), signed)).statusCode).toBe(200);
+    expect(await count(t, 'processed_notifications', shop.workspace_id)).toBe(1);
+  });
+});
+
+it('refuses an unknown mode (usage, exit 2) and an unknown workspace (exit 1), changing nothing', async () => {
+  const bad = await cli('workspace', 'mode', 'shop', 'sandbox', '--data', db);
+  expect(bad.code).toBe(2);
+  expect(bad.stderr).toMatch(/^audiences: the mode must be one of live, test, got "sandbox" \(see: audiences workspace mode --help\)\n$/);
+  const missing = await cli('workspace', 'mode', 'shop', '--data', db);
+  expect(missing.code).toBe(2);
+  expect(missing.stderr).toMatch(/missing <mode>/);
+  const unknown = await cli('workspace', 'mode', 'initech', 'test', '--data', db);
+  expect(unknown.code).toBe(1);
+  expect(unknown.stderr).toMatch(/no workspace "initech"/);
+  const help = await cli('workspace', 'mode', '--help');
+  expect(help.stdout).toMatch(/^usage: audiences workspace mode <workspace> live\|test/);
+  const store = await Store.open(db);
+  try {
+    expect((await new Workspaces(store).get(shop.workspace_id))?.payments_mode).toBe('live');
+  } finally {
+    await store.close();
+  }
+});
