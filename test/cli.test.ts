@@ -332,7 +332,7 @@ describe('cli error paths', () => {
   });
 
   it('every command answers --help', async () => {
-    const commands = ['load', 'validate', 'estimate', 'members', 'explain', 'workspace create', 'workspace list', 'keys rotate'];
+    const commands = ['load', 'validate', 'estimate', 'members', 'explain', 'workspace create', 'workspace list', 'workspace mode', 'keys rotate'];
     const results = await Promise.all(commands.map((c) => cli(...c.split(' '), '--help')));
     for (const [i, res] of results.entries()) {
       expect(res.code).toBe(0);
@@ -340,7 +340,7 @@ describe('cli error paths', () => {
     }
     const group = await cli('workspace', '--help');
     expect(group.code).toBe(0);
-    expect(group.stdout).toMatch(/^usage: audiences workspace <create\|list>/);
+    expect(group.stdout).toMatch(/^usage: audiences workspace <create\|list\|mode>/);
   });
 
   it('a reader that has gone (a closed pipe) ends the output quietly', async () => {

@@ -15,11 +15,12 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ webhook: PaymentWebhook }> =
     schema: {
       tags: ['payments'], summary: 'Receive a Stripe notification (signed with the workspace\'s webhook secret)',
       params: z.object({ workspace_id: z.string() }),
-      response: { 200: z.object({ received: z.literal(true), duplicate: z.boolean() }) },
+      description: 'A notification of the processor\'s other mode (livemode against the workspace\'s payments mode) is acknowledged with ignored: "livemode" and stored nowhere.',
+      response: { 200: z.object({ received: z.literal(true), duplicate: z.boolean().optional(), ignored: z.literal('livemode').optional() }) },
     },
   }, async (request) => {
     const raw = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
-    const { duplicate } = await webhook.receive(request.params.workspace_id, raw, request.headers['stripe-signature']);
-    return { received: true as const, duplicate };
+    const { duplicate, ignored } = await webhook.receive(request.params.workspace_id, raw, request.headers['stripe-signature']);
+    return ignored ? { received: true as const, ignored } : { received: true as const, duplicate };
   });
 };
