@@ -16,6 +16,7 @@ export const ERRORS = {
   rate_limited: { status: 429, message: 'too many requests' },
   internal: { status: 500, message: 'internal error' },
   unavailable: { status: 503, message: 'the service is shutting down' },
+  overloaded: { status: 503, message: 'too many estimates at once; retry shortly' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;
