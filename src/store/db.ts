@@ -179,9 +179,13 @@ async function interruptAfter<T>(
   conn: DuckDBConnection, limitMs: number, work: (expired: () => boolean) => Promise<T>,
 ): Promise<T | typeof INTERRUPTED> {
   const deadline = performance.now() + limitMs;
-  const expired = () => performance.now() >= deadline;
+  // A timer may fire a little before performance.now() reaches the deadline (Node starts it from
+  // the event loop's cached time): once it has fired, the work is interrupted whatever the clock says.
+  let interrupting = false;
+  const expired = () => interrupting || performance.now() >= deadline;
   let repeat: NodeJS.Timeout | undefined;
   const timer = setTimeout(() => {
+    interrupting = true;
     conn.interrupt();
     repeat = setInterval(() => conn.interrupt(), INTERRUPT_REPEAT_MS);
   }, limitMs);
