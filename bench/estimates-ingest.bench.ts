@@ -1,9 +1,10 @@
 // Ingest and /health while heavy compiles saturate the estimates (issue 13): the latency of one
 // 500-event batch at a time, quiet and then with N compiles kept in flight, for each server setting.
 //   npx tsx bench/estimates-ingest.bench.ts [--events 1000000] [--inflight 50,200] [--budget 5000]
-//     [--settings "connections=4;connections=2,threads=2"]
-// A setting is a list of connections=N (estimate connections), threads=N (DuckDB's worker threads),
-// queue=N (estimates waiting at most), uv=N (UV_THREADPOOL_SIZE of the server process).
+//     [--settings "defaults;connections=4;connections=2,threads=1"] [--retry at-once|after]
+// A setting is `defaults` (the store's) or a list of connections=N (estimate connections),
+// threads=N (DuckDB's worker threads), queue=N (ESTIMATE_QUEUE_MAX), uv=N (UV_THREADPOOL_SIZE of the
+// server process).
 // Each run starts bench/estimate-server.ts on a fresh copy of one imported fixture database.
 
 import { spawn } from 'node:child_process';
@@ -16,6 +17,7 @@ import { generateFixtures } from '../fixtures/generate.js';
 import { Store } from '../src/store/db.js';
 import { importParquetDir } from '../src/store/import.js';
 import { Workspaces } from '../src/store/workspaces.js';
+import { HEAVY_CRITERIA } from '../test/support/heavy-criteria.js';
 
 const { values: args } = parseArgs({ options: {
   people: { type: 'string', default: '50000' },
@@ -24,7 +26,7 @@ const { values: args } = parseArgs({ options: {
   inflight: { type: 'string', default: '50,200' },
   budget: { type: 'string', default: '5000' },
   batches: { type: 'string', default: '60' },
-  settings: { type: 'string', default: 'connections=4' },
+  settings: { type: 'string', default: 'defaults;connections=4' },
   // at-once: a compile client sends its next request as soon as an answer arrives, 503 or not;
   // after: it waits the Retry-After of a 503 first, as a well-behaved client does.
   retry: { type: 'string', default: 'at-once' },
@@ -49,20 +51,7 @@ if (!existsSync(templatePath)) {
   await store.close();
 }
 
-const ever = { kind: 'ever' };
-const leaf = (name: string, path: string, op: string, value: unknown, count = { op: '>=', value: 2 }) => ({
-  source: 'product_event', name, filter: { [path]: { op, value } }, occurrence: { op: 'did', count, window: ever },
-});
-/** test/budget.test.ts's heavy criteria: JSON-filtered, counted scans over the whole events table. */
-const HEAVY = JSON.stringify({ criteria_json: { version: 1, root: { op: 'or', children: [
-  leaf('view_item', 'payload.item.category', 'contains', 'o'),
-  leaf('view_item', 'payload.item.price', '>', 10, { op: '>=', value: 3 }),
-  leaf('session_start', 'payload.platform', 'not_in', ['ios']),
-  leaf('feature_used', 'payload.duration_ms', '>=', 100),
-  leaf('add_to_cart', 'payload.item.category', 'starts_with', 'b'),
-  leaf('login', 'payload.method', '!=', 'sso'),
-  { source: 'pageview', filter: { path: { op: 'contains', value: '/' } }, occurrence: { op: 'did', count: { op: '>=', value: 2 }, window: ever } },
-] } } });
+const HEAVY = JSON.stringify({ criteria_json: HEAVY_CRITERIA });
 
 let seq = 0;
 function eventBatch(): string {
@@ -167,17 +156,17 @@ async function run(setting: Record<string, number>, inflight: number) {
   // The answers still queued in an unbounded queue may take minutes: the run's database is a copy.
   server.kill('SIGKILL');
   await Promise.allSettled(clients);
-  const setName = Object.entries(setting).map(([k, v]) => `${k}=${v}`).join(', ');
+  const setName = Object.entries(setting).map(([k, v]) => `${k}=${v}`).join(', ') || 'defaults';
   console.log(`| ${setName} | ${ms(Math.min(...alone))} | ${inflight} | ${ms(pct(quiet, 0.5))} / ${ms(pct(quiet, 0.99))} | ${ms(pct(loaded, 0.5))} / ${ms(pct(loaded, 0.99))} `
     + `| ${ms(pct(healthLatencies, 0.5))} / ${ms(pct(healthLatencies, 0.99))} `
     + `| ${outcomes.exact} / ${outcomes.overBudget} / ${outcomes.overloaded}${outcomes.other ? ` (+${outcomes.other} other)` : ''} `
     + `| ${exactPerSecond.toFixed(1)} | ${ms(pct(outcomes.latencies, 0.5))} / ${ms(pct(outcomes.latencies, 0.99))} / ${ms(Math.max(...outcomes.latencies))} |`);
 }
 
-const settings = args.settings.split(';').map((s) => Object.fromEntries(s.split(',').map((kv) => {
+const settings = args.settings.split(';').map((s): Record<string, number> => (s.trim() === 'defaults' ? {} : Object.fromEntries(s.split(',').map((kv) => {
   const [k, v] = kv.split('=');
   return [k!.trim(), Number(v)];
-})));
+}))));
 console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.version}`);
 console.log(`dataset: ${sizes.people.toLocaleString('en-US')} people, ${sizes.events.toLocaleString('en-US')} events, ${sizes.pageviews.toLocaleString('en-US')} page views; `
   + `ESTIMATE_BUDGET_MS ${args.budget}; ${BATCHES} batches of ${BATCH} events, one at a time; compile clients retry ${args.retry}\n`);

@@ -13,6 +13,7 @@ import { compileCriteria } from '../src/audiences/compile.js';
 import { AppError } from '../src/errors.js';
 import { importParquetDir } from '../src/store/import.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { HEAVY_CRITERIA } from './support/heavy-criteria.js';
 
 /** A cross product of a trillion rows: it runs until its budget interrupts it. */
 const ENDLESS = 'SELECT count(*) AS count FROM range(1000000) a(x), range(1000000) b(y) WHERE hash(x, y) % 1000 = 7';
@@ -143,18 +144,10 @@ describe('many heavy compiles at once', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  const leaf = (name: string, path: string, op: string, value: unknown, count: number) => ({
-    source: 'product_event', name, filter: { [path]: { op, value } }, occurrence: { op: 'did', count: { op: '>=', value: count }, window: ever },
-  });
-  /** Counted JSON-filtered scans over every event. */
-  const heavy = { version: 1, root: { op: 'or', children: Array.from({ length: 12 }, (_, i) => (i % 2
-    ? leaf('view_item', 'payload.item.category', 'contains', 'o', 2 + i)
-    : leaf('feature_used', 'payload.duration_ms', '>=', 100 + i, 2 + i))) } };
-
   it('answers every one with a count, the over-budget body or 503, within the bound, while /health and ingest are served', async () => {
     const before = t.store.estimateStats();
     let pending = COMPILES;
-    const compiles = Array.from({ length: COMPILES }, (_, i) => t.compile(i % 4 ? heavy : signedUp).finally(() => { pending--; }));
+    const compiles = Array.from({ length: COMPILES }, (_, i) => t.compile(i % 4 ? HEAVY_CRITERIA : signedUp).finally(() => { pending--; }));
     const batch = Array.from({ length: 100 }, (_, i) => ({ event_name: 'queue_probe', user_id: `probe_${i}`, message_id: `queue_probe_${i}` }));
     const ingested = t.post('/v1/events', { batch });
 

@@ -214,9 +214,10 @@ export interface StoreOptions {
 
 /**
  * Every call into DuckDB holds a thread of libuv's pool (UV_THREADPOOL_SIZE, 4 unless set) until it
- * returns. Estimates on all four made each ingest statement wait for one: ingest took seconds per
- * batch (bench/RESULTS.md). So estimates leave two threads for the writer and the other reads, and
- * use no more connections than there are cores: each query is already parallel inside DuckDB.
+ * returns. Estimates on all four made each ingest statement wait for one: a batch took 1 – 2 s at
+ * p50 with 50 – 200 compiles in flight, 0.1 – 0.3 s on two (bench/estimates-ingest.bench.ts). So
+ * estimates leave two threads for the writer and the other reads, and use no more connections than
+ * there are cores: each query is already parallel inside DuckDB.
  */
 export const DEFAULT_ESTIMATE_CONNECTIONS = Math.max(1, Math.min(availableParallelism(), (Number(process.env.UV_THREADPOOL_SIZE) || 4) - 2));
 
