@@ -68,7 +68,9 @@ describe('the estimate queue', () => {
     let blockersDone = false;
     void blockers.released.then(() => { blockersDone = true; });
     const arrivals: Kind[] = [];
-    const answers = await Promise.all(Array.from({ length: 20 }, async () => {
+    const compiles = 20;
+    const refused = compiles - QUEUE_MAX;
+    const answers = await Promise.all(Array.from({ length: compiles }, async () => {
       const res = await t.compile(signedUp);
       expect(blockersDone, 'a compile waited for a connection').toBe(false);
       const kind = kindOf(res);
@@ -76,13 +78,13 @@ describe('the estimate queue', () => {
       return res;
     }));
 
-    // The queue's places went to the first three; the other seventeen were refused, before any
-    // of the three ran out of budget.
-    expect(arrivals).toEqual([...Array<Kind>(17).fill('overloaded'), ...Array<Kind>(3).fill('over budget')]);
+    // The queue's places went to the first ones; the others were refused before any of those ran
+    // out of budget.
+    expect(arrivals).toEqual([...Array<Kind>(refused).fill('overloaded'), ...Array<Kind>(QUEUE_MAX).fill('over budget')]);
     const after = t.store.estimateStats();
     expect(after).toEqual({
       running: CONNECTIONS, waiting: 0,
-      started: before.started, expired: before.expired + QUEUE_MAX, refused: before.refused + 17,
+      started: before.started, expired: before.expired + QUEUE_MAX, refused: before.refused + refused,
     });
     // Retry when the last estimate under way has ended: the blockers, within their budget.
     for (const res of answers.filter((r) => r.statusCode === 503)) {
