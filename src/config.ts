@@ -10,6 +10,8 @@ export interface Config {
   publicUrl: string;
   databasePath: string;
   estimateBudgetMs: number;
+  /** Compiles that may wait for an estimate connection; more answer 503 (ESTIMATE_QUEUE_MAX; unset: the store's default). */
+  estimateQueueMax: number | undefined;
   /** Audiences: the refresh worker's limit, the scheduler's interval, delivery tries, platform URLs. */
   refreshLimitMs: number;
   schedulerIntervalMs: number;
@@ -50,6 +52,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataPort: env.DATA_PORT ? integer(env, 'DATA_PORT', 0) : null,
     databasePath: env.DATABASE_PATH || './data/attribution.duckdb',
     estimateBudgetMs: integer(env, 'ESTIMATE_BUDGET_MS', 5000),
+    estimateQueueMax: env.ESTIMATE_QUEUE_MAX ? integer(env, 'ESTIMATE_QUEUE_MAX', 0) : undefined,
     refreshLimitMs: integer(env, 'REFRESH_LIMIT_MS', 600_000),
     schedulerIntervalMs: integer(env, 'SCHEDULER_INTERVAL_MS', 30_000),
     deliveryMaxTries: Math.max(1, integer(env, 'DELIVERY_MAX_TRIES', 6)),

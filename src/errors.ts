@@ -20,6 +20,7 @@ export const ERRORS = {
   headers_too_large: { status: 431, message: 'the request headers are larger than the server takes' },
   internal: { status: 500, message: 'internal error' },
   unavailable: { status: 503, message: 'the service is shutting down' },
+  overloaded: { status: 503, message: 'too many estimates at once; retry shortly' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -12,29 +12,10 @@ import { type CompiledQuery, planCriteria, printCount, validateCriteria } from '
 import { importParquetDir } from '../src/store/import.js';
 import { propertyCatalog } from '../src/store/properties.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { countedLeaf, HEAVY_CRITERIA } from './support/heavy-criteria.js';
 
 const BUDGET_MS = 25;
 const ever = { kind: 'ever' };
-const leaf = (name: string, path: string, op: string, value: unknown, count = { op: '>=', value: 2 }) => ({
-  source: 'product_event', name, filter: { [path]: { op, value } }, occurrence: { op: 'did', count, window: ever },
-});
-
-/** Several JSON-filtered, counted scans over the whole events table: far more than 25 ms of work. */
-const heavy = {
-  version: 1,
-  root: {
-    op: 'or',
-    children: [
-      leaf('view_item', 'payload.item.category', 'contains', 'o'),
-      leaf('view_item', 'payload.item.price', '>', 10, { op: '>=', value: 3 }),
-      leaf('session_start', 'payload.platform', 'not_in', ['ios']),
-      leaf('feature_used', 'payload.duration_ms', '>=', 100),
-      leaf('add_to_cart', 'payload.item.category', 'starts_with', 'b'),
-      leaf('login', 'payload.method', '!=', 'sso'),
-      { source: 'pageview', filter: { path: { op: 'contains', value: '/' } }, occurrence: { op: 'did', count: { op: '>=', value: 2 }, window: ever } },
-    ],
-  },
-};
 const light = { version: 1, root: { source: 'payments', event: 'refund_issued', occurrence: { window: ever } } };
 
 describe('estimate budget', () => {
@@ -54,7 +35,7 @@ describe('estimate budget', () => {
 
   it('interrupts the query past the budget, answers hit_limit, serves /health meanwhile and the next estimate after', async () => {
     let done = false;
-    const pending = t.compile(heavy).finally(() => { done = true; });
+    const pending = t.compile(HEAVY_CRITERIA).finally(() => { done = true; });
     let healthyDuring = 0;
     while (!done) {
       const health = await t.app.inject({ method: 'GET', url: '/health' });
@@ -72,7 +53,7 @@ describe('estimate budget', () => {
   });
 
   it('gives the same criteria an exact count when the budget allows it', async () => {
-    expect(await countOf(heavy, 120_000)).toBeGreaterThan(1000);
+    expect(await countOf(HEAVY_CRITERIA, 120_000)).toBeGreaterThan(1000);
   });
 
   const countOf = async (criteria: unknown, budgetMs: number) => {
@@ -103,7 +84,7 @@ const thirtyLeaves = {
     op: 'or',
     children: Array.from({ length: 30 }, (_, i) => {
       const [name, path, op, value] = FILTERS[i % FILTERS.length]!;
-      return leaf(name, path, op, value, { op: '>=', value: 2 + i });
+      return countedLeaf(name, path, op, value, { op: '>=', value: 2 + i });
     }),
   },
 };

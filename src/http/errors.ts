@@ -1,4 +1,5 @@
-// The one place where errors become HTTP responses: `{ error, message, …details }`.
+// The one place where errors become HTTP responses: `{ error, message, …details }`, and the
+// Retry-After header of those that say when to retry.
 
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -66,6 +67,9 @@ export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err, request, reply) => {
     const appErr = toAppError(err);
     if (appErr.code === 'internal') request.log.error({ err }, 'unhandled error');
+    // A body's retry_after_seconds is also the Retry-After header (the rate limiter sets its own).
+    const retryAfter = appErr.details?.retry_after_seconds;
+    if (typeof retryAfter === 'number' && !reply.hasHeader('retry-after')) reply.header('retry-after', String(retryAfter));
     return reply.status(appErr.status).send({ error: appErr.code, message: appErr.message, ...appErr.details });
   });
   app.setNotFoundHandler((request, reply) =>

@@ -1,8 +1,9 @@
 // The embedded DuckDB database: the only holder of connections. Writes go through one connection
 // under a lock, so transactions never interleave; reads and estimates get connections of their own,
-// so a slow estimate never blocks ingest.
+// and estimates are few and budgeted from their request's start, so they never starve ingest.
 
 import { mkdirSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { dirname } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import { MIGRATIONS } from './migrations.js';
@@ -21,32 +22,142 @@ class Lock {
   }
 }
 
-/** Connections for estimates, reused; a connection whose query was interrupted comes back usable. */
-class ConnectionPool {
+/** More estimates are under way than the queue allows; retrying after `retryAfterMs` finds room. */
+export class EstimatesBusy extends Error {
+  constructor(readonly retryAfterMs: number) {
+    super('too many estimates at once');
+  }
+}
+
+/** What the estimates have done since the store opened (tests and operators read it). */
+export interface EstimateStats {
+  /** Estimates holding a connection now. */
+  running: number;
+  /** Estimates under way without a connection: before their query, or waiting for one. */
+  waiting: number;
+  /** Estimates that got a connection and ran their query. */
+  started: number;
+  /** Estimates whose budget ran out before they got a connection: their query never ran. */
+  expired: number;
+  /** Estimates turned away at once because the queue was full. */
+  refused: number;
+}
+
+/**
+ * An estimate's place, taken when its request starts: its budget runs from then, and a full queue
+ * refuses it before any work. End it on every path.
+ */
+export interface EstimateTurn {
+  /** Runs a `SELECT count(*) AS count` query within what is left of the budget; null past it. */
+  count(sql: string, params: Params): Promise<number | null>;
+  /** Gives the place back (again is harmless). */
+  end(): void;
+}
+
+interface Waiter {
+  deadline: number;
+  grant: (conn: DuckDBConnection | null) => void;
+  timer: NodeJS.Timeout;
+}
+
+/**
+ * Connections for estimates, reused (a connection whose query was interrupted comes back usable).
+ * At most `size + maxWaiting` estimates are under way at once; each waits for a connection only
+ * until its deadline, so the wait is part of its budget.
+ */
+class EstimatePool {
   private readonly idle: DuckDBConnection[] = [];
-  private readonly waiting: ((conn: DuckDBConnection) => void)[] = [];
+  private readonly waiting: Waiter[] = [];
+  /** The deadlines of the estimates under way, one entry each. */
+  private readonly underWay = new Set<{ deadline: number }>();
   private open = 0;
+  private busy = 0;
+  private started = 0;
+  private expired = 0;
+  private refused = 0;
 
-  constructor(private readonly instance: DuckDBInstance, private readonly size: number) {}
+  constructor(private readonly instance: DuckDBInstance, private readonly size: number, private readonly maxWaiting: number) {}
 
-  async acquire(): Promise<DuckDBConnection> {
-    const conn = this.idle.pop();
-    if (conn) return conn;
-    if (this.open < this.size) {
-      this.open++;
-      return this.instance.connect();
+  /** Takes a place for an estimate ending by `deadline`; throws EstimatesBusy when none is left. */
+  admit(deadline: number): { deadline: number } {
+    if (this.underWay.size >= this.size + this.maxWaiting) {
+      this.refused++;
+      // Every estimate under way ends by its deadline, interrupted if need be.
+      const drained = Math.max(...[...this.underWay].map((e) => e.deadline));
+      throw new EstimatesBusy(drained - performance.now());
     }
-    return new Promise((resolve) => this.waiting.push(resolve));
+    const place = { deadline };
+    this.underWay.add(place);
+    return place;
+  }
+
+  leave(place: { deadline: number }): void {
+    this.underWay.delete(place);
+  }
+
+  /** A connection before `deadline`, or null once it has passed (the caller's query never runs). */
+  async acquire(deadline: number): Promise<DuckDBConnection | null> {
+    const now = performance.now();
+    if (now >= deadline) {
+      this.expired++;
+      return null;
+    }
+    const conn = this.idle.pop() ?? (this.open < this.size ? await this.connect() : undefined);
+    if (conn) return this.hand(conn);
+    return new Promise((grant) => {
+      const waiter: Waiter = {
+        deadline,
+        grant,
+        timer: setTimeout(() => {
+          this.waiting.splice(this.waiting.indexOf(waiter), 1);
+          this.expired++;
+          grant(null);
+        }, deadline - now),
+      };
+      this.waiting.push(waiter);
+    });
   }
 
   release(conn: DuckDBConnection): void {
-    const next = this.waiting.shift();
-    if (next) next(conn);
-    else this.idle.push(conn);
+    this.busy--;
+    for (let next = this.waiting.shift(); next; next = this.waiting.shift()) {
+      clearTimeout(next.timer);
+      if (performance.now() < next.deadline) {
+        next.grant(this.hand(conn));
+        return;
+      }
+      // A deadline that passed before its timer ran: that waiter answers over budget.
+      this.expired++;
+      next.grant(null);
+    }
+    this.idle.push(conn);
+  }
+
+  stats(): EstimateStats {
+    return {
+      running: this.busy, waiting: this.underWay.size - this.busy,
+      started: this.started, expired: this.expired, refused: this.refused,
+    };
   }
 
   closeAll(): void {
     for (const conn of this.idle.splice(0)) conn.closeSync();
+  }
+
+  private async connect(): Promise<DuckDBConnection> {
+    this.open++;
+    try {
+      return await this.instance.connect();
+    } catch (err) {
+      this.open--;
+      throw err;
+    }
+  }
+
+  private hand(conn: DuckDBConnection): DuckDBConnection {
+    this.busy++;
+    this.started++;
+    return conn;
   }
 }
 
@@ -68,9 +179,13 @@ async function interruptAfter<T>(
   conn: DuckDBConnection, limitMs: number, work: (expired: () => boolean) => Promise<T>,
 ): Promise<T | typeof INTERRUPTED> {
   const deadline = performance.now() + limitMs;
-  const expired = () => performance.now() >= deadline;
+  // A timer may fire a little before performance.now() reaches the deadline (Node starts it from
+  // the event loop's cached time): once it has fired, the work is interrupted whatever the clock says.
+  let interrupting = false;
+  const expired = () => interrupting || performance.now() >= deadline;
   let repeat: NodeJS.Timeout | undefined;
   const timer = setTimeout(() => {
+    interrupting = true;
     conn.interrupt();
     repeat = setInterval(() => conn.interrupt(), INTERRUPT_REPEAT_MS);
   }, limitMs);
@@ -86,18 +201,31 @@ async function interruptAfter<T>(
   }
 }
 
+const countOf = (rows: Row[] | null) => (rows === null ? null : Number(rows[0]?.count ?? 0));
+
 export interface StoreOptions {
   /** DuckDB worker threads (default: one per core). */
   threads?: number;
-  /** Concurrent estimates; more wait for a connection. */
+  /** Concurrent estimates; more wait for a connection (default DEFAULT_ESTIMATE_CONNECTIONS). */
   estimateConnections?: number;
+  /** Estimates under way beyond the connections (waiting for one); more are refused. Default 4 × the connections. */
+  estimateQueueMax?: number;
 }
+
+/**
+ * Every call into DuckDB holds a thread of libuv's pool (UV_THREADPOOL_SIZE, 4 unless set) until it
+ * returns. Estimates on all four made each ingest statement wait for one: a batch took 1 – 2 s at
+ * p50 with 50 – 200 compiles in flight, 0.1 – 0.3 s on two (bench/estimates-ingest.bench.ts). So
+ * estimates leave two threads for the writer and the other reads, and use no more connections than
+ * there are cores: each query is already parallel inside DuckDB.
+ */
+export const DEFAULT_ESTIMATE_CONNECTIONS = Math.max(1, Math.min(availableParallelism(), (Number(process.env.UV_THREADPOOL_SIZE) || 4) - 2));
 
 export class Store {
   private readonly writeLock = new Lock();
   /** Callbacks of the running `transaction`, run once it has committed (null outside one). */
   private commitHooks: (() => void)[] | null = null;
-  private readonly estimates: ConnectionPool;
+  private readonly estimates: EstimatePool;
   private closed = false;
 
   private constructor(
@@ -105,7 +233,8 @@ export class Store {
     private readonly writer: DuckDBConnection,
     options: StoreOptions,
   ) {
-    this.estimates = new ConnectionPool(instance, options.estimateConnections ?? 4);
+    const connections = options.estimateConnections ?? DEFAULT_ESTIMATE_CONNECTIONS;
+    this.estimates = new EstimatePool(instance, connections, options.estimateQueueMax ?? 4 * connections);
   }
 
   static async open(path: string, options: StoreOptions = {}): Promise<Store> {
@@ -220,12 +349,25 @@ export class Store {
   }
 
   /**
-   * Runs a `SELECT count(*) AS count` query within `budgetMs`. Past the budget the query is
-   * interrupted inside DuckDB and awaited until it has stopped; the answer is then null.
+   * Takes an estimate's place; its budget of `budgetMs` starts now, so what the caller does before
+   * its query, and the wait for a connection, spend it. Throws EstimatesBusy at once when more
+   * than the estimate connections plus `estimateQueueMax` estimates are under way.
+   */
+  estimateTurn(budgetMs: number): EstimateTurn {
+    const place = this.estimates.admit(performance.now() + budgetMs);
+    return {
+      count: async (sql, params) => countOf(await this.readBy(sql, params, place.deadline)),
+      end: () => this.estimates.leave(place),
+    };
+  }
+
+  /**
+   * Runs a `SELECT count(*) AS count` query within `budgetMs` (an estimateTurn of its own). Past the
+   * budget the query is interrupted inside DuckDB and awaited until it has stopped, or never starts
+   * if the budget ran out waiting for a connection; the answer is then null.
    */
   async countWithin(sql: string, params: Params, budgetMs: number): Promise<number | null> {
-    const rows = await this.readWithin(sql, params, budgetMs);
-    return rows === null ? null : Number(rows[0]?.count ?? 0);
+    return countOf(await this.readWithin(sql, params, budgetMs));
   }
 
   /**
@@ -237,14 +379,31 @@ export class Store {
     return rows === null ? null : rows.map((r) => String(r.explain_value)).join('\n');
   }
 
-  /**
-   * The rows of a query run on an estimate connection, or null past `budgetMs`. Prepared and run
-   * as separate steps, so a budget spent while planning never starts the execution.
-   */
+  /** The estimates' state and counters. */
+  estimateStats(): EstimateStats {
+    return this.estimates.stats();
+  }
+
+  /** readBy in a place of its own, with a deadline `budgetMs` from now. */
   private async readWithin(sql: string, params: Params, budgetMs: number): Promise<Row[] | null> {
-    const conn = await this.estimates.acquire();
+    const place = this.estimates.admit(performance.now() + budgetMs);
     try {
-      const rows = await interruptAfter(conn, budgetMs, async (expired) => {
+      return await this.readBy(sql, params, place.deadline);
+    } finally {
+      this.estimates.leave(place);
+    }
+  }
+
+  /**
+   * The rows of a query run on an estimate connection, or null once `deadline` has passed, whether
+   * waiting for the connection or running. Prepared and run as separate steps, so a budget spent
+   * while planning never starts the execution.
+   */
+  private async readBy(sql: string, params: Params, deadline: number): Promise<Row[] | null> {
+    const conn = await this.estimates.acquire(deadline);
+    if (!conn) return null;
+    try {
+      const rows = await interruptAfter(conn, deadline - performance.now(), async (expired) => {
         const prepared = await conn.prepare(sql);
         try {
           if (expired()) return null;

@@ -43,7 +43,9 @@ export const compileRoutes: FastifyPluginAsyncZod<CompileRouteOptions> = async (
     config: { auth: 'secret', limit: 'compile' },
     schema: {
       tags: ['audiences'], summary: 'Validate criteria and estimate the audience size',
-      description: 'Invalid criteria answer 200 with valid: false and every fault. Past the estimate budget the query is cancelled and count is null with hit_limit true.',
+      description: 'Invalid criteria answer 200 with valid: false and every fault. The estimate budget runs from the request\'s start, '
+        + 'the wait for a database connection included; past it the query is cancelled (or never started) and count is null with hit_limit true. '
+        + 'When too many estimates are under way the answer is 503 overloaded with Retry-After, at once.',
       body: z.object({
         criteria_json: z.unknown().optional().describe('AudienceCriteria { version: 1, root }, or a JSON string holding it'),
       }).meta({ example: REQUEST_EXAMPLES.compile }),

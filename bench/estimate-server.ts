@@ -1,0 +1,27 @@
+// The API server for bench/estimates-ingest.bench.ts: as src/main.ts, with the store's estimate
+// settings taken from the environment so the bench can compare them (BENCH_ESTIMATE_CONNECTIONS,
+// BENCH_DUCKDB_THREADS, BENCH_ESTIMATE_QUEUE_MAX; unset = the store's defaults), no rate limit.
+
+import { loadConfig } from '../src/config.js';
+import { buildApp } from '../src/http/app.js';
+import { Store, type StoreOptions } from '../src/store/db.js';
+import { Workspaces } from '../src/store/workspaces.js';
+
+const config = loadConfig();
+const setting = (name: string) => (process.env[name] ? Number(process.env[name]) : undefined);
+const options: StoreOptions = {
+  estimateConnections: setting('BENCH_ESTIMATE_CONNECTIONS'),
+  threads: setting('BENCH_DUCKDB_THREADS'),
+  estimateQueueMax: setting('BENCH_ESTIMATE_QUEUE_MAX'),
+};
+const store = await Store.open(config.databasePath, options);
+await new Workspaces(store).ensure('default', { secret_key: config.bootstrap.secretKey });
+const app = await buildApp({
+  store, estimateBudgetMs: config.estimateBudgetMs, rateLimits: { ingestPerMinute: 1e9, perMinute: 1e9 },
+});
+await app.listen({ port: config.port, host: config.host });
+process.once('SIGTERM', async () => {
+  await app.close();
+  await store.close();
+  process.exit(0);
+});

@@ -1,0 +1,181 @@
+// Estimates under load (issue 13): the budget runs from the compile's start and covers the wait for
+// an estimate connection; past the queue's bound a compile answers 503 overloaded with Retry-After
+// at once; ingest, /health and audience refreshes go on meanwhile. Connections are held by
+// "blockers": queries that cannot end before their own budget, far longer than the compiles'.
+
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { LightMyRequestResponse } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { generateFixtures } from '../fixtures/generate.js';
+import { compileCriteria } from '../src/audiences/compile.js';
+import { AppError } from '../src/errors.js';
+import { importParquetDir } from '../src/store/import.js';
+import { startTestApp, type TestApp } from './support/app.js';
+import { HEAVY_CRITERIA } from './support/heavy-criteria.js';
+
+/** A cross product of a trillion rows: it runs until its budget interrupts it. */
+const ENDLESS = 'SELECT count(*) AS count FROM range(1000000) a(x), range(1000000) b(y) WHERE hash(x, y) % 1000 = 7';
+const ever = { kind: 'ever' };
+const signedUp = { version: 1, root: { source: 'product_event', name: 'signup', occurrence: { op: 'did', count: null, window: ever } } };
+const OVER_BUDGET = { valid: true, is_time_windowed: false, estimated_count: { count: null, is_estimate: true, hit_limit: true } };
+
+/** Holds every estimate connection until `budgetMs` has passed; resolves once they are all held. */
+async function block(t: TestApp, connections: number, budgetMs: number): Promise<{ released: Promise<(number | null)[]> }> {
+  const before = t.store.estimateStats().running;
+  const released = Promise.all(Array.from({ length: connections }, () => t.store.countWithin(ENDLESS, [], budgetMs)));
+  await vi.waitFor(() => expect(t.store.estimateStats().running).toBe(before + connections), { timeout: 10_000 });
+  return { released };
+}
+
+type Kind = 'exact' | 'over budget' | 'overloaded';
+
+/** What a compile answered, checking that it is one of the three answers a compile may give. */
+function kindOf(res: LightMyRequestResponse): Kind {
+  if (res.statusCode === 503) {
+    const body = res.json();
+    expect(body).toEqual({ error: 'overloaded', message: expect.stringContaining('too many estimates'), retry_after_seconds: expect.any(Number) });
+    expect(body.retry_after_seconds).toBeGreaterThanOrEqual(1);
+    expect(res.headers['retry-after']).toBe(String(body.retry_after_seconds));
+    return 'overloaded';
+  }
+  expect(res.statusCode, res.body).toBe(200);
+  const body = res.json();
+  if (body.estimated_count.count === null) {
+    expect(body).toEqual(OVER_BUDGET);
+    return 'over budget';
+  }
+  expect(body).toEqual({ valid: true, is_time_windowed: false, estimated_count: { count: expect.any(Number), is_estimate: false, hit_limit: false } });
+  return 'exact';
+}
+
+describe('the estimate queue', () => {
+  const CONNECTIONS = 2;
+  const QUEUE_MAX = 3;
+  const BUDGET_MS = 1000;
+  /** Blockers outlast every compile's budget: the compiles' deadlines come first whatever the speed. */
+  const BLOCK_MS = 4 * BUDGET_MS;
+  let t: TestApp;
+  beforeAll(async () => {
+    t = await startTestApp({ budgetMs: BUDGET_MS, estimateConnections: CONNECTIONS, estimateQueueMax: QUEUE_MAX });
+  });
+  afterAll(() => t.close());
+
+  it('answers 503 overloaded with Retry-After at once past the bound, and over budget without running the query for those whose budget ran out waiting', async () => {
+    const blockers = await block(t, CONNECTIONS, BLOCK_MS);
+    const before = t.store.estimateStats();
+    let blockersDone = false;
+    void blockers.released.then(() => { blockersDone = true; });
+    const arrivals: Kind[] = [];
+    const compiles = 20;
+    const refused = compiles - QUEUE_MAX;
+    const answers = await Promise.all(Array.from({ length: compiles }, async () => {
+      const res = await t.compile(signedUp);
+      expect(blockersDone, 'a compile waited for a connection').toBe(false);
+      const kind = kindOf(res);
+      arrivals.push(kind);
+      return res;
+    }));
+
+    // The queue's places went to the first ones; the others were refused before any of those ran
+    // out of budget.
+    expect(arrivals).toEqual([...Array<Kind>(refused).fill('overloaded'), ...Array<Kind>(QUEUE_MAX).fill('over budget')]);
+    const after = t.store.estimateStats();
+    expect(after).toEqual({
+      running: CONNECTIONS, waiting: 0,
+      started: before.started, expired: before.expired + QUEUE_MAX, refused: before.refused + refused,
+    });
+    // Retry when the last estimate under way has ended: the blockers, within their budget.
+    for (const res of answers.filter((r) => r.statusCode === 503)) {
+      expect(res.json().retry_after_seconds).toBeLessThanOrEqual(BLOCK_MS / 1000);
+    }
+
+    expect(await blockers.released).toEqual([null, null]);
+    expect(kindOf(await t.compile(signedUp))).toBe('exact');
+  });
+
+  it('spends the budget of compileCriteria (the CLI estimate) waiting, and refuses it when the queue is full', async () => {
+    const blockers = await block(t, CONNECTIONS, BLOCK_MS);
+    const before = t.store.estimateStats();
+    const at = new Date();
+    const waiting = Array.from({ length: QUEUE_MAX }, () => compileCriteria(t.store, t.ws.workspace_id, signedUp, { at, budgetMs: 50 }));
+    await expect(compileCriteria(t.store, t.ws.workspace_id, signedUp, { at, budgetMs: 50 })).rejects.toSatisfy(
+      (err) => err instanceof AppError && err.code === 'overloaded' && err.status === 503,
+    );
+    expect(await Promise.all(waiting)).toEqual(Array(QUEUE_MAX).fill(OVER_BUDGET));
+    expect(t.store.estimateStats()).toMatchObject({ started: before.started, expired: before.expired + QUEUE_MAX, refused: before.refused + 1 });
+    await blockers.released;
+  });
+
+  it('refreshes an audience while every estimate connection is held and the queue is full', async () => {
+    const created = await t.post('/v1/audiences', { name: 'signups', criteria_json: signedUp });
+    expect(created.statusCode, created.body).toBe(201);
+    const blockers = await block(t, CONNECTIONS, BLOCK_MS);
+    const before = t.store.estimateStats();
+    const compiles = Array.from({ length: QUEUE_MAX + 1 }, () => t.compile(signedUp));
+    await vi.waitFor(() => expect(t.store.estimateStats()).toMatchObject({ waiting: QUEUE_MAX, refused: before.refused + 1 }));
+
+    const refreshed = await t.app.inject({
+      method: 'POST', url: `/v1/audiences/${created.json().id}/refresh`, headers: { authorization: `Bearer ${t.ws.secret_key}` },
+    });
+    expect(refreshed.statusCode, refreshed.body).toBe(200);
+    expect(refreshed.json()).toMatchObject({ status: 'ready', member_count: 0 });
+    // The refresh ran beside the estimates, not behind them.
+    expect(t.store.estimateStats().running).toBe(CONNECTIONS);
+    const kinds = (await Promise.all(compiles)).map(kindOf).sort();
+    expect(kinds).toEqual([...Array<Kind>(QUEUE_MAX).fill('over budget'), 'overloaded']);
+    await blockers.released;
+  });
+});
+
+describe('many heavy compiles at once', () => {
+  const CONNECTIONS = 2;
+  const QUEUE_MAX = 8;
+  const COMPILES = 200;
+  let t: TestApp;
+  let dir: string;
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'estimate-queue-'));
+    await generateFixtures({ people: 5_000, events: 50_000, pageviews: 10_000, seed: 5, out: dir });
+    t = await startTestApp({ budgetMs: 300, estimateConnections: CONNECTIONS, estimateQueueMax: QUEUE_MAX, at: new Date('2026-11-01T00:00:00Z') });
+    await importParquetDir(t.store, t.ws.workspace_id, dir);
+  });
+  afterAll(async () => {
+    await t.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('answers every one with a count, the over-budget body or 503, within the bound, while /health and ingest are served', async () => {
+    const before = t.store.estimateStats();
+    let pending = COMPILES;
+    const compiles = Array.from({ length: COMPILES }, (_, i) => t.compile(i % 4 ? HEAVY_CRITERIA : signedUp).finally(() => { pending--; }));
+    const batch = Array.from({ length: 100 }, (_, i) => ({ event_name: 'queue_probe', user_id: `probe_${i}`, message_id: `queue_probe_${i}` }));
+    const ingested = t.post('/v1/events', { batch });
+
+    let healthChecks = 0;
+    while (pending > 0) {
+      const health = await t.app.inject({ method: 'GET', url: '/health' });
+      expect(health.statusCode).toBe(200);
+      healthChecks++;
+      const stats = t.store.estimateStats();
+      expect(stats.running).toBeLessThanOrEqual(CONNECTIONS);
+      expect(stats.running + stats.waiting).toBeLessThanOrEqual(CONNECTIONS + QUEUE_MAX);
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    expect(healthChecks).toBeGreaterThan(0);
+
+    const kinds = (await Promise.all(compiles)).map(kindOf);
+    const tally = (kind: Kind) => kinds.filter((k) => k === kind).length;
+    const after = t.store.estimateStats();
+    // Each compile was refused, ran out of budget waiting, or ran its query (to a count or interrupted).
+    expect(after.refused - before.refused).toBe(tally('overloaded'));
+    expect(after.started - before.started + after.expired - before.expired).toBe(tally('exact') + tally('over budget'));
+    expect(after.started - before.started).toBeGreaterThanOrEqual(tally('exact'));
+    expect(after).toMatchObject({ running: 0, waiting: 0 });
+
+    expect((await ingested).statusCode).toBe(200);
+    const stored = await t.store.query("SELECT count(*) AS n FROM events WHERE workspace_id = $1 AND event_name = 'queue_probe'", [t.ws.workspace_id]);
+    expect(Number(stored[0]!.n)).toBe(batch.length);
+  });
+});
