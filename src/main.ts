@@ -15,7 +15,7 @@ const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
 });
 
 const config = loadConfig();
-const store = await Store.open(config.databasePath);
+const store = await Store.open(config.databasePath, { estimateQueueMax: config.estimateQueueMax });
 const workspaces = new Workspaces(store);
 
 const { secretKey, publishableKey, stripeWebhookSecret } = config.bootstrap;
