@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateFixtures } from '../fixtures/generate.js';
 import { compileCriteria } from '../src/audiences/compile.js';
+import { Refresher } from '../src/audiences/refresh.js';
 import { type CompiledQuery, planCriteria, printCount, validateCriteria } from '../src/criteria/index.js';
 import { importParquetDir } from '../src/store/import.js';
 import { propertyCatalog } from '../src/store/properties.js';
@@ -171,6 +172,28 @@ describe('budget wherever the deadline falls', () => {
         return 'late';
       })).rejects.toThrow('interrupted after the 20 ms limit');
       expect(await probe()).toBe(0);
+    });
+
+    it('interrupts a statement when the service stops (its signal aborts), long before the limit, and keeps nothing', async () => {
+      const stopping = new AbortController();
+      const work = t.store.transactionWithin(3_600_000, async (tx) => {
+        await tx.run('INSERT INTO refresh_probe VALUES (1)');
+        setTimeout(() => stopping.abort(), 30);
+        await tx.run(endless.sql, endless.params);
+      }, stopping.signal);
+      await expect(work).rejects.toThrow('interrupted: the service stopped during the refresh');
+      expect(await probe()).toBe(0);
+    });
+
+    it('lets a stopped refresher interrupt the refresh at once: the audience is failed, says why, and stays due', async () => {
+      const created = await t.post('/v1/audiences', { name: 'stopped', criteria_json: thirtyLeaves });
+      expect(created.statusCode, created.body).toBe(201);
+      const refresher = new Refresher(t.store, 3_600_000);
+      refresher.stop();
+      const at = new Date('2026-11-01T00:00:00Z');
+      expect(await refresher.refresh(t.ws.workspace_id, created.json().id, at)).toEqual({ ok: false, error: 'interrupted: the service stopped during the refresh' });
+      const audience = (await t.app.inject({ method: 'GET', url: `/v1/audiences/${created.json().id}`, headers: { authorization: `Bearer ${t.ws.secret_key}` } })).json();
+      expect(audience).toMatchObject({ status: 'failed', last_error: expect.stringContaining('service stopped'), next_refresh_at: at.toISOString(), member_count: null });
     });
 
     it('commits work that finished within the limit', async () => {

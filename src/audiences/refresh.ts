@@ -12,11 +12,18 @@ export type RefreshOutcome = { ok: true; snapshot: SnapshotResult } | { ok: fals
 
 export class Refresher {
   private readonly running = new Set<string>();
+  /** Aborted by stop(): a refresh under way is interrupted and rolled back, and stays due. */
+  private readonly stopping = new AbortController();
 
   constructor(private readonly store: Store, private readonly limitMs: number) {}
 
   isRunning(audienceId: string): boolean {
     return this.running.has(audienceId);
+  }
+
+  /** The service is stopping: interrupt the refreshes under way rather than wait up to the limit. */
+  stop(): void {
+    this.stopping.abort();
   }
 
   /** Refreshes at `at`; a failure marks the audience failed and leaves it due, so the next tick retries. */
@@ -38,6 +45,7 @@ export class Refresher {
           profiles: printProfiles(planCriteria(validation.criteria, at), ws),
           destinationIds: storedDestinations(row).map((d) => d.id),
           limitMs: this.limitMs,
+          signal: this.stopping.signal,
         });
         return { ok: true, snapshot };
       } catch (err) {

@@ -59,6 +59,7 @@ export class Scheduler {
   async stop(): Promise<void> {
     if (this.timer) clearInterval(this.timer);
     this.timer = null;
+    this.refresher.stop();
     await this.deliverer.stop();
     await this.current?.catch(() => undefined);
   }

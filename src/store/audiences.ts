@@ -122,6 +122,8 @@ export interface SnapshotInput {
   /** Destinations that receive this snapshot's diff. */
   destinationIds: string[];
   limitMs: number;
+  /** Aborted when the service stops: the refresh is interrupted and rolled back. */
+  signal?: AbortSignal;
 }
 
 export interface SnapshotResult {
@@ -189,7 +191,7 @@ export async function writeSnapshot(store: Store, input: SnapshotInput): Promise
       AND snapshot_id NOT IN (SELECT snapshot_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending')`,
     [ws, id, snapshot]);
     return result;
-  });
+  }, input.signal);
 }
 
 /**

@@ -176,7 +176,7 @@ const INTERRUPT_REPEAT_MS = 5;
  * its result came late. `work` may check `expired()` between phases to skip what is left.
  */
 async function interruptAfter<T>(
-  conn: DuckDBConnection, limitMs: number, work: (expired: () => boolean) => Promise<T>,
+  conn: DuckDBConnection, limitMs: number, work: (expired: () => boolean) => Promise<T>, signal?: AbortSignal,
 ): Promise<T | typeof INTERRUPTED> {
   const deadline = performance.now() + limitMs;
   // A timer may fire a little before performance.now() reaches the deadline (Node starts it from
@@ -184,11 +184,16 @@ async function interruptAfter<T>(
   let interrupting = false;
   const expired = () => interrupting || performance.now() >= deadline;
   let repeat: NodeJS.Timeout | undefined;
-  const timer = setTimeout(() => {
+  const interrupt = () => {
+    if (interrupting) return;
     interrupting = true;
     conn.interrupt();
     repeat = setInterval(() => conn.interrupt(), INTERRUPT_REPEAT_MS);
-  }, limitMs);
+  };
+  // An abort (the service stopping) ends the work as the deadline would.
+  if (signal?.aborted) interrupt();
+  signal?.addEventListener('abort', interrupt);
+  const timer = setTimeout(interrupt, limitMs);
   try {
     const result = await work(expired);
     return expired() ? INTERRUPTED : result;
@@ -198,6 +203,7 @@ async function interruptAfter<T>(
   } finally {
     clearTimeout(timer);
     clearInterval(repeat);
+    signal?.removeEventListener('abort', interrupt);
   }
 }
 
@@ -296,12 +302,14 @@ export class Store {
    * ingest writer. Past `limitMs` the running statement is interrupted inside DuckDB, the
    * transaction rolls back, and the error says so. Conflicting writes to the same rows fail at commit.
    */
-  async transactionWithin<T>(limitMs: number, fn: (tx: DuckDBConnection) => Promise<T>): Promise<T> {
+  async transactionWithin<T>(limitMs: number, fn: (tx: DuckDBConnection) => Promise<T>, signal?: AbortSignal): Promise<T> {
     return this.withConnection(async (conn) => {
       await conn.run('BEGIN TRANSACTION');
       try {
-        const result = await interruptAfter(conn, limitMs, () => fn(conn));
-        if (result === INTERRUPTED) throw new Error(`interrupted after the ${limitMs} ms limit`);
+        const result = await interruptAfter(conn, limitMs, () => fn(conn), signal);
+        if (result === INTERRUPTED) {
+          throw new Error(signal?.aborted ? 'interrupted: the service stopped during the refresh' : `interrupted after the ${limitMs} ms limit`);
+        }
         // Within the limit: COMMIT runs outside the interrupt window, so finished work is kept.
         await conn.run('COMMIT');
         return result;
