@@ -266,6 +266,10 @@ export class Store {
         await tx.run('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);
       });
     }
+    // DuckDB (1.5) cannot replay an `ALTER TABLE … ADD COLUMN` of a table with a function default
+    // (`current_timestamp`) from the WAL: after a crash the file would not open. Migrations go
+    // into the database file at once instead.
+    if (current < MIGRATIONS.length) await this.writer.run('CHECKPOINT');
   }
 
   /** Runs `fn` in one transaction on the write connection; nothing is kept if it throws. */
