@@ -22,15 +22,25 @@ export async function knownPropertyPaths(store: Store, workspaceId: string): Pro
   return known;
 }
 
-/** Paths of a JSON structure (objects only; arrays are leaves): `a`, `a.b`, … */
-export function propertyPaths(structure: unknown, prefix = '', into: string[] = []): string[] {
-  if (typeof structure !== 'object' || structure === null || Array.isArray(structure)) return into;
-  for (const key of Object.keys(structure)) {
-    const path = prefix + key;
-    into.push(path);
-    propertyPaths((structure as Record<string, unknown>)[key], `${path}.`, into);
+/**
+ * Paths of a JSON structure (objects only; arrays are leaves): `a`, `a.b`, … in document order.
+ * The walk keeps its own stack, so no depth overflows it.
+ */
+export function propertyPaths(structure: unknown): string[] {
+  const paths: string[] = [];
+  const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+  const stack: { value: unknown; path: string }[] = [];
+  const pushChildren = (value: Record<string, unknown>, prefix: string) => {
+    const keys = Object.keys(value);
+    for (let i = keys.length - 1; i >= 0; i--) stack.push({ value: value[keys[i]!], path: prefix + keys[i] });
+  };
+  if (isObject(structure)) pushChildren(structure, '');
+  while (stack.length > 0) {
+    const { value, path } = stack.pop()!;
+    paths.push(path);
+    if (isObject(value)) pushChildren(value, `${path}.`);
   }
-  return into;
+  return paths;
 }
 
 /** Records property paths; paths already known are kept as they are. */
