@@ -95,17 +95,47 @@ export function propertiesWithinLimits(properties: Record<string, unknown>, ctx:
 export function traitsWithinLimits(traits: Record<string, unknown>, ctx: z.RefinementCtx): void {
   const fault = payloadFault(traits, false);
   if (fault) return addFault(ctx, fault);
-  const bytes = Buffer.byteLength(JSON.stringify(traits));
-  if (bytes > INGEST_LIMITS.traitsBytes) addFault(ctx, { path: [], message: `are ${bytes} bytes as JSON; at most ${INGEST_LIMITS.traitsBytes}` });
+  const bytes = bytesOver(traits, INGEST_LIMITS.traitsBytes);
+  if (bytes !== null) addFault(ctx, { path: [], message: `are ${bytes} bytes as JSON; at most ${INGEST_LIMITS.traitsBytes}` });
 }
 
 /**
- * zod check of a whole event's size. Run it only on an otherwise valid event (`onValid`): then its
- * payloads are known to be shallow and JSON.stringify cannot overflow.
+ * An upper bound of the UTF-8 bytes of `value` as JSON, cheap to reach: a UTF-16 unit takes at
+ * most 6 bytes (`\u001f`), a number at most 25 characters.
  */
+function jsonBytesAtMost(value: unknown): number {
+  let bytes = 0;
+  const stack = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'string') bytes += 2 + 6 * v.length;
+    else if (typeof v !== 'object' || v === null) bytes += 25;
+    else {
+      bytes += 2;
+      for (const key in v) {
+        bytes += 4 + 6 * key.length;
+        stack.push((v as Record<string, unknown>)[key]);
+      }
+    }
+  }
+  return bytes;
+}
+
+/**
+ * The UTF-8 bytes of `value` as JSON when they are more than `limit`, else null. Most values are
+ * far below by a cheap upper bound; only the others are serialized to be measured. Call it once
+ * the depth is known to be bounded: JSON.stringify overflows the stack on deep values.
+ */
+function bytesOver(value: object, limit: number): number | null {
+  if (jsonBytesAtMost(value) <= limit) return null;
+  const bytes = Buffer.byteLength(JSON.stringify(value));
+  return bytes > limit ? bytes : null;
+}
+
+/** zod check of a whole event's size; only on an otherwise valid event (`onValid`), whose payloads are shallow. */
 export function eventWithinSize(event: object, ctx: z.RefinementCtx): void {
-  const bytes = Buffer.byteLength(JSON.stringify(event));
-  if (bytes > INGEST_LIMITS.eventBytes) addFault(ctx, { path: [], message: `is ${bytes} bytes as JSON; at most ${INGEST_LIMITS.eventBytes}` });
+  const bytes = bytesOver(event, INGEST_LIMITS.eventBytes);
+  if (bytes !== null) addFault(ctx, { path: [], message: `is ${bytes} bytes as JSON; at most ${INGEST_LIMITS.eventBytes}` });
 }
 
 /** `when` of a refinement that must only see a value whose other checks all passed. */

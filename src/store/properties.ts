@@ -22,25 +22,28 @@ export async function knownPropertyPaths(store: Store, workspaceId: string): Pro
   return known;
 }
 
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
 /**
  * Paths of a JSON structure (objects only; arrays are leaves): `a`, `a.b`, … in document order.
  * The walk keeps its own stack, so no depth overflows it.
  */
 export function propertyPaths(structure: unknown): string[] {
   const paths: string[] = [];
-  const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
   const stack: { value: unknown; path: string }[] = [];
-  const pushChildren = (value: Record<string, unknown>, prefix: string) => {
-    const keys = Object.keys(value);
-    for (let i = keys.length - 1; i >= 0; i--) stack.push({ value: value[keys[i]!], path: prefix + keys[i] });
-  };
-  if (isObject(structure)) pushChildren(structure, '');
-  while (stack.length > 0) {
-    const { value, path } = stack.pop()!;
-    paths.push(path);
-    if (isObject(value)) pushChildren(value, `${path}.`);
+  let value = structure;
+  let prefix = '';
+  for (;;) {
+    if (isObject(value)) {
+      const keys = Object.keys(value);
+      for (let i = keys.length - 1; i >= 0; i--) stack.push({ value: value[keys[i]!], path: prefix + keys[i] });
+    }
+    const next = stack.pop();
+    if (!next) return paths;
+    paths.push(next.path);
+    value = next.value;
+    prefix = `${next.path}.`;
   }
-  return paths;
 }
 
 /** Records property paths; paths already known are kept as they are. */
