@@ -1,7 +1,8 @@
 // Group commit: requests that arrive while a transaction runs wait, then go in together as one
 // transaction of their workspace. A statement costs about the same for 500 rows as for 2,000, so
 // concurrent batches share the statements' fixed cost. Each request still gets its own results,
-// in arrival order; if the shared transaction fails, every request in it fails and none is stored.
+// in arrival order. When a shared transaction fails, its requests are retried apart (the group
+// split in halves until the failing ones stand alone), so a request only ever fails for itself.
 
 interface Pending<T, R> {
   workspaceId: string;
@@ -32,21 +33,31 @@ export class GroupCommit<T, R> {
     this.running = true;
     try {
       while (this.queue.length > 0) {
-        const group = this.takeGroup();
-        const items = group.flatMap((p) => p.items);
-        try {
-          const results = await this.write(group[0]!.workspaceId, items);
-          let offset = 0;
-          for (const p of group) {
-            p.resolve(results.slice(offset, offset + p.items.length));
-            offset += p.items.length;
-          }
-        } catch (err) {
-          for (const p of group) p.reject(err);
-        }
+        await this.commit(this.takeGroup());
       }
     } finally {
       this.running = false;
+    }
+  }
+
+  /**
+   * Writes `group` in one transaction; if that fails, writes each half of it apart, in order, down
+   * to single requests. One bad request among n costs about 2·log2(n) extra transactions, and
+   * rolled-back attempts leave nothing behind (the write is all-or-nothing).
+   */
+  private async commit(group: Pending<T, R>[]): Promise<void> {
+    try {
+      const results = await this.write(group[0]!.workspaceId, group.flatMap((p) => p.items));
+      let offset = 0;
+      for (const p of group) {
+        p.resolve(results.slice(offset, offset + p.items.length));
+        offset += p.items.length;
+      }
+    } catch (err) {
+      if (group.length === 1) return group[0]!.reject(err);
+      const half = Math.ceil(group.length / 2);
+      await this.commit(group.slice(0, half));
+      await this.commit(group.slice(half));
     }
   }
 

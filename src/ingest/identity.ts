@@ -7,7 +7,7 @@ import { randomBytes } from 'node:crypto';
 import type { Store } from '../store/db.js';
 import { identityCacheOf } from './identity-cache.js';
 import {
-  nextKeys, type PersonRecord, personsBy, savePersons, saveVisitors, type Tx, type VisitorRecord, visitorsById,
+  nextKeys, type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type Tx, type VisitorRecord, visitorsById,
 } from '../store/people.js';
 
 export interface IdentityInput {
@@ -94,7 +94,10 @@ export async function resolveIdentities(
   const byEmail = new Map([...byKey.values()].filter((p) => p.email !== null).map((p) => [p.email!, p]));
 
   const createdPersons: PersonRecord[] = [];
-  const changedPersons = new Set<PersonRecord>();
+  /** By key: a record copied later in the batch replaces the one that was marked. */
+  const changedPersons = new Set<number>();
+  /** Traits and name per person key, merged in input order; the store merges them onto its own. */
+  const updates = new Map<number, PersonUpdate>();
   const createdVisitors: (VisitorRecord & { first_seen_at: Date })[] = [];
   const createdVisitorIds = new Set<string>();
   const relinked = new Map<string, VisitorRecord>();
@@ -119,7 +122,7 @@ export async function resolveIdentities(
   };
 
   const createPerson = (external_id: string | null, email: string | null): PersonRecord => {
-    const person: PersonRecord = { person_key: personKeys.pop()!, person_id: newPersonId(), external_id, email, name: null, traits: {} };
+    const person: PersonRecord = { person_key: personKeys.pop()!, person_id: newPersonId(), external_id, email };
     createdPersons.push(person);
     byKey.set(person.person_key, person);
     if (external_id !== null) byExternalId.set(external_id, person);
@@ -136,7 +139,7 @@ export async function resolveIdentities(
         person = writablePerson(person);
         person.email = input.email;
         byEmail.set(input.email, person);
-        changedPersons.add(person);
+        changedPersons.add(person.person_key);
       }
     } else if (input.email !== undefined) {
       person = byEmail.get(input.email) ?? createPerson(null, input.email);
@@ -163,16 +166,18 @@ export async function resolveIdentities(
     }
 
     if (person && (input.traits !== undefined || input.name !== undefined)) {
-      person = writablePerson(person);
-      if (input.traits) person.traits = { ...person.traits, ...input.traits };
-      if (input.name !== undefined) person.name = input.name;
-      changedPersons.add(person);
+      const update = updates.get(person.person_key) ?? {};
+      if (input.traits) update.traits = { ...update.traits, ...input.traits };
+      if (input.name !== undefined) update.name = input.name;
+      updates.set(person.person_key, update);
+      changedPersons.add(person.person_key);
     }
     return { person_key: person?.person_key ?? null, person_id: person?.person_id ?? null, visitor_key: visitor?.visitor_key ?? null, identified };
   });
 
-  const created = new Set(createdPersons);
-  await savePersons(tx, ws, createdPersons, [...changedPersons].filter((p) => !created.has(p)), now);
+  const created = new Set(createdPersons.map((p) => p.person_key));
+  const changed = [...changedPersons].filter((key) => !created.has(key)).map((key) => byKey.get(key)!);
+  await savePersons(tx, ws, createdPersons, changed, updates, now);
   await saveVisitors(tx, ws, createdVisitors, [...relinked.values()], now);
   store.afterCommit(() => cache.remember(ws,
     [...byKey.values()].filter((p) => !shared.has(p)), [...visitors.values()].filter((v) => !shared.has(v))));

@@ -2,11 +2,14 @@
 // nothing, an acknowledged one is committed (durable) before the answer.
 
 import { randomBytes } from 'node:crypto';
+import { invalidRequest } from '../errors.js';
 import type { Store } from '../store/db.js';
 import type { Tx } from '../store/people.js';
 import { appendEvents, claimMessageIds, type EventRecord } from '../store/events.js';
 import { appendPageviews, type ChannelFields, latestPageviews, type PageviewRecord } from '../store/pageviews.js';
 import { knownPropertyPaths, propertyPaths, recordPropertyPaths } from '../store/properties.js';
+import { refusedValue } from '../store/refused.js';
+import { stringifyWellFormed } from '../well-formed.js';
 import { derivePageviewFields, isInternalNavigation, type PageviewFields } from './channels.js';
 import { GroupCommit } from './group-commit.js';
 import { type IdentityInput, resolveIdentities, type VisitorLink } from './identity.js';
@@ -52,9 +55,25 @@ interface Prepared<T> {
 }
 interface PreparedEvent extends Prepared<EventInput> {
   paths: string[];
+  /**
+   * The properties as the JSON text stored, every string well-formed: the appender does not check
+   * JSON, and a lone surrogate would leave a document no filter can read.
+   */
+  properties: string;
 }
 interface PreparedPageview extends Prepared<PageviewInput> {
   fields: PageviewFields;
+}
+
+/**
+ * A request that failed alone (a group's failure is retried apart, so only its own requests
+ * fail) because DuckDB refused one of its values is bad input: 400 invalid_request. Any other
+ * failure stays what it is (a 500).
+ */
+function asRefusal(err: unknown): never {
+  const reason = refusedValue(err);
+  if (reason === null) throw err;
+  throw invalidRequest([{ field: '', message: `the database refused a value of this request: ${reason}` }]);
 }
 
 const timeOf = (input: { timestamp?: string }, receivedAt: Date) => (input.timestamp ? new Date(input.timestamp) : receivedAt);
@@ -85,18 +104,24 @@ export class Ingest {
       const { resolved, links } = await resolveIdentities(this.store, tx, ws, [identityOf(input, now)], now);
       await this.notify(tx, links);
       return resolved;
-    });
+    }).catch(asRefusal);
     return { person_id: resolved[0]?.person_id ?? null };
   }
 
-  /** Stores a batch of events (with the batches of the workspace that are waiting, in one transaction). */
-  events(ws: string, inputs: EventInput[]): Promise<EventResult[]> {
+  /**
+   * Stores a batch of events (with the batches of the workspace that are waiting, in one
+   * transaction). The inputs are within the limits of the schema (src/ingest/limits.ts): what
+   * walks or serializes them here runs before the batch joins a group, so it can only fail itself.
+   */
+  async events(ws: string, inputs: EventInput[]): Promise<EventResult[]> {
     const receivedAt = this.clock();
-    return this.eventWrites.submit(ws, inputs.map((input) => ({
+    const items = inputs.map((input) => ({
       input,
       ts: timeOf(input, receivedAt),
       paths: propertyPaths(input.properties),
-    })));
+      properties: stringifyWellFormed(input.properties ?? {}),
+    }));
+    return this.eventWrites.submit(ws, items).catch(asRefusal);
   }
 
   private async writeEvents(ws: string, items: PreparedEvent[]): Promise<EventResult[]> {
@@ -123,7 +148,7 @@ export class Ingest {
     const ids = newIds('evt', stored.length);
     const rows: EventRecord[] = [];
     const newPaths: { event_name: string; path: string }[] = [];
-    stored.forEach(({ input: e, ts, paths }, i) => {
+    stored.forEach(({ input: e, ts, paths, properties }, i) => {
       const who = resolved[i]!;
       rows.push({
         event_id: ids[i]!,
@@ -133,7 +158,7 @@ export class Ingest {
         // Identified events keep their person; the others follow their visitor's link.
         person_key: who.identified ? who.person_key : null,
         visitor_key: who.visitor_key,
-        properties: e.properties ?? {},
+        properties,
       });
       for (const path of paths) {
         const key = `${e.event_name}\0${path}`;
@@ -155,13 +180,14 @@ export class Ingest {
   }
 
   /** Stores a batch of page views (grouped with the workspace's waiting batches, like events). */
-  pageviews(ws: string, inputs: PageviewInput[]): Promise<{ pageview_id: string }[]> {
+  async pageviews(ws: string, inputs: PageviewInput[]): Promise<{ pageview_id: string }[]> {
     const receivedAt = this.clock();
-    return this.pageviewWrites.submit(ws, inputs.map((input) => ({
+    const items = inputs.map((input) => ({
       input,
       ts: timeOf(input, receivedAt),
       fields: derivePageviewFields(input.url, input.referrer ?? null),
-    })));
+    }));
+    return this.pageviewWrites.submit(ws, items).catch(asRefusal);
   }
 
   private writePageviews(ws: string, items: PreparedPageview[]): Promise<{ pageview_id: string }[]> {

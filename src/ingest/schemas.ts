@@ -3,6 +3,7 @@
 
 import { z } from 'zod';
 import { isPageUrl } from './channels.js';
+import { eventWithinSize, onValid, propertiesWithinLimits, traitsWithinLimits } from './limits.js';
 
 const identifier = z.string().min(1).max(256);
 /** A JSON integer user id is kept as its decimal string, so it matches tr_user_id byte for byte. */
@@ -10,6 +11,8 @@ const userId = z.union([identifier, z.number().int().refine(Number.isSafeInteger
   .transform((v) => String(v));
 const email = z.string().trim().min(1).max(256).transform((v) => v.toLowerCase());
 const jsonObject = z.record(z.string(), z.unknown());
+const traits = jsonObject.superRefine(traitsWithinLimits);
+const properties = jsonObject.superRefine(propertiesWithinLimits);
 const timestamp = z.iso.datetime({ offset: true, local: true });
 
 const identityShape = {
@@ -37,17 +40,17 @@ function checkIdentity(value: IdentityFields, ctx: z.RefinementCtx): void {
 export const personBody = z.object({
   ...identityShape,
   name: z.string().max(256).optional(),
-  traits: jsonObject.optional().describe('merged onto the person: keys sent are upserted, others kept'),
+  traits: traits.optional().describe('merged onto the person: keys sent are upserted, others kept'),
 }).superRefine(checkIdentity);
 
 export const eventBody = z.object({
   event_name: z.string().min(1).max(200),
   ...identityShape,
-  traits: jsonObject.optional(),
-  properties: jsonObject.optional().describe('describes the event only; never merged onto the person'),
+  traits: traits.optional(),
+  properties: properties.optional().describe('describes the event only; never merged onto the person'),
   timestamp: timestamp.optional().describe('ISO 8601; default: time of receipt'),
   message_id: identifier.optional().describe('a repeated message_id is accepted and stored once'),
-}).superRefine(checkIdentity);
+}).superRefine(checkIdentity).superRefine(eventWithinSize, onValid);
 
 export const MAX_BATCH = 500;
 export const eventsBody = z.union([eventBody, z.object({ batch: z.array(eventBody).min(1).max(MAX_BATCH) })]);

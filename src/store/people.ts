@@ -10,13 +10,21 @@ import { utc } from './time.js';
 export type Tx = DuckDBConnection;
 
 
+/** A person's identifiers: what resolution reads and the identity cache keeps (never traits). */
 export interface PersonRecord {
   person_key: number;
   person_id: string;
   external_id: string | null;
   email: string | null;
-  name: string | null;
-  traits: Record<string, unknown>;
+}
+
+/**
+ * What one batch writes onto a person besides its email: the batch's traits shallow-merged in
+ * order (merging is associative, so the store merges this onto the stored traits) and its name.
+ */
+export interface PersonUpdate {
+  traits?: Record<string, unknown>;
+  name?: string;
 }
 
 export interface VisitorRecord {
@@ -25,7 +33,7 @@ export interface VisitorRecord {
   person_key: number | null;
 }
 
-const PERSON_COLUMNS = 'person_key, person_id, external_id, email, name, CAST(traits AS VARCHAR) AS traits';
+const PERSON_COLUMNS = 'person_key, person_id, external_id, email';
 
 async function rows(tx: Tx, sql: string, params: DuckDBValue[]): Promise<Record<string, unknown>[]> {
   return (await tx.runAndReadAll(sql, params)).getRowObjectsJS() as Record<string, unknown>[];
@@ -37,8 +45,6 @@ function toPerson(row: Record<string, unknown>): PersonRecord {
     person_id: row.person_id as string,
     external_id: (row.external_id as string | null) ?? null,
     email: (row.email as string | null) ?? null,
-    name: (row.name as string | null) ?? null,
-    traits: row.traits ? JSON.parse(row.traits as string) : {},
   };
 }
 
@@ -79,11 +85,17 @@ export async function nextKeys(store: Store, sequence: KeySequence, n: number): 
   return pool.splice(pool.length - n, n);
 }
 
-/** Inserts `created` and writes the traits, email and name of `changed`, a statement each. */
-export async function savePersons(tx: Tx, ws: string, created: PersonRecord[], changed: PersonRecord[], at: Date): Promise<void> {
+/**
+ * Inserts `created` and writes the email of `changed` and their `updates`, a statement each. The
+ * traits are merged inside DuckDB (map_concat: keys sent replace, others stay, null is stored as
+ * null), so a person's traits never pass through this process whole.
+ */
+export async function savePersons(
+  tx: Tx, ws: string, created: PersonRecord[], changed: PersonRecord[], updates: ReadonlyMap<number, PersonUpdate>, at: Date,
+): Promise<void> {
   const columns = (people: PersonRecord[]) => [
-    column(people.map((p) => p.person_key)), column(people.map((p) => p.email)), column(people.map((p) => p.name)),
-    column(people.map((p) => JSON.stringify(p.traits))),
+    column(people.map((p) => p.person_key)), column(people.map((p) => p.email)), column(people.map((p) => updates.get(p.person_key)?.name ?? null)),
+    column(people.map((p) => JSON.stringify(updates.get(p.person_key)?.traits ?? {}))),
   ];
   if (created.length > 0) {
     await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at)
@@ -93,7 +105,12 @@ export async function savePersons(tx: Tx, ws: string, created: PersonRecord[], c
     [ws, utc(at), ...columns(created), column(created.map((p) => p.person_id)), column(created.map((p) => p.external_id))]);
   }
   if (changed.length > 0) {
-    await tx.run(`UPDATE persons SET email = u.email, name = u.name, traits = CAST(u.traits AS JSON), updated_at = CAST($2 AS TIMESTAMP)
+    // Stored traits that are not an object (an import may bring any JSON) are replaced.
+    await tx.run(`UPDATE persons SET email = coalesce(persons.email, u.email), name = coalesce(u.name, persons.name),
+        traits = CAST(map_concat(
+          CAST(CASE WHEN json_type(persons.traits) = 'OBJECT' THEN persons.traits ELSE '{}' END AS MAP(VARCHAR, JSON)),
+          CAST(CAST(u.traits AS JSON) AS MAP(VARCHAR, JSON))) AS JSON),
+        updated_at = CAST($2 AS TIMESTAMP)
       FROM (SELECT unnest(${keys('$3')}) AS k, unnest(${texts('$4')}) AS email, unnest(${texts('$5')}) AS name,
         unnest(${texts('$6')}) AS traits) AS u
       WHERE persons.workspace_id = $1 AND persons.person_key = u.k`,

@@ -22,15 +22,28 @@ export async function knownPropertyPaths(store: Store, workspaceId: string): Pro
   return known;
 }
 
-/** Paths of a JSON structure (objects only; arrays are leaves): `a`, `a.b`, … */
-export function propertyPaths(structure: unknown, prefix = '', into: string[] = []): string[] {
-  if (typeof structure !== 'object' || structure === null || Array.isArray(structure)) return into;
-  for (const key of Object.keys(structure)) {
-    const path = prefix + key;
-    into.push(path);
-    propertyPaths((structure as Record<string, unknown>)[key], `${path}.`, into);
+const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * Paths of a JSON structure (objects only; arrays are leaves): `a`, `a.b`, … in document order.
+ * The walk keeps its own stack, so no depth overflows it.
+ */
+export function propertyPaths(structure: unknown): string[] {
+  const paths: string[] = [];
+  const stack: { value: unknown; path: string }[] = [];
+  let value = structure;
+  let prefix = '';
+  for (;;) {
+    if (isObject(value)) {
+      const keys = Object.keys(value);
+      for (let i = keys.length - 1; i >= 0; i--) stack.push({ value: value[keys[i]!], path: prefix + keys[i] });
+    }
+    const next = stack.pop();
+    if (!next) return paths;
+    paths.push(next.path);
+    value = next.value;
+    prefix = `${next.path}.`;
   }
-  return into;
 }
 
 /** Records property paths; paths already known are kept as they are. */
