@@ -12,6 +12,7 @@ import { findPeople } from '../src/attribution/people.js';
 import { buildApp } from '../src/http/app.js';
 import { Store } from '../src/store/db.js';
 import { Workspaces } from '../src/store/workspaces.js';
+import { percentile } from './support/server.js';
 import { checkoutSession, invoice, notification, subscription } from '../test/support/stripe.js';
 
 const { values: args } = parseArgs({ options: {
@@ -21,7 +22,6 @@ const { values: args } = parseArgs({ options: {
 const total = Number(args.notifications);
 const concurrency = Number(args.concurrency);
 const stripe = new Stripe('sk_test_dummy');
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 
 console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.version}\n`);
 
@@ -65,7 +65,7 @@ console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.ve
   latencies.sort((a, b) => a - b);
   console.log('| webhook notifications | in flight | notifications/s | p50 ms | p99 ms |');
   console.log('|---:|---:|---:|---:|---:|');
-  console.log(`| ${total.toLocaleString('en-US')} | ${concurrency} | ${Math.round(total / seconds).toLocaleString('en-US')} | ${pct(latencies, 0.5).toFixed(1)} | ${pct(latencies, 0.99).toFixed(1)} |`);
+  console.log(`| ${total.toLocaleString('en-US')} | ${concurrency} | ${Math.round(total / seconds).toLocaleString('en-US')} | ${percentile(latencies, 0.5).toFixed(1)} | ${percentile(latencies, 0.99).toFixed(1)} |`);
   await app.close();
   await store.close();
 }

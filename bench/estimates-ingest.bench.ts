@@ -7,9 +7,7 @@
 // server process).
 // Each run starts bench/estimate-server.ts on a fresh copy of one imported fixture database.
 
-import { spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -18,6 +16,7 @@ import { Store } from '../src/store/db.js';
 import { importParquetDir } from '../src/store/import.js';
 import { Workspaces } from '../src/store/workspaces.js';
 import { HEAVY_CRITERIA } from '../test/support/heavy-criteria.js';
+import { percentile, startServer } from './support/server.js';
 
 const { values: args } = parseArgs({ options: {
   people: { type: 'string', default: '50000' },
@@ -66,16 +65,6 @@ function eventBatch(): string {
   }) });
 }
 
-const freePort = () => new Promise<number>((resolve) => {
-  const probe = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = probe.address() as { port: number };
-    probe.close(() => resolve(port));
-  });
-});
-const pct = (values: number[], p: number) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
-};
 const ms = (n: number) => (Number.isNaN(n) ? '–' : n.toFixed(0));
 
 interface Outcomes { exact: number; overBudget: number; overloaded: number; other: number; latencies: number[] }
@@ -83,22 +72,12 @@ interface Outcomes { exact: number; overBudget: number; overloaded: number; othe
 async function run(setting: Record<string, number>, inflight: number) {
   copyFileSync(templatePath, runPath);
   rmSync(`${runPath}.wal`, { force: true });
-  const port = await freePort();
-  const base = `http://127.0.0.1:${port}`;
-  const env: NodeJS.ProcessEnv = {
-    ...process.env, PORT: String(port), DATABASE_PATH: runPath, BOOTSTRAP_SECRET_KEY: SECRET_KEY,
-    ESTIMATE_BUDGET_MS: args.budget,
-  };
+  const env: NodeJS.ProcessEnv = { DATABASE_PATH: runPath, BOOTSTRAP_SECRET_KEY: SECRET_KEY, ESTIMATE_BUDGET_MS: args.budget };
   if (setting.connections) env.BENCH_ESTIMATE_CONNECTIONS = String(setting.connections);
   if (setting.threads) env.BENCH_DUCKDB_THREADS = String(setting.threads);
   if (setting.queue !== undefined) env.BENCH_ESTIMATE_QUEUE_MAX = String(setting.queue);
   if (setting.uv) env.UV_THREADPOOL_SIZE = String(setting.uv);
-  const server = spawn(process.execPath, ['--import', 'tsx', 'bench/estimate-server.ts'], { env, stdio: ['ignore', 'ignore', 'inherit'] });
-  for (let up = false; !up;) {
-    if (server.exitCode !== null) throw new Error(`server exited with ${server.exitCode}`);
-    up = await fetch(`${base}/health`).then((r) => r.ok, () => false);
-    if (!up) await new Promise((resolve) => setTimeout(resolve, 100));
-  }
+  const { server, base } = await startServer('bench/estimate-server.ts', env);
   const headers = { authorization: `Bearer ${SECRET_KEY}`, 'content-type': 'application/json' };
   const timed = async (path: string, init?: RequestInit) => {
     const t0 = performance.now();
@@ -157,10 +136,10 @@ async function run(setting: Record<string, number>, inflight: number) {
   server.kill('SIGKILL');
   await Promise.allSettled(clients);
   const setName = Object.entries(setting).map(([k, v]) => `${k}=${v}`).join(', ') || 'defaults';
-  console.log(`| ${setName} | ${ms(Math.min(...alone))} | ${inflight} | ${ms(pct(quiet, 0.5))} / ${ms(pct(quiet, 0.99))} | ${ms(pct(loaded, 0.5))} / ${ms(pct(loaded, 0.99))} `
-    + `| ${ms(pct(healthLatencies, 0.5))} / ${ms(pct(healthLatencies, 0.99))} `
+  console.log(`| ${setName} | ${ms(Math.min(...alone))} | ${inflight} | ${ms(percentile(quiet, 0.5))} / ${ms(percentile(quiet, 0.99))} | ${ms(percentile(loaded, 0.5))} / ${ms(percentile(loaded, 0.99))} `
+    + `| ${ms(percentile(healthLatencies, 0.5))} / ${ms(percentile(healthLatencies, 0.99))} `
     + `| ${outcomes.exact} / ${outcomes.overBudget} / ${outcomes.overloaded}${outcomes.other ? ` (+${outcomes.other} other)` : ''} `
-    + `| ${exactPerSecond.toFixed(1)} | ${ms(pct(outcomes.latencies, 0.5))} / ${ms(pct(outcomes.latencies, 0.99))} / ${ms(Math.max(...outcomes.latencies))} |`);
+    + `| ${exactPerSecond.toFixed(1)} | ${ms(percentile(outcomes.latencies, 0.5))} / ${ms(percentile(outcomes.latencies, 0.99))} / ${ms(Math.max(...outcomes.latencies))} |`);
 }
 
 const settings = args.settings.split(';').map((s): Record<string, number> => (s.trim() === 'defaults' ? {} : Object.fromEntries(s.split(',').map((kv) => {

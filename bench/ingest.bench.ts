@@ -3,13 +3,12 @@
 //   npx tsx bench/ingest.bench.ts [--events 1000000] [--concurrency 4]
 // The server is started as its own process on data/bench/ingest.duckdb (as `npm start`).
 
-import { spawn } from 'node:child_process';
 import { readFileSync, rmSync, statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Bench } from 'tinybench';
+import { percentile, startServer } from './support/server.js';
 
 const { values: args } = parseArgs({ options: {
   events: { type: 'string', default: '1000000' },
@@ -27,22 +26,8 @@ rmSync(`${dbPath}.wal`, { force: true });
 // The server runs as `npm start` does, in a process of its own: clients in the same thread would
 // take the server's CPU.
 const SECRET_KEY = 'sk_bench_ingest_0123456789abcdef';
-const port = await new Promise<number>((resolve) => {
-  const probe = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = probe.address() as { port: number };
-    probe.close(() => resolve(port));
-  });
-});
-const server = spawn(process.execPath, [...(process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean), '--import', 'tsx', 'src/main.ts'], {
-  env: { ...process.env, PORT: String(port), DATABASE_PATH: dbPath, BOOTSTRAP_SECRET_KEY: SECRET_KEY },
-  stdio: ['ignore', 'ignore', 'inherit'],
-});
-const base = `http://127.0.0.1:${port}`;
-for (let up = false; !up;) {
-  if (server.exitCode !== null) throw new Error(`server exited with ${server.exitCode}`);
-  up = await fetch(`${base}/health`).then((r) => r.ok, () => false);
-  if (!up) await new Promise((resolve) => setTimeout(resolve, 100));
-}
+const { server, base } = await startServer('src/main.ts', { DATABASE_PATH: dbPath, BOOTSTRAP_SECRET_KEY: SECRET_KEY },
+  (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean));
 
 const NAMES = ['view_item', 'add_to_cart', 'login', 'feature_used', 'purchase', 'signup'];
 let seq = 0;
@@ -129,9 +114,8 @@ async function measured(path: string, total: number, make: () => string) {
 }
 const cpuNotes: string[] = [];
 
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))]!;
 const report = (what: string, total: number, r: { seconds: number; latencies: number[] }) =>
-  console.log(`| ${what} | ${total.toLocaleString('en-US')} | ${concurrency} | ${Math.round(total / r.seconds).toLocaleString('en-US')} | ${pct(r.latencies, 0.5).toFixed(1)} | ${pct(r.latencies, 0.99).toFixed(1)} |`);
+  console.log(`| ${what} | ${total.toLocaleString('en-US')} | ${concurrency} | ${Math.round(total / r.seconds).toLocaleString('en-US')} | ${percentile(r.latencies, 0.5).toFixed(1)} | ${percentile(r.latencies, 0.99).toFixed(1)} |`);
 
 console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.version}; batches of ${BATCH}\n`);
 console.log('| stream | rows | in flight | rows/s | p50 ms per batch | p99 ms per batch |');

@@ -4,15 +4,15 @@
 //   npx tsx bench/soak.bench.ts [--seconds 120] [--window 20]
 // Loopback only: the server, both receivers and the clients are on 127.0.0.1.
 
-import { spawn } from 'node:child_process';
 import { readFileSync, rmSync } from 'node:fs';
 import { createServer as createHttpServer, type ServerResponse } from 'node:http';
-import { type AddressInfo, createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Stripe from 'stripe';
 import { Store } from '../src/store/db.js';
 import { Workspaces } from '../src/store/workspaces.js';
+import { percentile, startServer } from './support/server.js';
 
 const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '120' }, window: { type: 'string', default: '20' } } });
 const durationMs = Number(args.seconds) * 1000;
@@ -25,13 +25,6 @@ const setup = await Store.open(dbPath);
 const normal = await new Workspaces(setup).create('normal');
 const hostile = await new Workspaces(setup).create('hostile');
 await setup.close();
-
-const freePort = () => new Promise<number>((resolve) => {
-  const probe = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = probe.address() as AddressInfo;
-    probe.close(() => resolve(port));
-  });
-});
 
 // Receivers: the normal workspace's answers at once and notes when each user arrives; the hostile
 // workspace's accepts every request and never answers.
@@ -50,20 +43,9 @@ const hanging = createHttpServer((_req, res) => { hung.push(res); });
 await Promise.all([healthy, hanging].map((s) => new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve))));
 const receiverUrl = (s: typeof healthy) => `http://127.0.0.1:${(s.address() as AddressInfo).port}/hook`;
 
-const port = await freePort();
-const server = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-  env: {
-    ...process.env, PORT: String(port), DATABASE_PATH: dbPath, ALLOW_PRIVATE_DESTINATIONS: 'true', SCHEDULER_INTERVAL_MS: '5000',
-    DELIVERY_TIMEOUT_MS: '30000', ESTIMATE_BUDGET_MS: '5000',
-  },
-  stdio: ['ignore', 'ignore', 'inherit'],
+const { server, base } = await startServer('src/main.ts', {
+  DATABASE_PATH: dbPath, ALLOW_PRIVATE_DESTINATIONS: 'true', SCHEDULER_INTERVAL_MS: '5000', DELIVERY_TIMEOUT_MS: '30000', ESTIMATE_BUDGET_MS: '5000',
 });
-const base = `http://127.0.0.1:${port}`;
-for (let up = false; !up;) {
-  if (server.exitCode !== null) throw new Error(`server exited with ${server.exitCode}`);
-  up = await fetch(`${base}/health`).then((r) => r.ok, () => false);
-  if (!up) await new Promise((resolve) => setTimeout(resolve, 100));
-}
 
 async function call(key: string, method: string, path: string, body?: string): Promise<{ status: number; ms: number; json: unknown }> {
   const t0 = performance.now();
@@ -189,11 +171,6 @@ loops.push((async () => {
 })());
 await Promise.all(loops);
 
-const pct = (values: number[], p: number) => {
-  if (values.length === 0) return NaN;
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)]!;
-};
 const f = (v: number) => (Number.isNaN(v) ? '–' : v.toFixed(0));
 console.log('| window (s) | ingest p50 / p99 ms (n, non-200) | compile p99 ms (n, non-200) | delivery delay ms (max, undelivered) | RSS MiB (max) |');
 console.log('|---|---|---|---|---|');
@@ -203,8 +180,8 @@ for (let from = 0; from < durationMs; from += windowMs) {
   const c = inWindow(compiles);
   const d = inWindow(deliveries);
   const r = inWindow(rss);
-  console.log(`| ${from / 1000}–${(from + windowMs) / 1000} | ${f(pct(i.map((x) => x.ms), 50))} / ${f(pct(i.map((x) => x.ms), 99))} (${i.length}, ${i.filter((x) => x.status !== 200).length}) `
-    + `| ${f(pct(c.map((x) => x.ms), 99))} (${c.length}, ${c.filter((x) => x.status !== 200).length}) `
+  console.log(`| ${from / 1000}–${(from + windowMs) / 1000} | ${f(percentile(i.map((x) => x.ms), 0.5))} / ${f(percentile(i.map((x) => x.ms), 0.99))} (${i.length}, ${i.filter((x) => x.status !== 200).length}) `
+    + `| ${f(percentile(c.map((x) => x.ms), 0.99))} (${c.length}, ${c.filter((x) => x.status !== 200).length}) `
     + `| ${f(Math.max(...d.map((x) => x.ms ?? 0)))} (${d.filter((x) => x.ms === null).length}) | ${f(Math.max(...r.map((x) => x.mib)))} |`);
 }
 console.log(`hostile answers by status: ${JSON.stringify(Object.fromEntries([...hostileStatuses].sort((a, b) => a[0] - b[0])))}; requests held by the hanging receiver: ${hung.length}`);
