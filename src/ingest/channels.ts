@@ -2,9 +2,12 @@
  * Page view field derivation and channel classification (decisions §5, channels.md).
  * Pure: no I/O, never throws on malformed input.
  */
-import { getDomain, getDomainWithoutSuffix } from 'tldts';
 import { normalizeHost } from '../criteria/host.js';
 import type { ChannelCategory } from '../criteria/schema.js';
+import { GENERATED_SITES } from './sites.generated.js';
+import { probeSite, SiteIndex, type SiteList, SITES } from './sites.js';
+
+export { SITES } from './sites.js';
 
 export interface PageviewFields {
   host: string;
@@ -18,124 +21,10 @@ export interface PageviewFields {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Site lists (channels.md "Site lists"): one table, extend as data.
+// Site lists (channels.md "Site lists", docs/channels.md): the hand-written table first, so it wins.
 
-export type SiteList = 'search' | 'social' | 'ai' | 'webmail';
-
-export interface Site {
-  list: SiteList;
-  /** Lowercase name, used as the granular channel; a utm_source equal to it matches. */
-  name: string;
-  /** Registrable domains or full hosts; a utm_source equal to one matches too. */
-  domains: readonly string[];
-  /** Other utm_source spellings of the same site. */
-  aliases?: readonly string[];
-  /** Also match `<name>.<any public suffix>`: engines with country domains (google.de, yahoo.co.jp). */
-  anySuffix?: boolean;
-}
-
-export const SITES: readonly Site[] = [
-  { list: 'search', name: 'google', domains: ['google.com'], anySuffix: true },
-  { list: 'search', name: 'bing', domains: ['bing.com'] },
-  { list: 'search', name: 'duckduckgo', domains: ['duckduckgo.com'] },
-  { list: 'search', name: 'yahoo', domains: ['yahoo.com'], anySuffix: true },
-  { list: 'search', name: 'yandex', domains: ['yandex.ru', 'yandex.com', 'ya.ru'], anySuffix: true },
-  { list: 'search', name: 'baidu', domains: ['baidu.com'] },
-  { list: 'search', name: 'ecosia', domains: ['ecosia.org'] },
-  { list: 'search', name: 'brave', domains: ['search.brave.com'] },
-  { list: 'search', name: 'startpage', domains: ['startpage.com'] },
-  { list: 'search', name: 'qwant', domains: ['qwant.com'] },
-  { list: 'search', name: 'naver', domains: ['naver.com'] },
-  { list: 'search', name: 'seznam', domains: ['seznam.cz'] },
-  { list: 'search', name: 'so.com', domains: ['so.com'] },
-  { list: 'search', name: 'sogou', domains: ['sogou.com'] },
-
-  // `meta` and `fb`/`ig` are the utm_source values Meta's own ad templates and advertisers use.
-  { list: 'social', name: 'facebook', domains: ['facebook.com', 'fb.com', 'fb.me'], aliases: ['fb', 'meta'] },
-  { list: 'social', name: 'instagram', domains: ['instagram.com'], aliases: ['ig'] },
-  { list: 'social', name: 'twitter', domains: ['twitter.com', 'x.com', 't.co'], aliases: ['x'] },
-  { list: 'social', name: 'linkedin', domains: ['linkedin.com', 'lnkd.in'] },
-  { list: 'social', name: 'reddit', domains: ['reddit.com', 'redd.it'] },
-  { list: 'social', name: 'pinterest', domains: ['pinterest.com', 'pin.it'], anySuffix: true },
-  { list: 'social', name: 'tiktok', domains: ['tiktok.com'] },
-  { list: 'social', name: 'youtube', domains: ['youtube.com', 'youtu.be'] },
-  { list: 'social', name: 'threads', domains: ['threads.net', 'threads.com'] },
-  { list: 'social', name: 'bluesky', domains: ['bsky.app'] },
-  { list: 'social', name: 'mastodon', domains: ['mastodon.social'] },
-  { list: 'social', name: 'quora', domains: ['quora.com'] },
-  { list: 'social', name: 'snapchat', domains: ['snapchat.com'] },
-  { list: 'social', name: 'tumblr', domains: ['tumblr.com'] },
-  { list: 'social', name: 'vk', domains: ['vk.com'] },
-  { list: 'social', name: 'discord', domains: ['discord.com', 'discord.gg'] },
-  { list: 'social', name: 'telegram', domains: ['telegram.org', 't.me'] },
-  { list: 'social', name: 'whatsapp', domains: ['whatsapp.com', 'wa.me'] },
-
-  { list: 'ai', name: 'chatgpt', domains: ['chatgpt.com', 'chat.openai.com'] },
-  { list: 'ai', name: 'perplexity', domains: ['perplexity.ai'] },
-  { list: 'ai', name: 'claude', domains: ['claude.ai'] },
-  { list: 'ai', name: 'gemini', domains: ['gemini.google.com', 'bard.google.com'] },
-  { list: 'ai', name: 'copilot', domains: ['copilot.microsoft.com', 'm365.cloud.microsoft'] },
-  { list: 'ai', name: 'deepseek', domains: ['chat.deepseek.com'] },
-  { list: 'ai', name: 'grok', domains: ['grok.com'] },
-  { list: 'ai', name: 'mistral', domains: ['chat.mistral.ai'] },
-  // Domain as name: a bare `meta` or `you` source is far more likely to mean something else.
-  { list: 'ai', name: 'meta.ai', domains: ['meta.ai'] },
-  { list: 'ai', name: 'you.com', domains: ['you.com'] },
-  { list: 'ai', name: 'qwen', domains: ['chat.qwen.ai'] },
-  { list: 'ai', name: 'notebooklm', domains: ['notebooklm.google.com'] },
-
-  // Webmail is matched on the referrer only (rule 5); the Gmail Android app sends an android-app:// referrer.
-  { list: 'webmail', name: 'gmail', domains: ['mail.google.com', 'com.google.android.gm'] },
-  { list: 'webmail', name: 'outlook', domains: ['outlook.live.com', 'outlook.office.com', 'outlook.office365.com'] },
-  { list: 'webmail', name: 'yahoo mail', domains: ['mail.yahoo.com'] },
-];
-
-interface SiteIndex {
-  names: Map<string, Site>;
-  hosts: Map<string, Site>;
-  suffixless: Map<string, Site>;
-}
-
-const SITE_INDEX = new Map<SiteList, SiteIndex>();
-for (const site of SITES) {
-  let index = SITE_INDEX.get(site.list);
-  if (index === undefined) {
-    index = { names: new Map(), hosts: new Map(), suffixless: new Map() };
-    SITE_INDEX.set(site.list, index);
-  }
-  for (const name of [site.name, ...(site.aliases ?? [])]) index.names.set(name, site);
-  for (const domain of site.domains) index.hosts.set(domain, site);
-  if (site.anySuffix) index.suffixless.set(site.name, site);
-}
-
-/** A source or referrer host, pre-split for matching against the site lists. */
-interface SiteProbe {
-  /** The utm_source itself; null for a referrer, which only matches by host. */
-  name: string | null;
-  host: string;
-  domain: string | null;
-  suffixless: string | null;
-}
-
-function probe(value: string, isSource: boolean): SiteProbe {
-  const host = normalizeHost(value);
-  return {
-    name: isSource ? value : null,
-    host,
-    domain: getDomain(host),
-    suffixless: getDomainWithoutSuffix(host),
-  };
-}
-
-/** The site of `list` the probe belongs to: by source name, then full host, then registrable domain. */
-function matchSite(list: SiteList, p: SiteProbe | null): Site | undefined {
-  const index = SITE_INDEX.get(list);
-  if (p === null || index === undefined) return undefined;
-  return (p.name === null ? undefined : index.names.get(p.name))
-    ?? index.hosts.get(p.host)
-    ?? (p.domain === null ? undefined : index.hosts.get(p.domain))
-    ?? (p.suffixless === null ? undefined : index.suffixless.get(p.suffixless));
-}
+const SITE_INDEX = new SiteIndex().addSites(SITES);
+for (const [list, name, hosts, names] of GENERATED_SITES) SITE_INDEX.add(list, name, hosts, names);
 
 // ---------------------------------------------------------------------------------------------
 // Click ids and mediums.
@@ -187,7 +76,7 @@ export interface ChannelContext {
   hasUtm: boolean;
   paid: boolean;
   /** Name of the listed site that `site` (source, else referrer host) belongs to, per list. */
-  site: Readonly<Record<Exclude<SiteList, 'webmail'>, string | null>>;
+  site: Readonly<Record<'search' | 'social' | 'ai', string | null>>;
   webmailReferrer: boolean;
 }
 
@@ -274,10 +163,12 @@ export interface ChannelResult {
 export function channelContext(input: ChannelInput): ChannelContext {
   const { source, medium, referrerHost, hasUtm } = input;
   const clickIds = new Set(input.clickIds);
-  const site = source !== null ? probe(source, true) : referrerHost !== null ? probe(referrerHost, false) : null;
-  const referrer = referrerHost === null ? null : probe(referrerHost, false);
+  const referrer = referrerHost === null ? null : probeSite(normalizeHost(referrerHost), null);
+  const referrerSite = referrer === null ? undefined : SITE_INDEX.match(referrer);
+  const site = source !== null ? SITE_INDEX.match(probeSite(normalizeHost(source), source)) : referrerSite;
   const paid = (medium !== null && (PAID_MEDIUM.test(medium) || PAID_MEDIUMS.has(medium)))
     || [...clickIds].some((id) => CLICK_IDS[id].paid);
+  const named = (list: SiteList): string | null => (site?.list === list ? site.name : null);
   return {
     source,
     medium,
@@ -286,12 +177,8 @@ export function channelContext(input: ChannelInput): ChannelContext {
     clickIds,
     hasUtm,
     paid,
-    site: {
-      search: matchSite('search', site)?.name ?? null,
-      social: matchSite('social', site)?.name ?? null,
-      ai: matchSite('ai', site)?.name ?? null,
-    },
-    webmailReferrer: matchSite('webmail', referrer) !== undefined,
+    site: { search: named('search'), social: named('social'), ai: named('ai') },
+    webmailReferrer: referrerSite?.list === 'webmail',
   };
 }
 
