@@ -10,8 +10,8 @@ import Stripe from 'stripe';
 import { Bench } from 'tinybench';
 import { findPeople } from '../src/attribution/people.js';
 import { buildApp } from '../src/http/app.js';
-import { Store } from '../src/store/db.js';
-import { Workspaces } from '../src/store/workspaces.js';
+import { Store } from '../src/store/duckdb/db.js';
+import { Workspaces } from '../src/store/control/workspaces.js';
 import { percentile } from './support/server.js';
 import { checkoutSession, invoice, notification, subscription } from '../test/support/stripe.js';
 

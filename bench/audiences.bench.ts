@@ -10,7 +10,7 @@ import { exportMembers, type ExportFormat } from '../src/audiences/export.js';
 import { Refresher } from '../src/audiences/refresh.js';
 import { AudienceResource } from '../src/audiences/resource.js';
 import { DEFAULT_NOW } from '../fixtures/generate.js';
-import { Store } from '../src/store/db.js';
+import { Store } from '../src/store/duckdb/db.js';
 
 const dbPath = join('data', 'bench', '1000000-10000000-2000000.duckdb');
 if (!existsSync(dbPath)) throw new Error(`no ${dbPath}: run \`npm run bench\` first`);

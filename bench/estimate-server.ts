@@ -4,8 +4,8 @@
 
 import { loadConfig } from '../src/config.js';
 import { buildApp } from '../src/http/app.js';
-import { Store, type StoreOptions } from '../src/store/db.js';
-import { Workspaces } from '../src/store/workspaces.js';
+import { Store, type StoreOptions } from '../src/store/duckdb/db.js';
+import { Workspaces } from '../src/store/control/workspaces.js';
 
 const config = loadConfig();
 const setting = (name: string) => (process.env[name] ? Number(process.env[name]) : undefined);

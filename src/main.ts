@@ -4,8 +4,8 @@ import { loadConfig } from './config.js';
 import { AUDIENCE_DEFAULTS } from './audiences/service.js';
 import { buildApp, buildDataApp } from './http/app.js';
 import { webhookUrl } from './http/routes/workspace.js';
-import { Store } from './store/db.js';
-import { Workspaces } from './store/workspaces.js';
+import { Store } from './store/duckdb/db.js';
+import { Workspaces } from './store/control/workspaces.js';
 
 // Listening from the first line: a signal during startup stops the service once it is up rather
 // than killing it half-open, and repeats (a terminal's Ctrl-C reaches npm, which forwards it, and

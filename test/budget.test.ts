@@ -10,8 +10,8 @@ import { generateFixtures } from '../fixtures/generate.js';
 import { compileCriteria } from '../src/audiences/compile.js';
 import { Refresher } from '../src/audiences/refresh.js';
 import { type CompiledQuery, planCriteria, printCount, validateCriteria } from '../src/criteria/index.js';
-import { importParquetDir } from '../src/store/import.js';
-import { propertyCatalog } from '../src/store/properties.js';
+import { importParquetDir } from '../src/store/duckdb/import.js';
+import { propertyCatalog } from '../src/store/duckdb/properties.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { countedLeaf, HEAVY_CRITERIA } from './support/heavy-criteria.js';
 

@@ -12,10 +12,10 @@ import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateFixtures } from '../fixtures/generate.js';
-import { keysCollide, parquetSource } from '../src/store/attach.js';
-import { Store } from '../src/store/db.js';
-import { importParquetDir } from '../src/store/import.js';
-import { Workspaces } from '../src/store/workspaces.js';
+import { keysCollide, parquetSource } from '../src/store/duckdb/attach.js';
+import { Store } from '../src/store/duckdb/db.js';
+import { importParquetDir } from '../src/store/duckdb/import.js';
+import { Workspaces } from '../src/store/control/workspaces.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { deliver, notification } from './support/stripe.js';
 

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateFixtures } from '../fixtures/generate.js';
 import { compileCriteria } from '../src/audiences/compile.js';
 import { AppError } from '../src/errors.js';
-import { importParquetDir } from '../src/store/import.js';
+import { importParquetDir } from '../src/store/duckdb/import.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { HEAVY_CRITERIA } from './support/heavy-criteria.js';
 

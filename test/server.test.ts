@@ -9,7 +9,7 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Store } from '../src/store/db.js';
+import { Store } from '../src/store/duckdb/db.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'server-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

@@ -4,7 +4,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { PaymentWebhook } from '../src/attribution/webhook.js';
 import { parseNotification } from '../src/attribution/notification.js';
 import { Ingest } from '../src/ingest/ingest.js';
-import type { Store } from '../src/store/db.js';
+import type { Store } from '../src/store/duckdb/db.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { count, notification, subscription } from './support/stripe.js';
 

@@ -2,9 +2,9 @@
 // tr_user_id / tr_visitor_id by notification time, then the email fallback.
 
 import { resolveIdentities } from '../ingest/identity.js';
-import type { Store } from '../store/db.js';
-import { type CustomerRecord, getCustomer, linkDeferredCustomers, saveCustomer } from '../store/payments.js';
-import { personsBy, type Tx } from '../store/people.js';
+import type { Store } from '../store/duckdb/db.js';
+import { type CustomerRecord, getCustomer, linkDeferredCustomers, saveCustomer } from '../store/control/payments.js';
+import { personsBy, type Tx } from '../store/control/people.js';
 
 export interface Signals {
   userId: string | null;

@@ -1,9 +1,9 @@
 // GET /people: matching people with their payment customers, link state and first-touch channel.
 
 import { invalidRequest } from '../errors.js';
-import type { Store } from '../store/db.js';
-import { lookupPeople } from '../store/lookup.js';
-import { firstTouchChannels } from '../store/pageviews.js';
+import type { Store } from '../store/duckdb/db.js';
+import { lookupPeople } from '../store/control/lookup.js';
+import { firstTouchChannels } from '../store/duckdb/pageviews.js';
 
 export const NON_ATTRIBUTED = 'Non-attributed';
 

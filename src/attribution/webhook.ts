@@ -4,12 +4,12 @@
 
 import { AppError } from '../errors.js';
 import type { Ingest, VisitorLink } from '../ingest/ingest.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/duckdb/db.js';
 import {
   addPaymentEvent, attributeRefunds, claimNotification, customerOfInvoice, customerOfObject, linkDeferredCustomers,
   linkPaymentsToInvoice, recordPaidInvoice, recordPayment, rememberObjects, saveInvoice, saveRefund, saveSubscription, webhookSettings,
-} from '../store/payments.js';
-import { type Tx, visitorsById } from '../store/people.js';
+} from '../store/control/payments.js';
+import { type Tx, visitorsById } from '../store/control/people.js';
 import { updateCustomer } from './link.js';
 import {
   customerEmailOf, customerIdOf, emailOf, familyOf, field, idOf, int, isObject, type Json, metadataOf, type Notification,

@@ -7,8 +7,8 @@ import {
   type CriteriaError, isTimeWindowed, planCriteria, printCount, validateCriteria,
 } from '../criteria/index.js';
 import { AppError } from '../errors.js';
-import { type EstimateTurn, EstimatesBusy, type Store } from '../store/db.js';
-import { propertyCatalog } from '../store/properties.js';
+import { type EstimateTurn, EstimatesBusy, type Store } from '../store/duckdb/db.js';
+import { propertyCatalog } from '../store/duckdb/properties.js';
 
 export interface Estimate {
   count: number | null;

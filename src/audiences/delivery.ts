@@ -8,8 +8,8 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import {
   acknowledgePage, type DeliveryRow, deliveryPage, finishDelivery, getAudience, pendingDeliveries, recordAttempt, startDelivery,
-} from '../store/audiences.js';
-import type { Store } from '../store/db.js';
+} from '../store/control/audiences.js';
+import type { Store } from '../store/duckdb/db.js';
 import { googleDriver, metaDriver } from './destinations/ads.js';
 import type { Driver, DriverConfig, HttpRequest, HttpResponse, Send } from './destinations/driver.js';
 import { DestinationClient, RequestFailed } from './destinations/http.js';

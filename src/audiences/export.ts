@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { AsyncByteQueue, RecordBatchStreamWriter, Table, Utf8, vectorFromArray } from 'apache-arrow';
-import { copyMembers, streamMembers } from '../store/audiences.js';
-import type { Row, Store } from '../store/db.js';
+import { copyMembers, streamMembers } from '../store/control/audiences.js';
+import type { Row, Store } from '../store/duckdb/db.js';
 
 export type ExportFormat = 'csv' | 'parquet' | 'arrow';
 

@@ -3,9 +3,9 @@
 
 import { planCriteria, printProfiles, validateCriteria } from '../criteria/index.js';
 import { AppError } from '../errors.js';
-import { getAudience, type SnapshotResult, updateAudience, writeSnapshot } from '../store/audiences.js';
-import type { Store } from '../store/db.js';
-import { propertyCatalog } from '../store/properties.js';
+import { getAudience, type SnapshotResult, updateAudience, writeSnapshot } from '../store/control/audiences.js';
+import type { Store } from '../store/duckdb/db.js';
+import { propertyCatalog } from '../store/duckdb/properties.js';
 import { storedDestinations } from './resource.js';
 
 export type RefreshOutcome = { ok: true; snapshot: SnapshotResult } | { ok: false; error: string };

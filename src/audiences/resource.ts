@@ -6,9 +6,9 @@ import { isTimeWindowed, validateCriteria } from '../criteria/index.js';
 import { AppError, invalidRequest } from '../errors.js';
 import {
   type AudienceChanges, type AudienceRow, deleteAudience, getAudience, insertAudience, listAudiences, queueDeliveries, updateAudience,
-} from '../store/audiences.js';
-import type { Store } from '../store/db.js';
-import { propertyCatalog } from '../store/properties.js';
+} from '../store/control/audiences.js';
+import type { Store } from '../store/duckdb/db.js';
+import { propertyCatalog } from '../store/duckdb/properties.js';
 import { refusedUrl } from './destinations/addresses.js';
 import { type Destination, type DestinationInput, type PublicDestination, publicDestination } from './destinations/schema.js';
 import { DEFAULT_REFRESH_EVERY, durationMs } from './duration.js';

@@ -1,8 +1,8 @@
 // The refresh scheduler: every interval, refresh each due audience at the tick's time, then start
 // delivering pending deliveries. Tests call tick(now) directly with their own clock.
 
-import { audiencesWithPendingDeliveries, dueAudiences } from '../store/audiences.js';
-import type { Store } from '../store/db.js';
+import { audiencesWithPendingDeliveries, dueAudiences } from '../store/control/audiences.js';
+import type { Store } from '../store/duckdb/db.js';
 import type { Deliverer } from './delivery.js';
 import type { Refresher } from './refresh.js';
 

@@ -1,6 +1,6 @@
 // The audiences feature assembled: resource, refresher, deliverer and scheduler sharing one clock.
 
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/duckdb/db.js';
 import { Deliverer, type DeliveryConfig } from './delivery.js';
 import { Refresher } from './refresh.js';
 import { AudienceResource } from './resource.js';

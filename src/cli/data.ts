@@ -5,10 +5,10 @@
 
 import { existsSync, statSync } from 'node:fs';
 import { type PropertyCatalog, validateCriteria } from '../criteria/index.js';
-import { attachParquetDir } from '../store/attach.js';
-import { Store } from '../store/db.js';
-import { type ImportProgress, importParquetDir } from '../store/import.js';
-import { Workspaces } from '../store/workspaces.js';
+import { attachParquetDir } from '../store/duckdb/attach.js';
+import { Store } from '../store/duckdb/db.js';
+import { type ImportProgress, importParquetDir } from '../store/duckdb/import.js';
+import { Workspaces } from '../store/control/workspaces.js';
 import { stringOption, type Values } from './args.js';
 import { CliError, oneLine, UsageError } from './errors.js';
 import { assertImportable, checkParquetDir } from './layout-check.js';

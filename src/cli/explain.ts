@@ -4,7 +4,7 @@
 import {
   type AudienceCriteria, type CriteriaNode, planCriteria, pointer, printCount, type SqlParam,
 } from '../criteria/index.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/duckdb/db.js';
 import { atOption, type Command, integerOption, type Values } from './args.js';
 import { readCriteriaFile } from './criteria-file.js';
 import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';

@@ -2,9 +2,9 @@
 // `analyst` workspace of a database file for fast repeated estimates.
 
 import cliProgress from 'cli-progress';
-import { Store } from '../store/db.js';
-import type { ImportProgress } from '../store/import.js';
-import { Workspaces } from '../store/workspaces.js';
+import { Store } from '../store/duckdb/db.js';
+import type { ImportProgress } from '../store/duckdb/import.js';
+import { Workspaces } from '../store/control/workspaces.js';
 import { type Command, stringOption } from './args.js';
 import { ANALYST_WORKSPACE, importDir, openDatabase } from './data.js';
 import { CliError } from './errors.js';

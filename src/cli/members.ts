@@ -3,7 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { planCriteria, printMembers } from '../criteria/index.js';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/duckdb/db.js';
 import { atOption, type Command, stringOption, type Values } from './args.js';
 import { readCriteriaFile } from './criteria-file.js';
 import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';

@@ -3,8 +3,8 @@
 
 import { existsSync, statSync } from 'node:fs';
 import { loadConfig } from '../config.js';
-import type { Store } from '../store/db.js';
-import { type Workspace, Workspaces } from '../store/workspaces.js';
+import type { Store } from '../store/duckdb/db.js';
+import { type Workspace, Workspaces } from '../store/control/workspaces.js';
 import { stringOption, type Values } from './args.js';
 import { openDatabase } from './data.js';
 import { CliError, UsageError } from './errors.js';

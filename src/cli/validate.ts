@@ -1,7 +1,7 @@
 // `validate <criteria.json> [--data …]`: the HTTP compile's validation, without estimating.
 
 import { isTimeWindowed, type PropertyCatalog, validateCriteria } from '../criteria/index.js';
-import { propertyCatalog } from '../store/properties.js';
+import { propertyCatalog } from '../store/duckdb/properties.js';
 import { type Command, stringOption, type Values } from './args.js';
 import { readCriteriaFile } from './criteria-file.js';
 import { openData } from './data.js';

@@ -1,7 +1,7 @@
 // Validation against the data's property catalog, for commands that go on to plan the criteria.
 
 import { type AudienceCriteria, validateCriteria } from '../criteria/index.js';
-import { propertyCatalog } from '../store/properties.js';
+import { propertyCatalog } from '../store/duckdb/properties.js';
 import type { OpenedData } from './data.js';
 import { print, printCriteriaErrors, printJson } from './output.js';
 

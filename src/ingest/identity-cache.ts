@@ -8,8 +8,8 @@
 // persons and visitors resolves through here, so an entry is never stale; an identifier missing
 // from the cache (never seen, or evicted) is looked up.
 
-import type { Store } from '../store/db.js';
-import type { PersonRecord, VisitorRecord } from '../store/people.js';
+import type { Store } from '../store/duckdb/db.js';
+import type { PersonRecord, VisitorRecord } from '../store/control/people.js';
 
 /**
  * Entries kept over every workspace (each identifier of a person, and each visitor, is one).

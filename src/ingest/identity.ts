@@ -4,11 +4,11 @@
 // The batch's persons and visitors are loaded once, resolved in order in memory, written once.
 
 import { randomBytes } from 'node:crypto';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/duckdb/db.js';
 import { identityCacheOf } from './identity-cache.js';
 import {
   nextKeys, type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type Tx, type VisitorRecord, visitorsById,
-} from '../store/people.js';
+} from '../store/control/people.js';
 
 export interface IdentityInput {
   external_id?: string;

@@ -3,12 +3,12 @@
 
 import { randomBytes } from 'node:crypto';
 import { invalidRequest } from '../errors.js';
-import type { Store } from '../store/db.js';
-import type { Tx } from '../store/people.js';
-import { appendEvents, claimMessageIds, type EventRecord } from '../store/events.js';
-import { appendPageviews, type ChannelFields, latestPageviews, type PageviewRecord } from '../store/pageviews.js';
-import { knownPropertyPaths, propertyPaths, recordPropertyPaths } from '../store/properties.js';
-import { refusedValue } from '../store/refused.js';
+import type { Store } from '../store/duckdb/db.js';
+import type { Tx } from '../store/control/people.js';
+import { appendEvents, claimMessageIds, type EventRecord } from '../store/duckdb/events.js';
+import { appendPageviews, type ChannelFields, latestPageviews, type PageviewRecord } from '../store/duckdb/pageviews.js';
+import { knownPropertyPaths, propertyPaths, recordPropertyPaths } from '../store/duckdb/properties.js';
+import { refusedValue } from '../store/duckdb/refused.js';
 import { stringifyWellFormed } from '../well-formed.js';
 import { derivePageviewFields, isInternalNavigation, type PageviewFields } from './channels.js';
 import { GroupCommit } from './group-commit.js';

@@ -3,8 +3,8 @@
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { AUDIENCE_DEFAULTS } from '../../src/audiences/service.js';
 import { type AppOptions, buildApp } from '../../src/http/app.js';
-import { Store, type StoreOptions } from '../../src/store/db.js';
-import { type CreatedWorkspace, Workspaces } from '../../src/store/workspaces.js';
+import { Store, type StoreOptions } from '../../src/store/duckdb/db.js';
+import { type CreatedWorkspace, Workspaces } from '../../src/store/control/workspaces.js';
 
 export interface TestApp {
   app: FastifyInstance;

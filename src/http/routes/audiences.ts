@@ -9,8 +9,8 @@ import { EXPORT_CONTENT_TYPES, exportMembers } from '../../audiences/export.js';
 import type { Refresher } from '../../audiences/refresh.js';
 import type { AudienceResource } from '../../audiences/resource.js';
 import { AppError, invalidRequest } from '../../errors.js';
-import { deliveryLog, membersPage } from '../../store/audiences.js';
-import type { Store } from '../../store/db.js';
+import { deliveryLog, membersPage } from '../../store/control/audiences.js';
+import type { Store } from '../../store/duckdb/db.js';
 import { REQUEST_EXAMPLES } from '../examples.js';
 
 const refreshEvery = z.string()

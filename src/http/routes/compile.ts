@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { compileCriteria } from '../../audiences/compile.js';
 import { CRITERIA_ERROR_CODES } from '../../criteria/index.js';
-import type { Store } from '../../store/db.js';
+import type { Store } from '../../store/duckdb/db.js';
 import { REQUEST_EXAMPLES } from '../examples.js';
 
 const criteriaError = z.object({

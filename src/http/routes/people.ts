@@ -4,7 +4,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { findPeople } from '../../attribution/people.js';
-import type { Store } from '../../store/db.js';
+import type { Store } from '../../store/duckdb/db.js';
 
 const personMatch = z.object({
   person_id: z.string().nullable(),

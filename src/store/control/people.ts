@@ -2,10 +2,10 @@
 // statement for the whole batch.
 
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
-import { column, keys, texts } from './columns.js';
-import type { Store } from './db.js';
+import { column, keys, texts } from '../duckdb/columns.js';
+import type { Store } from '../duckdb/db.js';
 
-import { utc } from './time.js';
+import { utc } from '../duckdb/time.js';
 
 export type Tx = DuckDBConnection;
 

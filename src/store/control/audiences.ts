@@ -3,9 +3,9 @@
 // criteria; diffs are EXCEPTs between two sets. Member lists never leave the database except page by page.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { CompiledQuery } from '../criteria/index.js';
-import type { Params, Row, Store } from './db.js';
-import { timestamp } from './time.js';
+import type { CompiledQuery } from '../../criteria/index.js';
+import type { Params, Row, Store } from '../duckdb/db.js';
+import { timestamp } from '../duckdb/time.js';
 
 export type AudienceStatus = 'pending' | 'refreshing' | 'ready' | 'failed';
 

@@ -1,7 +1,7 @@
 // Event writes: message-id dedupe and the bulk append of a validated, resolved batch.
 
 import { column, texts } from './columns.js';
-import type { Tx } from './people.js';
+import type { Tx } from '../control/people.js';
 import { timestamp } from './time.js';
 
 export interface EventRecord {

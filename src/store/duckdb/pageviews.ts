@@ -2,7 +2,7 @@
 
 import { column, keys } from './columns.js';
 import type { Store } from './db.js';
-import type { Tx } from './people.js';
+import type { Tx } from '../control/people.js';
 import { timestamp } from './time.js';
 
 export interface ChannelFields {

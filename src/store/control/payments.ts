@@ -2,11 +2,11 @@
 // lifecycle events, and the notifications already processed. All writes run inside the webhook's
 // transaction.
 
-import { column, keys, texts } from './columns.js';
-import type { Store } from './db.js';
+import { column, keys, texts } from '../duckdb/columns.js';
+import type { Store } from '../duckdb/db.js';
 import type { Tx } from './people.js';
-import { utc } from './time.js';
-import type { CustomerRow, InvoiceRow, PaymentEventRow, SubscriptionRow } from './layout.js';
+import { utc } from '../duckdb/time.js';
+import type { CustomerRow, InvoiceRow, PaymentEventRow, SubscriptionRow } from '../layout.js';
 import type { PaymentsMode } from './workspaces.js';
 
 export type LinkState = CustomerRow['link_state'];

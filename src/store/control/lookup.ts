@@ -1,7 +1,7 @@
 // People lookup (GET /people): persons, and paying customers attributed to no person yet, whose
 // email, external_id, name or customer id contains the term. Keyset-paginated on `sort_key`.
 
-import type { Store } from './db.js';
+import type { Store } from '../duckdb/db.js';
 
 export interface LookupRow {
   sort_key: string;

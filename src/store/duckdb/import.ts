@@ -9,7 +9,7 @@ import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { Store } from './db.js';
 import { propertyPaths, recordPropertyPaths } from './properties.js';
 import { timestamp } from './time.js';
-import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS, type LayoutType } from './layout.js';
+import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS, type LayoutType } from '../layout.js';
 
 /**
  * How each export table fills its store table: the columns set, each an expression over the source
