@@ -12,6 +12,7 @@ import { findPeople } from '../src/attribution/people.js';
 import { buildApp } from '../src/http/app.js';
 import { Store } from '../src/store/duckdb/db.js';
 import { Workspaces } from '../src/store/control/workspaces.js';
+import { openStores } from '../src/store/open.js';
 import { percentile } from './support/server.js';
 import { checkoutSession, invoice, notification, subscription } from '../test/support/stripe.js';
 
@@ -30,10 +31,11 @@ console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.ve
   const dbPath = join('data', 'bench', 'webhooks.duckdb');
   rmSync(dbPath, { force: true });
   rmSync(`${dbPath}.wal`, { force: true });
-  const store = await Store.open(dbPath);
+  const stores = await openStores({ analyticsStore: 'duckdb', databasePath: dbPath });
+  const store = stores.control;
   const secret = 'whsec_bench';
   const ws = await new Workspaces(store).create('bench', { stripe_webhook_secret: secret });
-  const app = await buildApp({ store, estimateBudgetMs: 5000 });
+  const app = await buildApp({ stores, estimateBudgetMs: 5000 });
   const base = await app.listen({ port: 0, host: '127.0.0.1' });
   const payloads: string[] = [];
   for (let c = 0; payloads.length < total; c++) {
@@ -67,7 +69,7 @@ console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.ve
   console.log('|---:|---:|---:|---:|---:|');
   console.log(`| ${total.toLocaleString('en-US')} | ${concurrency} | ${Math.round(total / seconds).toLocaleString('en-US')} | ${percentile(latencies, 0.5).toFixed(1)} | ${percentile(latencies, 0.99).toFixed(1)} |`);
   await app.close();
-  await store.close();
+  await stores.close();
 }
 
 // People lookup on the estimate fixture's 1 M persons.

@@ -3,7 +3,8 @@
 // nothing, so the processor's retry starts clean.
 
 import { AppError } from '../errors.js';
-import type { Ingest, VisitorLink } from '../ingest/ingest.js';
+import type { Ingest } from '../ingest/ingest.js';
+import type { VisitorLink } from '../store/analytics.js';
 import type { Store } from '../store/duckdb/db.js';
 import {
   addPaymentEvent, attributeRefunds, claimNotification, customerOfInvoice, customerOfObject, linkDeferredCustomers,

@@ -4,6 +4,7 @@
 // The batch's persons and visitors are loaded once, resolved in order in memory, written once.
 
 import { randomBytes } from 'node:crypto';
+import type { VisitorLink } from '../store/analytics.js';
 import type { Store } from '../store/duckdb/db.js';
 import { identityCacheOf } from './identity-cache.js';
 import {
@@ -26,14 +27,6 @@ export interface Resolved {
   visitor_key: number | null;
   /** True when the person came from external_id or email (not only through the visitor's link). */
   identified: boolean;
-}
-
-/** A visitor newly linked to a person, or moved to another one. */
-export interface VisitorLink {
-  workspaceId: string;
-  visitorId: string;
-  visitorKey: number;
-  personKey: number;
 }
 
 const newPersonId = () => `per_${randomBytes(12).toString('base64url')}`;

@@ -5,17 +5,16 @@ import { randomBytes } from 'node:crypto';
 import { invalidRequest } from '../errors.js';
 import type { Store } from '../store/duckdb/db.js';
 import type { Tx } from '../store/control/people.js';
-import { appendEvents, claimMessageIds, type EventRecord } from '../store/duckdb/events.js';
-import { appendPageviews, type ChannelFields, latestPageviews, type PageviewRecord } from '../store/duckdb/pageviews.js';
+import type { ChannelFields, EventRecord, PageviewRecord, VisitorLink } from '../store/analytics.js';
+import { appendEvents, claimMessageIds } from '../store/duckdb/events.js';
+import { appendPageviews, latestPageviews } from '../store/duckdb/pageviews.js';
 import { knownPropertyPaths, propertyPaths, recordPropertyPaths } from '../store/duckdb/properties.js';
 import { refusedValue } from '../store/duckdb/refused.js';
 import { stringifyWellFormed } from '../well-formed.js';
 import { derivePageviewFields, isInternalNavigation, type PageviewFields } from './channels.js';
 import { GroupCommit } from './group-commit.js';
-import { type IdentityInput, resolveIdentities, type VisitorLink } from './identity.js';
+import { type IdentityInput, resolveIdentities } from './identity.js';
 import type { EventInput, PageviewInput, PersonInput } from './schemas.js';
-
-export type { VisitorLink } from './identity.js';
 
 /** An internal navigation inherits the channel of a landing view at most this old. */
 const SESSION_MS = 30 * 60_000;

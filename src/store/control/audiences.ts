@@ -4,6 +4,7 @@
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { CompiledQuery } from '../../criteria/index.js';
+import type { DiffMember, MemberRow } from '../analytics.js';
 import type { Params, Row, Store } from '../duckdb/db.js';
 import { timestamp } from '../duckdb/time.js';
 
@@ -37,14 +38,6 @@ export type AudienceChanges = Partial<Pick<AudienceRow,
 const CHANGEABLE: readonly (keyof AudienceChanges)[] = [
   'name', 'criteria', 'is_time_windowed', 'refresh_every', 'refresh_every_ms', 'destinations', 'status', 'next_refresh_at', 'last_error', 'updated_at',
 ];
-
-export interface MemberRow {
-  profile: number;
-  person_id: string | null;
-  visitor_id: string | null;
-  external_id: string | null;
-  email: string | null;
-}
 
 const bound = (value: unknown) => (value instanceof Date ? timestamp(value) : value) as Params[number];
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
@@ -94,17 +87,25 @@ export async function deleteAudience(store: Store, ws: string, id: string): Prom
   return store.transaction(async (tx) => {
     const result = await tx.run('DELETE FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
     if (result.rowsChanged === 0) return false;
-    await tx.run(`DELETE FROM audience_members WHERE workspace_id = $1 AND snapshot_id IN (
-      SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
+    await dropSnapshots(tx, ws, id);
     for (const table of ['audience_delivery_attempts', 'audience_delivery_items']) {
       await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND delivery_id IN (
         SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
     }
-    for (const table of ['audience_snapshots', 'audience_diffs', 'audience_deliveries', 'audience_destinations', 'audience_destination_changes']) {
+    for (const table of ['audience_deliveries', 'audience_destinations', 'audience_destination_changes']) {
       await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2`, [ws, id]);
     }
     return true;
   });
+}
+
+/** Deletes an audience's snapshots with their members and diffs. */
+export async function dropSnapshots(tx: DuckDBConnection, ws: string, id: string): Promise<void> {
+  await tx.run(`DELETE FROM audience_members WHERE workspace_id = $1 AND snapshot_id IN (
+    SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
+  for (const table of ['audience_snapshots', 'audience_diffs']) {
+    await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2`, [ws, id]);
+  }
 }
 
 export async function dueAudiences(store: Store, now: Date): Promise<{ workspace_id: string; audience_id: string }[]> {
@@ -329,10 +330,6 @@ export async function audiencesWithPendingDeliveries(store: Store): Promise<{ wo
   const rows = await store.query(`SELECT DISTINCT a.workspace_id, a.audience_id FROM audience_deliveries d
     JOIN audiences a ON a.workspace_id = d.workspace_id AND a.audience_id = d.audience_id WHERE d.status = 'pending'`);
   return rows as { workspace_id: string; audience_id: string }[];
-}
-
-export interface DiffMember extends MemberRow {
-  change: 'added' | 'removed';
 }
 
 /**

@@ -6,11 +6,11 @@ import { column, keys, texts } from '../duckdb/columns.js';
 import type { Store } from '../duckdb/db.js';
 import type { Tx } from './people.js';
 import { utc } from '../duckdb/time.js';
-import type { CustomerRow, InvoiceRow, PaymentEventRow, SubscriptionRow } from '../layout.js';
+import type { InvoiceState, Money, PaymentEventKind, SubscriptionState } from '../analytics.js';
+import type { CustomerRow } from '../layout.js';
 import type { PaymentsMode } from './workspaces.js';
 
 export type LinkState = CustomerRow['link_state'];
-export type PaymentEventKind = PaymentEventRow['kind'];
 
 export interface CustomerRecord {
   customer_id: string;
@@ -29,16 +29,6 @@ export interface CustomerRecord {
   tr_user_id_created: Date | null;
   tr_visitor_id_created: Date | null;
   link_state: LinkState;
-}
-
-/** Current state of a subscription / an invoice: the export layout's rows, and when the invoice was paid. */
-export type SubscriptionState = SubscriptionRow;
-export type InvoiceState = InvoiceRow & { paid_at: Date | null };
-
-/** An amount in minor units of a currency (either may be unknown). */
-export interface Money {
-  amount: number | null;
-  currency: string | null;
 }
 
 /** A refund as last announced; `customer_id` is its payer, null until its charge or payment intent is seen. */
@@ -182,6 +172,11 @@ export async function addPaymentEvent(tx: Tx, ws: string, customerId: string, ki
     VALUES ($1, $2, $3, CAST($4 AS TIMESTAMP), $5, $6, $7)`, [ws, customerId, kind, utc(at), objectId, money.amount, money.currency]);
 }
 
+/** Withdraws the event of (kind, object), if any. */
+export async function withdrawPaymentEvent(tx: Tx, ws: string, kind: PaymentEventKind, objectId: string): Promise<void> {
+  await tx.run('DELETE FROM payment_events WHERE workspace_id = $1 AND kind = $2 AND object_id = $3', [ws, kind, objectId]);
+}
+
 /** Keeps one first_paid_invoice per customer: the earliest paid invoice seen, whatever the arrival order. */
 export async function recordPaidInvoice(tx: Tx, ws: string, customerId: string, at: Date, invoiceId: string, money: Money): Promise<void> {
   const found = await rows(tx, `SELECT ts FROM payment_events WHERE workspace_id = $1 AND customer_id = $2 AND kind = 'first_paid_invoice'`, [ws, customerId]);
@@ -227,7 +222,7 @@ async function syncRefundEvent(tx: Tx, ws: string, refundId: string): Promise<vo
     await addPaymentEvent(tx, ws, r.customer_id as string, 'refund_issued', r.created_at as Date, refundId,
       { amount: num(r.amount), currency: (r.currency as string | null) ?? null });
   } else {
-    await tx.run(`DELETE FROM payment_events WHERE workspace_id = $1 AND kind = 'refund_issued' AND object_id = $2`, [ws, refundId]);
+    await withdrawPaymentEvent(tx, ws, 'refund_issued', refundId);
   }
 }
 

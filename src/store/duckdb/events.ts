@@ -1,19 +1,9 @@
 // Event writes: message-id dedupe and the bulk append of a validated, resolved batch.
 
+import type { EventRecord } from '../analytics.js';
 import { column, texts } from './columns.js';
 import type { Tx } from '../control/people.js';
 import { timestamp } from './time.js';
-
-export interface EventRecord {
-  event_id: string;
-  message_id: string | null;
-  event_name: string;
-  ts: Date;
-  person_key: number | null;
-  visitor_key: number | null;
-  /** The properties object as JSON text with every string well-formed (stringifyWellFormed). */
-  properties: string;
-}
 
 /** Records message ids and returns those not seen before in the workspace. */
 export async function claimMessageIds(tx: Tx, ws: string, messageIds: string[]): Promise<Set<string>> {

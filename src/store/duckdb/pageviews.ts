@@ -1,29 +1,10 @@
 // Page view writes, and the visitors' latest views (an internal navigation carries their channel).
 
+import type { ChannelFields, PageviewRecord } from '../analytics.js';
 import { column, keys } from './columns.js';
 import type { Store } from './db.js';
 import type { Tx } from '../control/people.js';
 import { timestamp } from './time.js';
-
-export interface ChannelFields {
-  source: string | null;
-  medium: string | null;
-  campaign: string | null;
-  channel: string;
-  channel_category: string;
-}
-
-export interface PageviewRecord extends ChannelFields {
-  pageview_id: string;
-  visitor_key: number;
-  ts: Date;
-  url: string;
-  referrer: string | null;
-  title: string | null;
-  host: string;
-  path: string;
-  referrer_host: string | null;
-}
 
 /** Each visitor's latest page view: its time and channel fields. */
 export async function latestPageviews(tx: Tx, ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>> {
