@@ -98,12 +98,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   // Stops the scheduler before the store closes (app.close() runs before store.close()).
   app.addHook('onClose', () => audiences.scheduler.stop());
   await app.register(audienceRoutes, { store, ...audiences, clock });
-  const ingest = opts.ingest ?? new Ingest(store);
+  const ingest = opts.ingest ?? new Ingest(opts.stores);
   await app.register(ingestRoutes, { ingest });
   await app.register(trackerRoutes);
   await app.register(workspaceRoutes, { workspaces, publicUrl: opts.publicUrl ?? 'http://127.0.0.1:3000' });
-  await app.register(webhookRoutes, { webhook: new PaymentWebhook(store, ingest) });
-  await app.register(peopleRoutes, { store });
+  await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.stores, ingest) });
+  await app.register(peopleRoutes, { stores: opts.stores });
   await app.ready();
   return app;
 }
@@ -112,7 +112,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 export async function buildDataApp(opts: { stores: Stores; logger?: boolean; rateLimits?: RateLimits }): Promise<FastifyInstance> {
   const { app, workspaces } = await baseApp(opts.stores, opts.logger ?? false, opts.rateLimits);
   await app.register(authPlugin, { workspaces });
-  await app.register(peopleRoutes, { store: opts.stores.control });
+  await app.register(peopleRoutes, { stores: opts.stores });
   await app.ready();
   return app;
 }

@@ -4,12 +4,12 @@
 // The batch's persons and visitors are loaded once, resolved in order in memory, written once.
 
 import { randomBytes } from 'node:crypto';
-import type { VisitorLink } from '../store/analytics.js';
-import type { Store } from '../store/duckdb/db.js';
-import { identityCacheOf } from './identity-cache.js';
+import type { UnitOfWork, VisitorLink } from '../store/analytics.js';
 import {
-  nextKeys, type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type Tx, type VisitorRecord, visitorsById,
+  nextKeys, type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type VisitorRecord, visitorsById,
 } from '../store/control/people.js';
+import type { ControlStore } from '../store/control/store.js';
+import { identityCacheOf } from './identity-cache.js';
 
 export interface IdentityInput {
   external_id?: string;
@@ -36,13 +36,14 @@ export function normalizeEmail(email: string): string {
 }
 
 /**
- * Resolves a batch inside a `store.transaction`. Known identifiers come from the identity cache,
- * the others from one lookup each; the cache learns what changed once the transaction commits.
- * Records from the cache are shared with it: they are copied before the first change.
+ * Resolves a batch inside a unit of work on `store`. Known identifiers come from the identity cache,
+ * the others from one lookup each; the cache learns what changed once the control transaction
+ * commits. Records from the cache are shared with it: they are copied before the first change.
  */
 export async function resolveIdentities(
-  store: Store, tx: Tx, ws: string, inputs: IdentityInput[], now: Date,
+  store: ControlStore, work: UnitOfWork, ws: string, inputs: IdentityInput[], now: Date,
 ): Promise<{ resolved: Resolved[]; links: VisitorLink[] }> {
+  const tx = work.control;
   const cache = identityCacheOf(store);
   const unique = <T>(values: (T | undefined)[]) => [...new Set(values.filter((v): v is T => v !== undefined))];
 
@@ -172,6 +173,7 @@ export async function resolveIdentities(
   const changed = [...changedPersons].filter((key) => !created.has(key)).map((key) => byKey.get(key)!);
   await savePersons(tx, ws, createdPersons, changed, updates, now);
   await saveVisitors(tx, ws, createdVisitors, [...relinked.values()], now);
+  await work.analytics.linkVisitors(links);
   store.afterCommit(() => cache.remember(ws,
     [...byKey.values()].filter((p) => !shared.has(p)), [...visitors.values()].filter((v) => !shared.has(v))));
   return { resolved, links };

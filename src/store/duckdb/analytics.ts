@@ -18,7 +18,7 @@ import { appendEvents } from './events.js';
 import { appendPageviews, firstTouchChannels, latestPageviews } from './pageviews.js';
 import {
   addPaymentEvent, customerOfInvoice, recordPaidInvoice, saveInvoice, saveSubscription, withdrawPaymentEvent,
-} from '../control/payments.js';
+} from './payments.js';
 import { propertyCatalog, recordPropertyPaths } from './properties.js';
 import { refusedValue } from './refused.js';
 

@@ -1,25 +1,14 @@
-// Event writes: message-id dedupe and the bulk append of a validated, resolved batch.
+// Event writes: the bulk append of a validated, resolved batch.
 
+import type { DuckDBConnection } from '@duckdb/node-api';
 import type { EventRecord } from '../analytics.js';
-import { column, texts } from './columns.js';
-import type { Tx } from '../control/people.js';
 import { timestamp } from './time.js';
-
-/** Records message ids and returns those not seen before in the workspace. */
-export async function claimMessageIds(tx: Tx, ws: string, messageIds: string[]): Promise<Set<string>> {
-  const fresh = new Set<string>();
-  if (messageIds.length === 0) return fresh;
-  const reader = await tx.runAndReadAll(`INSERT INTO event_messages (workspace_id, message_id)
-    SELECT $1, unnest(${texts('$2')}) ON CONFLICT DO NOTHING RETURNING message_id`, [ws, column(messageIds)]);
-  for (const row of reader.getRowObjectsJS()) fresh.add(row.message_id as string);
-  return fresh;
-}
 
 /**
  * Appends events with DuckDB's appender. (One INSERT whose parameter is the rows' JSON text frees
  * the event loop but took longer inside the write transaction, which is what bounds ingest.)
  */
-export async function appendEvents(tx: Tx, ws: string, events: EventRecord[], receivedAt: Date): Promise<void> {
+export async function appendEvents(tx: DuckDBConnection, ws: string, events: EventRecord[], receivedAt: Date): Promise<void> {
   if (events.length === 0) return;
   const appender = await tx.createAppender('events');
   const received = timestamp(receivedAt);

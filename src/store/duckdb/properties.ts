@@ -1,4 +1,5 @@
-// Event property definitions: the payload paths seen per event name, the compiler's whitelist.
+// Event property definitions: the payload paths seen per event name (store/property-paths.ts), the
+// compiler's whitelist.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { column, texts } from './columns.js';
@@ -13,37 +14,6 @@ export async function propertyCatalog(store: Store, workspaceId: string): Promis
     paths.add(row.path);
   }
   return catalog;
-}
-
-/** The same definitions as `event_name \0 path` keys, for ingest's cache. */
-export async function knownPropertyPaths(store: Store, workspaceId: string): Promise<Set<string>> {
-  const known = new Set<string>();
-  for (const [name, paths] of await propertyCatalog(store, workspaceId)) for (const path of paths) known.add(`${name}\0${path}`);
-  return known;
-}
-
-const isObject = (value: unknown): value is Record<string, unknown> => typeof value === 'object' && value !== null && !Array.isArray(value);
-
-/**
- * Paths of a JSON structure (objects only; arrays are leaves): `a`, `a.b`, … in document order.
- * The walk keeps its own stack, so no depth overflows it.
- */
-export function propertyPaths(structure: unknown): string[] {
-  const paths: string[] = [];
-  const stack: { value: unknown; path: string }[] = [];
-  let value = structure;
-  let prefix = '';
-  for (;;) {
-    if (isObject(value)) {
-      const keys = Object.keys(value);
-      for (let i = keys.length - 1; i >= 0; i--) stack.push({ value: value[keys[i]!], path: prefix + keys[i] });
-    }
-    const next = stack.pop();
-    if (!next) return paths;
-    paths.push(next.path);
-    value = next.value;
-    prefix = `${next.path}.`;
-  }
 }
 
 /** Records property paths; paths already known are kept as they are. */
