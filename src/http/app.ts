@@ -68,7 +68,6 @@ async function baseApp(stores: Stores, logger: boolean, rateLimits: RateLimits =
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   const { app, workspaces } = await baseApp(opts.stores, opts.logger ?? false, opts.rateLimits);
-  const store = opts.stores.control;
 
   await app.register(swagger, {
     openapi: {
@@ -92,12 +91,12 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(authPlugin, { workspaces });
   await app.register(healthRoutes);
   const clock = opts.clock ?? (() => new Date());
-  await app.register(compileRoutes, { store, budgetMs: opts.estimateBudgetMs, clock });
-  const audiences = createAudienceService(store, clock, (err) => app.log.error({ err }, 'audience refresh or delivery failed'), opts.audiences);
+  await app.register(compileRoutes, { analytics: opts.stores.analytics, budgetMs: opts.estimateBudgetMs, clock });
+  const audiences = createAudienceService(opts.stores, clock, (err) => app.log.error({ err }, 'audience refresh or delivery failed'), opts.audiences);
   app.decorate('audiences', audiences);
   // Stops the scheduler before the store closes (app.close() runs before store.close()).
   app.addHook('onClose', () => audiences.scheduler.stop());
-  await app.register(audienceRoutes, { store, ...audiences, clock });
+  await app.register(audienceRoutes, { stores: opts.stores, ...audiences, clock });
   const ingest = opts.ingest ?? new Ingest(opts.stores);
   await app.register(ingestRoutes, { ingest });
   await app.register(trackerRoutes);

@@ -3,7 +3,7 @@
 // persons) directly.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { type CompiledQuery, printCount, printMembers, printProfiles, type SetPlan } from '../../criteria/index.js';
+import { type CompiledQuery, printCount, printMembers, type SetPlan } from '../../criteria/index.js';
 import type {
   AnalyticsStore, AnalyticsWrites, ChannelFields, CustomerLink, EstimateTurn, EventRecord, InvoiceState, Member, MemberRow,
   Money, PageviewRecord, PaymentEventKind, SnapshotInput, SnapshotResult, SubscriptionState, UnitOfWork, VisitorLink,
@@ -12,7 +12,7 @@ import { RefusedValue } from '../analytics.js';
 import type { DeliveryRow } from '../control/audiences.js';
 import {
   acknowledgePage, copyMembers, deliveryPage, dropSnapshots, finishDelivery, membersPage, startDelivery, streamMembers, writeSnapshot,
-} from '../control/audiences.js';
+} from './snapshots.js';
 import type { Store } from './db.js';
 import { appendEvents } from './events.js';
 import { appendPageviews, firstTouchChannels, latestPageviews } from './pageviews.js';
@@ -140,7 +140,7 @@ export class DuckDBAnalytics implements AnalyticsStore {
   }
 
   refresh(input: SnapshotInput): Promise<SnapshotResult> {
-    return writeSnapshot(this.store, { ...input, profiles: printProfiles(input.plan, input.ws) });
+    return writeSnapshot(this.store, input);
   }
 
   membersPage(ws: string, snapshotId: number, after: bigint | null, limit: number): Promise<MemberRow[]> {
@@ -152,7 +152,7 @@ export class DuckDBAnalytics implements AnalyticsStore {
   }
 
   streamSnapshot(ws: string, snapshotId: number): AsyncGenerator<Member[]> {
-    return streamMembers(this.store, ws, snapshotId) as AsyncGenerator<Member[]>;
+    return streamMembers(this.store, ws, snapshotId);
   }
 
   startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {
