@@ -560,6 +560,12 @@ describe('workspace and keys commands on the service database', () => {
     expect(res.code, res.stderr).toBe(0);
     expect((JSON.parse(res.stdout) as { database: string }).database).toBe(service);
   });
+
+  it('with ANALYTICS_STORE=clickhouse, one line says it is not yet available, exit 1', async () => {
+    const res = await exec(process.execPath, [BIN, 'workspace', 'list', '--data', service], { env: { ...process.env, ANALYTICS_STORE: 'clickhouse' } });
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^audiences: ANALYTICS_STORE=clickhouse is not yet available/)]);
+  });
 });
 
 describe('docs/cli.md', () => {

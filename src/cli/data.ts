@@ -3,7 +3,7 @@
 // `analyst`), or imported into it with --import; a database file is opened as it is, and its
 // `analyst` workspace (or --workspace <id>) is used. The analyst's data is DuckDB whatever
 // ANALYTICS_STORE says: the control store's database, holding the analytical tables as well, is
-// where the loaders (attach.ts, import.ts) write.
+// where the loaders (store/duckdb/attach.ts, import.ts) write.
 
 import { existsSync, statSync } from 'node:fs';
 import { type PropertyCatalog, validateCriteria } from '../criteria/index.js';

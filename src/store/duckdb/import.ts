@@ -1,4 +1,4 @@
-// Bulk import of the export layout (layout.ts) into a workspace: from parquet files (the fixture
+// Bulk import of the export layout (store/layout.ts) into a workspace: from parquet files (the fixture
 // generator's output, an analyst's export) or from in-memory rows (tests). Both paths run the
 // same INSERT … SELECT statements (MAPPINGS), which replace public ids by integer keys; attach.ts
 // makes views of the same SELECTs to read a directory in place.
