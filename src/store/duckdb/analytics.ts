@@ -4,23 +4,21 @@
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { type CompiledQuery, printCount, printMembers, type SetPlan } from '../../criteria/index.js';
-import type {
-  AnalyticsStore, AnalyticsWrites, ChannelFields, CustomerLink, EstimateTurn, EventRecord, InvoiceState, Member, MemberRow,
-  Money, PageviewRecord, PaymentEventKind, SnapshotInput, SnapshotResult, SubscriptionState, UnitOfWork, VisitorLink,
-} from '../analytics.js';
-import { RefusedValue } from '../analytics.js';
-import type { DeliveryRow } from '../control/audiences.js';
 import {
-  acknowledgePage, copyMembers, deliveryPage, dropSnapshots, finishDelivery, membersPage, startDelivery, streamMembers, writeSnapshot,
-} from './snapshots.js';
+  type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type CustomerLink, type DiffMember, type EstimateTurn, type EventRecord,
+  type FirstTouchChannels, type InvoiceState, type Member, type MemberRow, type Money, type PageviewRecord, type PaymentEventKind,
+  RefusedValue, type SnapshotInput, type SnapshotResult, type SubscriptionState, type UnitOfWork, type VisitorLink,
+} from '../analytics.js';
+import type { DeliveryRow } from '../control/audiences.js';
 import type { Store } from './db.js';
 import { appendEvents } from './events.js';
 import { appendPageviews, firstTouchChannels, latestPageviews } from './pageviews.js';
-import {
-  addPaymentEvent, customerOfInvoice, recordPaidInvoice, saveInvoice, saveSubscription, withdrawPaymentEvent,
-} from './payments.js';
+import { addPaymentEvent, customerOfInvoice, recordPaidInvoice, saveInvoice, saveSubscription, withdrawPaymentEvent } from './payments.js';
 import { propertyCatalog, recordPropertyPaths } from './properties.js';
 import { refusedValue } from './refused.js';
+import {
+  acknowledgePage, copyMembers, deliveryPage, dropSnapshots, finishDelivery, membersPage, startDelivery, streamMembers, writeSnapshot,
+} from './snapshots.js';
 
 /** The members of a criteria query by public ids: the same rows from a directory read in place and from its import. */
 function membersByIds(plan: SetPlan, ws: string): CompiledQuery {
@@ -135,7 +133,7 @@ export class DuckDBAnalytics implements AnalyticsStore {
     return await this.store.query(query.sql, query.params) as unknown as Member[];
   }
 
-  firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }) {
+  firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels> {
     return firstTouchChannels(this.store, ws, of);
   }
 
@@ -159,7 +157,7 @@ export class DuckDBAnalytics implements AnalyticsStore {
     return startDelivery(this.store, d, pageSize, at, limitMs);
   }
 
-  deliveryPage(d: DeliveryRow, page: number) {
+  deliveryPage(d: DeliveryRow, page: number): Promise<DiffMember[]> {
     return deliveryPage(this.store, d, page);
   }
 
