@@ -214,8 +214,8 @@ export interface AnalyticsStore {
   /**
    * Refreshes an audience: the new snapshot's members, its diff to the current one, a pending delivery
    * per destination that has something to receive, then the audience points at it. Control rows
-   * written with it: the audience's pointer, status and times; its deliveries and destinations'
-   * acknowledged states. Within `limitMs`; past it (or on `signal`) nothing is kept and the previous
+   * written with it (control/audiences.ts adoptSnapshot): the audience's pointer, status and times;
+   * its deliveries and destinations' acknowledged states. Within `limitMs`; past it (or on `signal`) nothing is kept and the previous
    * snapshot stays.
    */
   refresh(input: SnapshotInput): Promise<SnapshotResult>;
