@@ -10,8 +10,8 @@ import Stripe from 'stripe';
 import { Bench } from 'tinybench';
 import { findPeople } from '../src/attribution/people.js';
 import { buildApp } from '../src/http/app.js';
-import { Store } from '../src/store/db.js';
-import { Workspaces } from '../src/store/workspaces.js';
+import { Workspaces } from '../src/store/control/workspaces.js';
+import { openStores } from '../src/store/open.js';
 import { percentile } from './support/server.js';
 import { checkoutSession, invoice, notification, subscription } from '../test/support/stripe.js';
 
@@ -30,10 +30,11 @@ console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.ve
   const dbPath = join('data', 'bench', 'webhooks.duckdb');
   rmSync(dbPath, { force: true });
   rmSync(`${dbPath}.wal`, { force: true });
-  const store = await Store.open(dbPath);
+  const stores = await openStores({ analyticsStore: 'duckdb', databasePath: dbPath });
+  const store = stores.control;
   const secret = 'whsec_bench';
   const ws = await new Workspaces(store).create('bench', { stripe_webhook_secret: secret });
-  const app = await buildApp({ store, estimateBudgetMs: 5000 });
+  const app = await buildApp({ stores, estimateBudgetMs: 5000 });
   const base = await app.listen({ port: 0, host: '127.0.0.1' });
   const payloads: string[] = [];
   for (let c = 0; payloads.length < total; c++) {
@@ -67,7 +68,7 @@ console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.ve
   console.log('|---:|---:|---:|---:|---:|');
   console.log(`| ${total.toLocaleString('en-US')} | ${concurrency} | ${Math.round(total / seconds).toLocaleString('en-US')} | ${percentile(latencies, 0.5).toFixed(1)} | ${percentile(latencies, 0.99).toFixed(1)} |`);
   await app.close();
-  await store.close();
+  await stores.close();
 }
 
 // People lookup on the estimate fixture's 1 M persons.
@@ -75,12 +76,12 @@ const fixtureDb = join('data', 'bench', '1000000-10000000-2000000.duckdb');
 if (!existsSync(fixtureDb)) {
   console.log(`\n(no ${fixtureDb}: run \`npm run bench\` first for the people-lookup figures)`);
 } else {
-  const store = await Store.open(fixtureDb);
+  const stores = await openStores({ analyticsStore: 'duckdb', databasePath: fixtureDb });
   const bench = new Bench({ iterations: 20, time: 0, warmupIterations: 2 });
   const queries = { 'one email (user123456@)': 'user123456@', 'one customer id (cus_4242)': 'cus_4242', 'common term (example.com), first page': 'example.com', 'no match': 'zzzz-nothing' };
   const found: Record<string, number> = {};
   for (const [name, q] of Object.entries(queries)) {
-    bench.add(name, async () => { found[name] = (await findPeople(store, 'ws_bench', q, 50)).data.length; });
+    bench.add(name, async () => { found[name] = (await findPeople(stores, 'ws_bench', q, 50)).data.length; });
   }
   await bench.run();
   console.log('\n| people lookup, 1 M persons | rows returned | p50 ms | p99 ms |');
@@ -89,5 +90,5 @@ if (!existsSync(fixtureDb)) {
     const r = task.result;
     if (r.state === 'completed') console.log(`| ${task.name} | ${found[task.name]} | ${r.latency.p50.toFixed(1)} | ${r.latency.p99.toFixed(1)} |`);
   }
-  await store.close();
+  await stores.close();
 }

@@ -10,16 +10,16 @@ import { exportMembers, type ExportFormat } from '../src/audiences/export.js';
 import { Refresher } from '../src/audiences/refresh.js';
 import { AudienceResource } from '../src/audiences/resource.js';
 import { DEFAULT_NOW } from '../fixtures/generate.js';
-import { Store } from '../src/store/db.js';
+import { openStores } from '../src/store/open.js';
 
 const dbPath = join('data', 'bench', '1000000-10000000-2000000.duckdb');
 if (!existsSync(dbPath)) throw new Error(`no ${dbPath}: run \`npm run bench\` first`);
 const WS = 'ws_bench';
-const store = await Store.open(dbPath);
+const stores = await openStores({ analyticsStore: 'duckdb', databasePath: dbPath });
 const DAY = 86_400_000;
 console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.version}; dataset: ${dbPath}\n`);
 
-const resource = new AudienceResource(store, () => DEFAULT_NOW);
+const resource = new AudienceResource(stores, () => DEFAULT_NOW);
 const audience = await resource.create(WS, {
   name: 'bench: viewed an item in the last 120 days',
   criteria_json: { version: 1, root: {
@@ -27,7 +27,7 @@ const audience = await resource.create(WS, {
   } },
   refresh_every: '1h',
 });
-const refresher = new Refresher(store, 600_000);
+const refresher = new Refresher(stores, 600_000);
 
 console.log('| refresh | evaluated at | members | added | removed | seconds |');
 console.log('|---|---|---:|---:|---:|---:|');
@@ -48,10 +48,10 @@ const members = (await resource.get(WS, audience.id)).member_count ?? 0;
 for (const format of ['csv', 'parquet', 'arrow'] as ExportFormat[]) {
   const t0 = performance.now();
   let bytes = 0;
-  for await (const chunk of await exportMembers(store, WS, snapshotId, format)) bytes += (chunk as Buffer).length;
+  for await (const chunk of await exportMembers(stores.analytics, WS, snapshotId, format)) bytes += (chunk as Buffer).length;
   const seconds = (performance.now() - t0) / 1000;
   console.log(`| ${format} | ${members.toLocaleString('en-US')} | ${(bytes / 2 ** 20).toFixed(1)} MiB | ${seconds.toFixed(2)} | ${Math.round(members / seconds).toLocaleString('en-US')} |`);
 }
 
 await resource.remove(WS, audience.id);
-await store.close();
+await stores.close();

@@ -4,8 +4,9 @@
 
 import { loadConfig } from '../src/config.js';
 import { buildApp } from '../src/http/app.js';
-import { Store, type StoreOptions } from '../src/store/db.js';
-import { Workspaces } from '../src/store/workspaces.js';
+import type { StoreOptions } from '../src/store/duckdb/db.js';
+import { Workspaces } from '../src/store/control/workspaces.js';
+import { openStores } from '../src/store/open.js';
 
 const config = loadConfig();
 const setting = (name: string) => (process.env[name] ? Number(process.env[name]) : undefined);
@@ -14,14 +15,14 @@ const options: StoreOptions = {
   threads: setting('BENCH_DUCKDB_THREADS'),
   estimateQueueMax: setting('BENCH_ESTIMATE_QUEUE_MAX'),
 };
-const store = await Store.open(config.databasePath, options);
-await new Workspaces(store).ensure('default', { secret_key: config.bootstrap.secretKey });
+const stores = await openStores({ ...options, analyticsStore: config.analyticsStore, databasePath: config.databasePath });
+await new Workspaces(stores.control).ensure('default', { secret_key: config.bootstrap.secretKey });
 const app = await buildApp({
-  store, estimateBudgetMs: config.estimateBudgetMs, rateLimits: { ingestPerMinute: 1e9, perMinute: 1e9 },
+  stores, estimateBudgetMs: config.estimateBudgetMs, rateLimits: { ingestPerMinute: 1e9, perMinute: 1e9 },
 });
 await app.listen({ port: config.port, host: config.host });
 process.once('SIGTERM', async () => {
   await app.close();
-  await store.close();
+  await stores.close();
   process.exit(0);
 });

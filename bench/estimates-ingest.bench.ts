@@ -12,9 +12,9 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateFixtures } from '../fixtures/generate.js';
-import { Store } from '../src/store/db.js';
-import { importParquetDir } from '../src/store/import.js';
-import { Workspaces } from '../src/store/workspaces.js';
+import { Store } from '../src/store/duckdb/db.js';
+import { importParquetDir } from '../src/store/duckdb/import.js';
+import { Workspaces } from '../src/store/control/workspaces.js';
 import { HEAVY_CRITERIA } from '../test/support/heavy-criteria.js';
 import { percentile, startServer } from './support/server.js';
 

@@ -10,8 +10,8 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Stripe from 'stripe';
-import { Store } from '../src/store/db.js';
-import { Workspaces } from '../src/store/workspaces.js';
+import { Store } from '../src/store/duckdb/db.js';
+import { Workspaces } from '../src/store/control/workspaces.js';
 import { percentile, startServer } from './support/server.js';
 
 const { values: args } = parseArgs({ options: { seconds: { type: 'string', default: '120' }, window: { type: 'string', default: '20' } } });

@@ -12,9 +12,9 @@ import { DuckDBInstance } from '@duckdb/node-api';
 import { Bench } from 'tinybench';
 import { DEFAULT_NOW } from '../fixtures/generate.js';
 import { planCriteria, printCount, validateCriteria } from '../src/criteria/index.js';
-import { Store } from '../src/store/db.js';
-import { propertyCatalog } from '../src/store/properties.js';
-import { utc } from '../src/store/time.js';
+import { Store } from '../src/store/duckdb/db.js';
+import { propertyCatalog } from '../src/store/duckdb/properties.js';
+import { utc } from '../src/store/duckdb/time.js';
 import { BENCH_CASES } from './criteria.js';
 
 const { values: args } = parseArgs({ options: {

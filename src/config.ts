@@ -1,6 +1,7 @@
 // Configuration from the environment (decisions §1), read once at start.
 
 import { DEFAULT_RATE_LIMITS, type RateLimits } from './http/rate-limit.js';
+import { ANALYTICS_ENGINES, type AnalyticsEngine } from './store/open.js';
 
 export interface Config {
   port: number;
@@ -9,6 +10,8 @@ export interface Config {
   /** Base URL the payment processor reaches the service at (PUBLIC_URL, else http://HOST:PORT). */
   publicUrl: string;
   databasePath: string;
+  /** The engine of the analytical data (ANALYTICS_STORE): duckdb, in the database file, or clickhouse. */
+  analyticsStore: AnalyticsEngine;
   estimateBudgetMs: number;
   /** Compiles that may wait for an estimate connection; more answer 503 (ESTIMATE_QUEUE_MAX; unset: the store's default). */
   estimateQueueMax: number | undefined;
@@ -42,6 +45,13 @@ function boolean(env: NodeJS.ProcessEnv, name: string): boolean {
   throw new Error(`${name} must be true or false, got "${env[name]}"`);
 }
 
+function engine(env: NodeJS.ProcessEnv): AnalyticsEngine {
+  const raw = env.ANALYTICS_STORE || 'duckdb';
+  const found = ANALYTICS_ENGINES.find((e) => e === raw);
+  if (!found) throw new Error(`ANALYTICS_STORE must be one of ${ANALYTICS_ENGINES.join(', ')}, got "${raw}"`);
+  return found;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 3000);
   const host = env.HOST || '127.0.0.1';
@@ -51,6 +61,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: (env.PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
     dataPort: env.DATA_PORT ? integer(env, 'DATA_PORT', 0) : null,
     databasePath: env.DATABASE_PATH || './data/attribution.duckdb',
+    analyticsStore: engine(env),
     estimateBudgetMs: integer(env, 'ESTIMATE_BUDGET_MS', 5000),
     estimateQueueMax: env.ESTIMATE_QUEUE_MAX ? integer(env, 'ESTIMATE_QUEUE_MAX', 0) : undefined,
     refreshLimitMs: integer(env, 'REFRESH_LIMIT_MS', 600_000),

@@ -4,8 +4,8 @@ import { loadConfig } from './config.js';
 import { AUDIENCE_DEFAULTS } from './audiences/service.js';
 import { buildApp, buildDataApp } from './http/app.js';
 import { webhookUrl } from './http/routes/workspace.js';
-import { Store } from './store/db.js';
-import { Workspaces } from './store/workspaces.js';
+import { Workspaces } from './store/control/workspaces.js';
+import { openStores, StoreUnavailable } from './store/open.js';
 
 // Listening from the first line: a signal during startup stops the service once it is up rather
 // than killing it half-open, and repeats (a terminal's Ctrl-C reaches npm, which forwards it, and
@@ -15,8 +15,14 @@ const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
 });
 
 const config = loadConfig();
-const store = await Store.open(config.databasePath, { estimateQueueMax: config.estimateQueueMax });
-const workspaces = new Workspaces(store);
+const stores = await openStores({
+  analyticsStore: config.analyticsStore, databasePath: config.databasePath, estimateQueueMax: config.estimateQueueMax,
+}).catch((err: unknown) => {
+  if (!(err instanceof StoreUnavailable)) throw err;
+  console.error(err.message);
+  process.exit(1);
+});
+const workspaces = new Workspaces(stores.control);
 
 const { secretKey, publishableKey, stripeWebhookSecret } = config.bootstrap;
 if (secretKey || publishableKey || stripeWebhookSecret) {
@@ -37,7 +43,7 @@ if (secretKey || publishableKey || stripeWebhookSecret) {
 }
 
 const app = await buildApp({
-  store, estimateBudgetMs: config.estimateBudgetMs, logger: true, publicUrl: config.publicUrl, rateLimits: config.rateLimits,
+  stores, estimateBudgetMs: config.estimateBudgetMs, logger: true, publicUrl: config.publicUrl, rateLimits: config.rateLimits,
   audiences: {
     refreshLimitMs: config.refreshLimitMs,
     schedulerIntervalMs: config.schedulerIntervalMs,
@@ -54,7 +60,7 @@ const app = await buildApp({
 await app.listen({ port: config.port, host: config.host });
 app.audiences.scheduler.start();
 // The people lookup also on DATA_PORT, so that {data_url} can be a separate address.
-const dataApp = config.dataPort === null ? null : await buildDataApp({ store, logger: true, rateLimits: config.rateLimits });
+const dataApp = config.dataPort === null ? null : await buildDataApp({ stores, logger: true, rateLimits: config.rateLimits });
 if (dataApp) await dataApp.listen({ port: config.dataPort!, host: config.host });
 
 const signal = await stopSignal;
@@ -62,7 +68,7 @@ app.log.info({ signal }, 'shutting down');
 try {
   await app.audiences.scheduler.stop(); // a refresh under way commits or rolls back; deliveries pause
   await Promise.all([app.close(), dataApp?.close()]); // stops accepting, waits for in-flight requests
-  await store.close(); // finishes writes, checkpoints
+  await stores.close(); // finishes writes, checkpoints
 } catch (err) {
   app.log.error({ err }, 'shutdown failed');
   process.exit(1);

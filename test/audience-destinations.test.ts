@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUDIENCE_DEFAULTS } from '../src/audiences/service.js';
-import { importDataset } from '../src/store/import.js';
+import { importDataset } from '../src/store/duckdb/import.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 const AT = new Date('2026-06-15T12:00:00Z');

@@ -10,8 +10,8 @@ import { generateFixtures } from '../fixtures/generate.js';
 import { compileCriteria } from '../src/audiences/compile.js';
 import { Refresher } from '../src/audiences/refresh.js';
 import { type CompiledQuery, planCriteria, printCount, validateCriteria } from '../src/criteria/index.js';
-import { importParquetDir } from '../src/store/import.js';
-import { propertyCatalog } from '../src/store/properties.js';
+import { importParquetDir } from '../src/store/duckdb/import.js';
+import { propertyCatalog } from '../src/store/duckdb/properties.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { countedLeaf, HEAVY_CRITERIA } from './support/heavy-criteria.js';
 
@@ -136,7 +136,7 @@ describe('budget wherever the deadline falls', () => {
     const budgets = [1, 2, 3, 5, 8, 13, 21, 34, 55, 89].filter((ms) => ms < uninterruptedMs / 4);
     expect(budgets.length).toBeGreaterThan(3);
     for (const budgetMs of budgets) {
-      const result = await compileCriteria(t.store, t.ws.workspace_id, thirtyLeaves, { at: new Date(), budgetMs });
+      const result = await compileCriteria(t.stores.analytics, t.ws.workspace_id, thirtyLeaves, { at: new Date(), budgetMs });
       expect(result, `budget ${budgetMs} ms`).toMatchObject({ valid: true, estimated_count: { count: null, is_estimate: true, hit_limit: true } });
       expect(await lightCount()).toBe(50_000);
     }
@@ -188,7 +188,7 @@ describe('budget wherever the deadline falls', () => {
     it('lets a stopped refresher interrupt the refresh at once: the audience is failed, says why, and stays due', async () => {
       const created = await t.post('/v1/audiences', { name: 'stopped', criteria_json: thirtyLeaves });
       expect(created.statusCode, created.body).toBe(201);
-      const refresher = new Refresher(t.store, 3_600_000);
+      const refresher = new Refresher(t.stores, 3_600_000);
       refresher.stop();
       const at = new Date('2026-11-01T00:00:00Z');
       expect(await refresher.refresh(t.ws.workspace_id, created.json().id, at)).toEqual({ ok: false, error: 'interrupted: the service stopped during the refresh' });

@@ -12,10 +12,10 @@ import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateFixtures } from '../fixtures/generate.js';
-import { keysCollide, parquetSource } from '../src/store/attach.js';
-import { Store } from '../src/store/db.js';
-import { importParquetDir } from '../src/store/import.js';
-import { Workspaces } from '../src/store/workspaces.js';
+import { keysCollide, parquetSource } from '../src/store/duckdb/attach.js';
+import { Store } from '../src/store/duckdb/db.js';
+import { importParquetDir } from '../src/store/duckdb/import.js';
+import { Workspaces } from '../src/store/control/workspaces.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { deliver, notification } from './support/stripe.js';
 
@@ -559,6 +559,12 @@ describe('workspace and keys commands on the service database', () => {
     const res = await exec(process.execPath, [BIN, 'workspace', 'list', '--json'], { env: { ...process.env, DATABASE_PATH: service } });
     expect(res.code, res.stderr).toBe(0);
     expect((JSON.parse(res.stdout) as { database: string }).database).toBe(service);
+  });
+
+  it('with ANALYTICS_STORE=clickhouse, one line says it is not yet available, exit 1', async () => {
+    const res = await exec(process.execPath, [BIN, 'workspace', 'list', '--data', service], { env: { ...process.env, ANALYTICS_STORE: 'clickhouse' } });
+    expect(res.code).toBe(1);
+    expect(res.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^audiences: ANALYTICS_STORE=clickhouse is not yet available/)]);
   });
 });
 

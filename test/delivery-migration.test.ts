@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { MIGRATIONS } from '../src/store/migrations.js';
+import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
 import { startReceiver } from './support/receiver.js';
 import { startTestApp } from './support/app.js';
 

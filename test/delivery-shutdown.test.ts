@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AUDIENCE_DEFAULTS } from '../src/audiences/service.js';
-import { importDataset } from '../src/store/import.js';
-import type { CreatedWorkspace } from '../src/store/workspaces.js';
+import { importDataset } from '../src/store/duckdb/import.js';
+import type { CreatedWorkspace } from '../src/store/control/workspaces.js';
 import { startReceiver } from './support/receiver.js';
 import { startTestApp, type TestApp } from './support/app.js';
 

@@ -6,7 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { nonPublic, refusedUrl } from '../src/audiences/destinations/addresses.js';
 import { AUDIENCE_DEFAULTS, createAudienceService } from '../src/audiences/service.js';
-import { importDataset } from '../src/store/import.js';
+import { importDataset } from '../src/store/duckdb/import.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 const AT = new Date('2026-06-15T12:00:00Z');
@@ -130,7 +130,7 @@ describe('destinations when private addresses are not allowed', () => {
 
   it('refuses at connect time a destination saved while allowed, or whose name resolves to loopback: nothing reaches the receiver', async () => {
     // Saved through an app that allows private addresses, on the same store.
-    const lenient = createAudienceService(t.store, () => AT, () => undefined, {
+    const lenient = createAudienceService(t.stores, () => AT, () => undefined, {
       delivery: { ...AUDIENCE_DEFAULTS.delivery, allowPrivateDestinations: true },
     });
     const audience = await lenient.resource.create(t.ws.workspace_id, {
@@ -146,7 +146,7 @@ describe('destinations when private addresses are not allowed', () => {
     expect(refreshed.ok).toBe(true);
 
     // Delivered by a service that does not allow them; META_BASE_URL points at loopback by name.
-    const guarded = createAudienceService(t.store, () => AT, () => undefined, {
+    const guarded = createAudienceService(t.stores, () => AT, () => undefined, {
       delivery: { ...AUDIENCE_DEFAULTS.delivery, metaBaseUrl: `http://localhost:${port}/meta`, maxTries: 3, backoffBaseMs: 1, backoffMaxMs: 2 },
     });
     await guarded.deliverer.deliver(t.ws.workspace_id, audience.id);
@@ -175,7 +175,7 @@ describe('destinations when private addresses are not allowed', () => {
   });
 
   it('delivers to the same loopback receiver when private destinations are allowed (the receiver is reachable)', async () => {
-    const lenient = createAudienceService(t.store, () => AT, () => undefined, {
+    const lenient = createAudienceService(t.stores, () => AT, () => undefined, {
       delivery: { ...AUDIENCE_DEFAULTS.delivery, allowPrivateDestinations: true },
     });
     const audience = await lenient.resource.create(t.ws.workspace_id, {

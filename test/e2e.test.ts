@@ -2,7 +2,7 @@
 // make a compile estimate come out right.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { firstTouchChannels } from '../src/store/pageviews.js';
+import { firstTouchChannels } from '../src/store/duckdb/pageviews.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 const ever = { kind: 'ever' };

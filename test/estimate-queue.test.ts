@@ -11,7 +11,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { generateFixtures } from '../fixtures/generate.js';
 import { compileCriteria } from '../src/audiences/compile.js';
 import { AppError } from '../src/errors.js';
-import { importParquetDir } from '../src/store/import.js';
+import { importParquetDir } from '../src/store/duckdb/import.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { HEAVY_CRITERIA } from './support/heavy-criteria.js';
 
@@ -99,8 +99,8 @@ describe('the estimate queue', () => {
     const blockers = await block(t, CONNECTIONS, BLOCK_MS);
     const before = t.store.estimateStats();
     const at = new Date();
-    const waiting = Array.from({ length: QUEUE_MAX }, () => compileCriteria(t.store, t.ws.workspace_id, signedUp, { at, budgetMs: 50 }));
-    await expect(compileCriteria(t.store, t.ws.workspace_id, signedUp, { at, budgetMs: 50 })).rejects.toSatisfy(
+    const waiting = Array.from({ length: QUEUE_MAX }, () => compileCriteria(t.stores.analytics, t.ws.workspace_id, signedUp, { at, budgetMs: 50 }));
+    await expect(compileCriteria(t.stores.analytics, t.ws.workspace_id, signedUp, { at, budgetMs: 50 })).rejects.toSatisfy(
       (err) => err instanceof AppError && err.code === 'overloaded' && err.status === 503,
     );
     expect(await Promise.all(waiting)).toEqual(Array(QUEUE_MAX).fill(OVER_BUDGET));

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { MAX_DEPTH, MAX_ERRORS, MAX_NODES } from '../src/criteria/index.js';
 import { BODY_LIMIT_BYTES } from '../src/http/app.js';
-import { importDataset } from '../src/store/import.js';
+import { importDataset } from '../src/store/duckdb/import.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 const valid = {

@@ -58,7 +58,7 @@ describe('a group whose commit fails for a reason validation cannot see', () => 
   const refused = { event_name: 'bad', external_id: 'lone', traits: { note: 'x\ud800' } };
 
   it('retries the members apart: only the faulty request fails, with 400, and the others are stored', async () => {
-    const ingest = new Ingest(t.store);
+    const ingest = new Ingest(t.stores);
     const ws = t.ws.workspace_id;
     // The first call runs alone; the others queue behind it and go in as one group.
     const calls = Array.from({ length: 12 }, (_, r) => (r === 6
@@ -82,7 +82,7 @@ describe('a group whose commit fails for a reason validation cannot see', () => 
   });
 
   it('keeps each request\'s results and message-id winners in arrival order across the retries', async () => {
-    const ingest = new Ingest(t.store);
+    const ingest = new Ingest(t.stores);
     const ws = t.ws.workspace_id;
     const first = ingest.events(ws, [{ event_name: 'warm', external_id: 'w' }]);
     const a = ingest.events(ws, [{ event_name: 'a', external_id: 'p', message_id: 'shared' }]);

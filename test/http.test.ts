@@ -1,7 +1,7 @@
 import { request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { importDataset } from '../src/store/import.js';
+import { importDataset } from '../src/store/duckdb/import.js';
 import type { Dataset } from '../src/store/layout.js';
 import { startTestApp, type TestApp } from './support/app.js';
 

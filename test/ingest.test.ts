@@ -248,7 +248,7 @@ describe('visitor link hook', () => {
   it('reports each new or moved visitor link once, inside the transaction that makes it', async () => {
     const seen: string[] = [];
     const { Ingest } = await import('../src/ingest/ingest.js');
-    const ingest = new Ingest(t.store);
+    const ingest = new Ingest(t.stores);
     ingest.onVisitorLinked(async (_tx, links) => { seen.push(...links.map((l) => l.visitorId)); });
     await ingest.person(t.ws.workspace_id, { external_id: 'h', visitor_id: 'hv' });
     await ingest.person(t.ws.workspace_id, { external_id: 'h', visitor_id: 'hv' });
@@ -260,7 +260,7 @@ describe('visitor link hook', () => {
 describe('identity cache (known people resolve without a lookup)', () => {
   it('forgets what a rolled-back batch resolved, so the next batch creates the person for real', async () => {
     const { Ingest } = await import('../src/ingest/ingest.js');
-    const failing = new Ingest(t.store);
+    const failing = new Ingest(t.stores);
     failing.onVisitorLinked(async () => { throw new Error('listener failed'); });
     await expect(failing.events(t.ws.workspace_id, [{ event_name: 'e', external_id: 'rb', visitor_id: 'rbv' }])).rejects.toThrow('listener failed');
     expect(await count('persons')).toBe(0);

@@ -3,7 +3,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.js';
 import fc from 'fast-check';
-import { importDataset } from '../src/store/import.js';
+import { importDataset } from '../src/store/duckdb/import.js';
 import {
   charge, checkoutSession, count, customer, customerRow, deliver, invoice, notification, nowS, paymentIntent, refund, subscription,
 } from './support/stripe.js';

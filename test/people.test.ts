@@ -73,7 +73,7 @@ describe('GET /people', () => {
   });
 
   it('is served by the data app too', async () => {
-    const data = await buildDataApp({ store: t.store });
+    const data = await buildDataApp({ stores: t.stores });
     try {
       const res = await data.inject({ method: 'GET', url: '/people?q=alice', headers: { authorization: `Bearer ${t.ws.secret_key}` } });
       expect(res.json().data[0].first_touch_channel).toBe('Organic Search');

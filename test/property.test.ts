@@ -4,8 +4,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AudienceCriteria, CHANNEL_CATEGORIES, type CriteriaNode, planCriteria, printCount, printMembers, validateCriteria } from '../src/criteria/index.js';
-import { Store } from '../src/store/db.js';
-import { importDataset } from '../src/store/import.js';
+import { Store } from '../src/store/duckdb/db.js';
+import { importDataset } from '../src/store/duckdb/import.js';
 import { AT, criteriaArb, criteriaToJson, datasetArb, PROPERTY_CATALOG } from './support/arbitraries.js';
 import { anonymousProfile, personProfile, referenceProfiles } from './support/reference.js';
 

@@ -2,14 +2,14 @@
 // it): keys printed once on a fresh database, BOOTSTRAP_* credentials, /health, and a clean exit
 // on SIGTERM that keeps the database usable.
 
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { Store } from '../src/store/db.js';
+import { Store } from '../src/store/duckdb/db.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'server-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -133,6 +133,16 @@ describe('the service process', () => {
     expect(second.output()).not.toContain('secret key:');
     expect((await compile(second.url, key!)).status).toBe(200);
     expect(await stop(second, 'SIGINT')).toBe(0);
+  });
+
+  it('refuses ANALYTICS_STORE=clickhouse at start in one line, exit 1, without creating the database', () => {
+    const database = join(dir, 'clickhouse.duckdb');
+    const refused = spawnSync(process.execPath, ['dist/main.js'], {
+      env: { ...process.env, PORT: '0', DATABASE_PATH: database, ANALYTICS_STORE: 'clickhouse' }, encoding: 'utf8', timeout: 60_000,
+    });
+    expect(refused.status).toBe(1);
+    expect(refused.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^ANALYTICS_STORE=clickhouse is not yet available/)]);
+    expect(existsSync(database)).toBe(false);
   });
 
   it('makes the default workspace hold exactly the BOOTSTRAP_* keys', async () => {

@@ -472,7 +472,7 @@ describe('test mode', () => {
     expect(body).toEqual({ received: true, ignored: 'livemode' });
     for (const table of ['processed_notifications', 'payment_customers', 'payments', 'persons']) expect(await count(t, table), table).toBe(0);
     // What the route is given to answer (`ignored: "livemode"`).
-    const webhook = new PaymentWebhook(t.store, new Ingest(t.store));
+    const webhook = new PaymentWebhook(t.stores, new Ingest(t.stores));
     const raw = Buffer.from(JSON.stringify(testPayment));
     const { default: Stripe } = await import('stripe');
     const header = new Stripe('sk_test_dummy').webhooks.generateTestHeaderString({ payload: raw.toString(), secret: t.ws.stripe_webhook_secret });

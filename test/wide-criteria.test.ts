@@ -7,9 +7,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   type AudienceCriteria, type CriteriaNode, MAX_DEPTH, MAX_NODES, planCriteria, printCount, validateCriteria,
 } from '../src/criteria/index.js';
-import { Store } from '../src/store/db.js';
+import { Store } from '../src/store/duckdb/db.js';
 import type { Dataset } from '../src/store/layout.js';
-import { importDataset } from '../src/store/import.js';
+import { importDataset } from '../src/store/duckdb/import.js';
 import { AT, criteriaArb, criteriaToJson, datasetArb, EVENT_NAMES, PROPERTY_CATALOG } from './support/arbitraries.js';
 import { referenceCount } from './support/reference.js';
 

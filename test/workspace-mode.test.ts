@@ -7,8 +7,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { Store } from '../src/store/db.js';
-import { type CreatedWorkspace, Workspaces } from '../src/store/workspaces.js';
+import { Store } from '../src/store/duckdb/db.js';
+import { type CreatedWorkspace, Workspaces } from '../src/store/control/workspaces.js';
 import { startTestApp } from './support/app.js';
 import { checkoutSession, count, deliver, notification } from './support/stripe.js';
 

@@ -1,9 +1,8 @@
 // GET /people: matching people with their payment customers, link state and first-touch channel.
 
 import { invalidRequest } from '../errors.js';
-import type { Store } from '../store/db.js';
-import { lookupPeople } from '../store/lookup.js';
-import { firstTouchChannels } from '../store/pageviews.js';
+import { lookupPeople } from '../store/control/lookup.js';
+import type { Stores } from '../store/open.js';
 
 export const NON_ATTRIBUTED = 'Non-attributed';
 
@@ -27,12 +26,12 @@ function decodeCursor(cursor: string | undefined): string {
   return key;
 }
 
-export async function findPeople(store: Store, ws: string, q: string, limit: number, cursor?: string): Promise<{ data: PersonMatch[]; next_cursor: string | null }> {
-  const rows = await lookupPeople(store, ws, q, decodeCursor(cursor), limit + 1);
+export async function findPeople(stores: Stores, ws: string, q: string, limit: number, cursor?: string): Promise<{ data: PersonMatch[]; next_cursor: string | null }> {
+  const rows = await lookupPeople(stores.control, ws, q, decodeCursor(cursor), limit + 1);
   const page = rows.slice(0, limit);
   const personKeys = page.flatMap((r) => (r.person_key === null ? [] : [r.person_key]));
   const visitorKeys = page.flatMap((r) => (r.person_key === null && r.visitor_key !== null ? [r.visitor_key] : []));
-  const channels = await firstTouchChannels(store, ws, { personKeys, visitorKeys });
+  const channels = await stores.analytics.firstTouchChannels(ws, { personKeys, visitorKeys });
   const data = page.map((r): PersonMatch => ({
     person_id: r.person_id,
     external_id: r.external_id,

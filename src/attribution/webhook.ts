@@ -1,15 +1,17 @@
-// Payment-processor notifications: verified, then applied once each in one transaction (payer
+// Payment-processor notifications: verified, then applied once each in one unit of work (payer
 // link, subscription and invoice state, payments and refunds, lifecycle events). A failure keeps
 // nothing, so the processor's retry starts clean.
 
 import { AppError } from '../errors.js';
-import type { Ingest, VisitorLink } from '../ingest/ingest.js';
-import type { Store } from '../store/db.js';
+import type { Ingest } from '../ingest/ingest.js';
+import type { UnitOfWork, VisitorLink } from '../store/analytics.js';
 import {
-  addPaymentEvent, attributeRefunds, claimNotification, customerOfInvoice, customerOfObject, linkDeferredCustomers,
-  linkPaymentsToInvoice, recordPaidInvoice, recordPayment, rememberObjects, saveInvoice, saveRefund, saveSubscription, webhookSettings,
-} from '../store/payments.js';
-import { type Tx, visitorsById } from '../store/people.js';
+  attributeRefunds, claimNotification, customerOfObject, linkDeferredCustomers, linkPaymentsToInvoice, recordPayment, rememberObjects,
+  saveRefund, webhookSettings,
+} from '../store/control/payments.js';
+import { visitorsById } from '../store/control/people.js';
+import type { ControlStore, ControlTx } from '../store/control/store.js';
+import type { Stores } from '../store/open.js';
 import { updateCustomer } from './link.js';
 import {
   customerEmailOf, customerIdOf, emailOf, familyOf, field, idOf, int, isObject, type Json, metadataOf, type Notification,
@@ -24,14 +26,14 @@ export interface Receipt {
 }
 
 export class PaymentWebhook {
-  constructor(private readonly store: Store, ingest: Ingest, private readonly clock: () => Date = () => new Date()) {
+  constructor(private readonly stores: Stores, ingest: Ingest, private readonly clock: () => Date = () => new Date()) {
     // Deferred customers resolve as soon as their visitor is linked to a person.
-    ingest.onVisitorLinked((tx, links) => this.visitorsLinked(tx, links));
+    ingest.onVisitorLinked((work, links) => this.visitorsLinked(work, links));
   }
 
   /** Verifies and applies one delivery; `duplicate` when its id was processed before. */
   async receive(ws: string, rawBody: Buffer, signature: unknown): Promise<Receipt> {
-    const settings = ws.length <= 256 ? await webhookSettings(this.store, ws) : null;
+    const settings = ws.length <= 256 ? await webhookSettings(this.stores.control, ws) : null;
     if (!settings?.secret) throw new AppError('invalid_signature', 'unknown workspace, or no webhook secret set for it');
     const notification = parseNotification(verifyNotification(rawBody, signature, settings.secret));
     // A notification that does not say its mode is applied: only a holder of the secret could sign it.
@@ -41,14 +43,14 @@ export class PaymentWebhook {
 
   async apply(ws: string, n: Notification): Promise<{ duplicate: boolean }> {
     const now = this.clock();
-    return this.store.transaction(async (tx) => {
-      if (!(await claimNotification(tx, ws, n.id))) return { duplicate: true };
-      await applyEffects(this.store, tx, ws, n, now);
+    return this.stores.analytics.unit(async (work) => {
+      if (!(await claimNotification(work.control, ws, n.id))) return { duplicate: true };
+      await applyEffects(this.stores.control, work, ws, n, now);
       return { duplicate: false };
     });
   }
 
-  private async visitorsLinked(tx: Tx, links: VisitorLink[]): Promise<void> {
+  private async visitorsLinked(work: UnitOfWork, links: VisitorLink[]): Promise<void> {
     const byWorkspace = new Map<string, number[]>();
     for (const l of links) {
       const keys = byWorkspace.get(l.workspaceId);
@@ -56,7 +58,7 @@ export class PaymentWebhook {
       else byWorkspace.set(l.workspaceId, [l.visitorKey]);
     }
     const now = this.clock();
-    for (const [ws, keys] of byWorkspace) await linkDeferredCustomers(tx, ws, keys, now);
+    for (const [ws, keys] of byWorkspace) await linkDeferredCustomers(work.control, ws, keys, now);
   }
 }
 
@@ -71,38 +73,39 @@ const PAID_INVOICE_TYPES = new Set(['invoice.paid', 'invoice.payment_succeeded']
 /** Ids longer than this are not the processor's: they are neither stored nor looked up. */
 const ID_MAX = 256;
 
-async function applyEffects(store: Store, tx: Tx, ws: string, n: Notification, now: Date): Promise<void> {
+async function applyEffects(store: ControlStore, work: UnitOfWork, ws: string, n: Notification, now: Date): Promise<void> {
+  const tx = work.control;
   const family = familyOf(n.type);
   // A deleted Customer's payments happened all the same: its data and link stay as they were (its
   // subscriptions' cancellations arrive as notifications of their own).
   if (!APPLIED_FAMILIES.has(family) || n.type === 'customer.deleted') return;
-  if (family === 'invoice_payment') return applyInvoicePayment(tx, ws, n.object);
+  if (family === 'invoice_payment') return applyInvoicePayment(work, ws, n.object);
   const facts = factsOf(n, family);
   const named = customerIdOf(n);
   const customerId = named !== null && named.length <= ID_MAX ? named : null;
   const payer = customerId ?? await customerOfObject(tx, ws, facts.related) ?? facts.guestKey;
-  for (const refund of facts.refunds) await saveRefund(tx, ws, { ...refund, customer_id: payer }, n.created);
+  for (const refund of facts.refunds) await saveRefund(work, ws, { ...refund, customer_id: payer }, n.created);
   if (facts.invoiceLink) await linkPaymentsToInvoice(tx, ws, facts.invoiceLink.payments, facts.invoiceLink.invoice);
   if (payer === null) return; // a refund of a payment not seen yet waits for it; an unpaid guest is no payer
 
   const signals = { ...await signalsOf(tx, ws, n), email: emailOf(n), customerEmail: customerEmailOf(n) };
-  await updateCustomer(store, tx, ws, payer, signals, n.created, now);
+  await updateCustomer(store, work, ws, payer, signals, n.created, now);
   await rememberObjects(tx, ws, payer, facts.related);
-  await attributeRefunds(tx, ws, payer, facts.related);
+  await attributeRefunds(work, ws, payer, facts.related);
   if (facts.payment) await recordPayment(tx, ws, { ...facts.payment, customer_id: payer });
 
   const o = n.object;
   const objectId = one(o.id);
   if (!objectId) return;
   if (family === 'customer.subscription') {
-    await saveSubscription(tx, ws, subscriptionOf(n, objectId, payer), n.created);
-    if (n.type === 'customer.subscription.deleted') await addPaymentEvent(tx, ws, payer, 'subscription_canceled', n.created, objectId);
+    await work.analytics.saveSubscription(ws, subscriptionOf(n, objectId, payer), n.created);
+    if (n.type === 'customer.subscription.deleted') await work.analytics.addPaymentEvent(ws, payer, 'subscription_canceled', n.created, objectId);
   } else if (family === 'invoice') {
     const invoice = invoiceOf(n, objectId, payer);
-    await saveInvoice(tx, ws, invoice, n.created);
+    await work.analytics.saveInvoice(ws, invoice, n.created);
     // $0 invoices (a trial's start, a 100 % coupon) are no payment.
     if (PAID_INVOICE_TYPES.has(n.type) && invoice.amount_paid > 0) {
-      await recordPaidInvoice(tx, ws, payer, invoice.paid_at ?? n.created, objectId, { amount: invoice.amount_paid, currency: invoice.currency || null });
+      await work.analytics.recordPaidInvoice(ws, payer, invoice.paid_at ?? n.created, objectId, { amount: invoice.amount_paid, currency: invoice.currency || null });
     }
   }
 }
@@ -190,15 +193,15 @@ function factsOf(n: Notification, family: string): Facts {
 }
 
 /** `invoice_payment.paid` (API versions from 2025-03-31): which payment paid which invoice. */
-async function applyInvoicePayment(tx: Tx, ws: string, o: Json): Promise<void> {
+async function applyInvoicePayment(work: UnitOfWork, ws: string, o: Json): Promise<void> {
   const invoice = one(o.invoice);
   const payments = ids(field(o, 'payment', 'payment_intent'), field(o, 'payment', 'charge'));
   if (!invoice || payments.length === 0) return;
-  await linkPaymentsToInvoice(tx, ws, payments, invoice);
-  const customer = await customerOfInvoice(tx, ws, invoice);
+  await linkPaymentsToInvoice(work.control, ws, payments, invoice);
+  const customer = await work.analytics.customerOfInvoice(ws, invoice);
   if (customer) {
-    await rememberObjects(tx, ws, customer, payments);
-    await attributeRefunds(tx, ws, customer, payments);
+    await rememberObjects(work.control, ws, customer, payments);
+    await attributeRefunds(work, ws, customer, payments);
   }
 }
 
@@ -218,7 +221,7 @@ function refundOf(r: unknown, announced: Date, from: { charge?: string | null; p
  * `client_reference_id` (what Payment Links and pricing tables can carry) when that is a visitor
  * the workspace has seen.
  */
-async function signalsOf(tx: Tx, ws: string, n: Notification): Promise<{ userId: string | null; visitorId: string | null }> {
+async function signalsOf(tx: ControlTx, ws: string, n: Notification): Promise<{ userId: string | null; visitorId: string | null }> {
   const signals = metadataOf(n);
   if (signals.visitorId !== null || familyOf(n.type) !== 'checkout.session') return signals;
   const reference = str(n.object.client_reference_id);

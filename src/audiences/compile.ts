@@ -1,14 +1,11 @@
 // Compile: validate a criteria tree against the workspace's property definitions and estimate the
 // audience size within the budget. The budget is the whole call's: the catalog lookup, validation
-// and the wait for an estimate connection spend it before the query does. The estimate's place is
+// and the wait for the engine spend it before the query does. The estimate's place is
 // taken first, so an overloaded service refuses a compile before doing any of it.
 
-import {
-  type CriteriaError, isTimeWindowed, planCriteria, printCount, validateCriteria,
-} from '../criteria/index.js';
+import { type CriteriaError, isTimeWindowed, planCriteria, validateCriteria } from '../criteria/index.js';
 import { AppError } from '../errors.js';
-import { type EstimateTurn, EstimatesBusy, type Store } from '../store/db.js';
-import { propertyCatalog } from '../store/properties.js';
+import { type AnalyticsStore, type EstimateTurn, EstimatesBusy } from '../store/analytics.js';
 
 export interface Estimate {
   count: number | null;
@@ -28,14 +25,13 @@ export interface EstimateOptions {
 }
 
 export async function compileCriteria(
-  store: Store, workspaceId: string, criteriaJson: unknown, options: EstimateOptions,
+  analytics: AnalyticsStore, workspaceId: string, criteriaJson: unknown, options: EstimateOptions,
 ): Promise<CompileResult> {
-  const turn = takeTurn(store, options.budgetMs);
+  const turn = takeTurn(analytics, options.budgetMs);
   try {
-    const validation = validateCriteria(criteriaJson, await propertyCatalog(store, workspaceId));
+    const validation = validateCriteria(criteriaJson, await analytics.propertyCatalog(workspaceId));
     if (!validation.ok) return { valid: false, is_time_windowed: null, estimated_count: null, errors: validation.errors };
-    const query = printCount(planCriteria(validation.criteria, options.at), workspaceId);
-    const count = await turn.count(query.sql, query.params);
+    const count = await turn.count(planCriteria(validation.criteria, options.at), workspaceId);
     return {
       valid: true,
       is_time_windowed: isTimeWindowed(validation.criteria.root),
@@ -47,9 +43,9 @@ export async function compileCriteria(
 }
 
 /** The estimate's place, before any work: an overloaded service answers 503 at once. */
-function takeTurn(store: Store, budgetMs: number): EstimateTurn {
+function takeTurn(analytics: AnalyticsStore, budgetMs: number): EstimateTurn {
   try {
-    return store.estimateTurn(budgetMs);
+    return analytics.estimateTurn(budgetMs);
   } catch (err) {
     if (!(err instanceof EstimatesBusy)) throw err;
     const seconds = Math.max(1, Math.ceil(err.retryAfterMs / 1000));

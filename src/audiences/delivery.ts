@@ -1,15 +1,13 @@
 // Delivery to destinations, converging: a delivery brings a destination from what it has
-// acknowledged to its snapshot (store/audiences.ts startDelivery), so changes it missed while
+// acknowledged to its snapshot (AnalyticsStore.startDelivery), so changes it missed while
 // failing go out with the next one. At least once: a pending delivery is written with its snapshot
 // (same transaction), pages are acknowledged one by one, and a restart resumes at the next page. One
 // run per destination at a time; destinations never wait for each other, only for a request slot
 // (slots.ts). Every HTTP attempt is logged. stop() aborts requests and backoff sleeps at once.
 
 import { setTimeout as delay } from 'node:timers/promises';
-import {
-  acknowledgePage, type DeliveryRow, deliveryPage, finishDelivery, getAudience, pendingDeliveries, recordAttempt, startDelivery,
-} from '../store/audiences.js';
-import type { Store } from '../store/db.js';
+import { type DeliveryRow, getAudience, pendingDeliveries, recordAttempt } from '../store/control/audiences.js';
+import type { Stores } from '../store/open.js';
 import { googleDriver, metaDriver } from './destinations/ads.js';
 import type { Driver, DriverConfig, HttpRequest, HttpResponse, Send } from './destinations/driver.js';
 import { DestinationClient, RequestFailed } from './destinations/http.js';
@@ -67,7 +65,7 @@ export class Deliverer {
   /** Aborted by stop(): requests in flight, backoff sleeps and waits for a slot end at once. */
   private readonly stopping = new AbortController();
 
-  constructor(private readonly store: Store, private readonly config: DeliveryConfig) {
+  constructor(private readonly stores: Stores, private readonly config: DeliveryConfig) {
     this.client = new DestinationClient({ timeoutMs: config.requestTimeoutMs, allowPrivate: config.allowPrivateDestinations ?? false });
     this.slots = new Slots(config.maxConcurrentRequests, config.maxConcurrentRequestsPerWorkspace);
   }
@@ -100,7 +98,7 @@ export class Deliverer {
   }
 
   private async deliverPending(ws: string, audienceId: string): Promise<void> {
-    const destinationIds = new Set((await pendingDeliveries(this.store, ws, audienceId)).map((d) => d.destination_id));
+    const destinationIds = new Set((await pendingDeliveries(this.stores.control, ws, audienceId)).map((d) => d.destination_id));
     await Promise.all([...destinationIds].map((destinationId) => this.chain(ws, audienceId, destinationId)));
   }
 
@@ -129,10 +127,10 @@ export class Deliverer {
    */
   private async run(ws: string, audienceId: string, destinationId: string): Promise<void> {
     while (!this.stopped) {
-      const audience = await getAudience(this.store, ws, audienceId);
+      const audience = await getAudience(this.stores.control, ws, audienceId);
       if (!audience) return;
       const destination = storedDestinations(audience).find((d) => d.id === destinationId);
-      const pending = (await pendingDeliveries(this.store, ws, audienceId)).filter((d) => d.destination_id === destinationId);
+      const pending = (await pendingDeliveries(this.stores.control, ws, audienceId)).filter((d) => d.destination_id === destinationId);
       if (pending.length === 0) return;
       if (!destination) {
         for (const delivery of pending) await this.finish(delivery, 'canceled', 'the destination was removed from the audience');
@@ -147,7 +145,7 @@ export class Deliverer {
   /** Starts a delivery; one whose work list cannot be made fails (the next refresh queues another). */
   private async start(delivery: DeliveryRow, driver: Driver<Destination>): Promise<DeliveryRow | null> {
     try {
-      return await startDelivery(this.store, delivery, driver.pageSize(this.config), this.config.clock(), this.config.startLimitMs);
+      return await this.stores.analytics.startDelivery(delivery, driver.pageSize(this.config), this.config.clock(), this.config.startLimitMs);
     } catch (err) {
       await this.finish(delivery, 'failed', err instanceof Error ? err.message : String(err));
       return null;
@@ -158,11 +156,11 @@ export class Deliverer {
     let { next_page: page, skipped } = delivery;
     try {
       for (; page < delivery.page_count!; page++) {
-        const members = await deliveryPage(this.store, delivery, page);
+        const members = await this.stores.analytics.deliveryPage(delivery, page);
         const send = this.sender(delivery, page);
         const result = await driver.deliverPage(destination, { audienceId: delivery.audience_id, snapshotId: delivery.snapshot_id, page, members }, send, this.config);
         skipped += result.skipped;
-        await acknowledgePage(this.store, delivery, page, skipped);
+        await this.stores.analytics.acknowledgePage(delivery, page, skipped);
       }
       await this.finish(delivery, 'delivered', null);
     } catch (err) {
@@ -172,7 +170,7 @@ export class Deliverer {
   }
 
   private finish(delivery: DeliveryRow, status: Exclude<DeliveryRow['status'], 'pending'>, error: string | null): Promise<void> {
-    return finishDelivery(this.store, delivery, status, error, this.config.clock());
+    return this.stores.analytics.finishDelivery(delivery, status, error, this.config.clock());
   }
 
   /**
@@ -191,7 +189,7 @@ export class Deliverer {
         // An attempt cut short by stop() is not the receiver's doing: not logged, and the page stays unacknowledged.
         if (this.stopped) throw new Stopped();
         const ok = outcome.response !== null && outcome.error === null;
-        await recordAttempt(this.store, delivery.workspace_id, {
+        await recordAttempt(this.stores.control, delivery.workspace_id, {
           delivery_id: delivery.delivery_id, page, request: request.label, attempt, ok,
           http_status: outcome.response?.status ?? null, error: outcome.error, attempted_at: now,
         });

@@ -1,6 +1,6 @@
-// Member exports of a snapshot, streamed: CSV and Parquet are written by DuckDB's COPY to a
-// temporary file that is streamed back and then deleted; Arrow IPC is built chunk by chunk from
-// DuckDB's streaming result. Neither holds the whole snapshot in memory.
+// Member exports of a snapshot, streamed: CSV and Parquet are written by the store to a temporary
+// file that is streamed back and then deleted; Arrow IPC is built chunk by chunk from the store's
+// streamed rows. Neither holds the whole snapshot in memory.
 
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -8,8 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { AsyncByteQueue, RecordBatchStreamWriter, Table, Utf8, vectorFromArray } from 'apache-arrow';
-import { copyMembers, streamMembers } from '../store/audiences.js';
-import type { Row, Store } from '../store/db.js';
+import type { AnalyticsStore, Member } from '../store/analytics.js';
 
 export type ExportFormat = 'csv' | 'parquet' | 'arrow';
 
@@ -21,12 +20,12 @@ export const EXPORT_CONTENT_TYPES: Record<ExportFormat, string> = {
 
 const COLUMNS = ['person_id', 'visitor_id', 'external_id', 'email'] as const;
 
-export async function exportMembers(store: Store, ws: string, snapshotId: number, format: ExportFormat): Promise<Readable> {
-  if (format === 'arrow') return Readable.from(arrowIpc(streamMembers(store, ws, snapshotId)));
+export async function exportMembers(analytics: AnalyticsStore, ws: string, snapshotId: number, format: ExportFormat): Promise<Readable> {
+  if (format === 'arrow') return Readable.from(arrowIpc(analytics.streamSnapshot(ws, snapshotId)));
   const dir = await mkdtemp(join(tmpdir(), 'audience-export-'));
   try {
     const path = join(dir, `members.${format}`);
-    await copyMembers(store, ws, snapshotId, path, format);
+    await analytics.exportSnapshot(ws, snapshotId, path, format);
     const stream = createReadStream(path);
     stream.once('close', () => void rm(dir, { recursive: true, force: true }));
     return stream;
@@ -49,12 +48,12 @@ class Collected extends AsyncByteQueue {
   }
 }
 
-function batchOf(rows: Row[]): Table {
-  return new Table(Object.fromEntries(COLUMNS.map((c) => [c, vectorFromArray(rows.map((r) => (r[c] as string | null) ?? null), new Utf8())])));
+function batchOf(rows: Member[]): Table {
+  return new Table(Object.fromEntries(COLUMNS.map((c) => [c, vectorFromArray(rows.map((r) => r[c] ?? null), new Utf8())])));
 }
 
-/** An Arrow IPC stream of the rows: the schema, one record batch per DuckDB chunk, the end marker. */
-async function* arrowIpc(chunks: AsyncIterable<Row[]>): AsyncGenerator<Buffer> {
+/** An Arrow IPC stream of the rows: the schema, one record batch per chunk of the store's, the end marker. */
+async function* arrowIpc(chunks: AsyncIterable<Member[]>): AsyncGenerator<Buffer> {
   const sink = new Collected();
   const writer = new RecordBatchStreamWriter();
   writer.reset(sink);

@@ -1,11 +1,11 @@
 // One refresh of an audience: the criteria evaluated at the refresh time, a new snapshot and its
-// diff written in one transaction (store/audiences.ts). One refresh at a time per audience.
+// diff written at once (AnalyticsStore.refresh). One refresh at a time per audience.
 
-import { planCriteria, printProfiles, validateCriteria } from '../criteria/index.js';
+import { planCriteria, validateCriteria } from '../criteria/index.js';
 import { AppError } from '../errors.js';
-import { getAudience, type SnapshotResult, updateAudience, writeSnapshot } from '../store/audiences.js';
-import type { Store } from '../store/db.js';
-import { propertyCatalog } from '../store/properties.js';
+import type { SnapshotResult } from '../store/analytics.js';
+import { getAudience, updateAudience } from '../store/control/audiences.js';
+import type { Stores } from '../store/open.js';
 import { storedDestinations } from './resource.js';
 
 export type RefreshOutcome = { ok: true; snapshot: SnapshotResult } | { ok: false; error: string };
@@ -15,7 +15,7 @@ export class Refresher {
   /** Aborted by stop(): a refresh under way is interrupted and rolled back, and stays due. */
   private readonly stopping = new AbortController();
 
-  constructor(private readonly store: Store, private readonly limitMs: number) {}
+  constructor(private readonly stores: Stores, private readonly limitMs: number) {}
 
   isRunning(audienceId: string): boolean {
     return this.running.has(audienceId);
@@ -31,18 +31,19 @@ export class Refresher {
     if (this.running.has(audienceId)) throw new AppError('conflict', 'a refresh of this audience is already running');
     this.running.add(audienceId);
     try {
-      const row = await getAudience(this.store, ws, audienceId);
+      const { control, analytics } = this.stores;
+      const row = await getAudience(control, ws, audienceId);
       if (!row) throw new AppError('not_found', `no audience ${audienceId}`);
-      await updateAudience(this.store, ws, audienceId, { status: 'refreshing' });
+      await updateAudience(control, ws, audienceId, { status: 'refreshing' });
       try {
-        const validation = validateCriteria(JSON.parse(row.criteria), await propertyCatalog(this.store, ws));
+        const validation = validateCriteria(JSON.parse(row.criteria), await analytics.propertyCatalog(ws));
         if (!validation.ok) throw new Error(`the criteria are no longer valid: ${validation.errors[0]!.message}`);
-        const snapshot = await writeSnapshot(this.store, {
+        const snapshot = await analytics.refresh({
           ws,
           audienceId,
           at,
           nextRefreshAt: new Date(at.getTime() + row.refresh_every_ms),
-          profiles: printProfiles(planCriteria(validation.criteria, at), ws),
+          plan: planCriteria(validation.criteria, at),
           destinationIds: storedDestinations(row).map((d) => d.id),
           limitMs: this.limitMs,
           signal: this.stopping.signal,
@@ -50,7 +51,7 @@ export class Refresher {
         return { ok: true, snapshot };
       } catch (err) {
         const error = err instanceof Error ? err.message : String(err);
-        await updateAudience(this.store, ws, audienceId, { status: 'failed', last_error: error, next_refresh_at: at });
+        await updateAudience(control, ws, audienceId, { status: 'failed', last_error: error, next_refresh_at: at });
         return { ok: false, error };
       }
     } finally {

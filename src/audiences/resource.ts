@@ -6,9 +6,9 @@ import { isTimeWindowed, validateCriteria } from '../criteria/index.js';
 import { AppError, invalidRequest } from '../errors.js';
 import {
   type AudienceChanges, type AudienceRow, deleteAudience, getAudience, insertAudience, listAudiences, queueDeliveries, updateAudience,
-} from '../store/audiences.js';
-import type { Store } from '../store/db.js';
-import { propertyCatalog } from '../store/properties.js';
+} from '../store/control/audiences.js';
+import type { AnalyticsStore } from '../store/analytics.js';
+import type { Stores } from '../store/open.js';
 import { refusedUrl } from './destinations/addresses.js';
 import { type Destination, type DestinationInput, type PublicDestination, publicDestination } from './destinations/schema.js';
 import { DEFAULT_REFRESH_EVERY, durationMs } from './duration.js';
@@ -64,8 +64,8 @@ export function toAudience(row: AudienceRow): Audience {
 }
 
 /** The criteria as stored (a parsed envelope) and whether they are windowed, or invalid_criteria. */
-async function checkedCriteria(store: Store, ws: string, raw: unknown): Promise<{ criteria: string; is_time_windowed: boolean }> {
-  const validation = validateCriteria(raw, await propertyCatalog(store, ws));
+async function checkedCriteria(analytics: AnalyticsStore, ws: string, raw: unknown): Promise<{ criteria: string; is_time_windowed: boolean }> {
+  const validation = validateCriteria(raw, await analytics.propertyCatalog(ws));
   if (!validation.ok) {
     const first = validation.errors[0]!;
     throw new AppError('invalid_criteria', first.message, { code: first.code, path: first.path, errors: validation.errors });
@@ -108,7 +108,7 @@ export interface AudienceResourceOptions {
 
 export class AudienceResource {
   constructor(
-    private readonly store: Store,
+    private readonly stores: Stores,
     private readonly clock: () => Date,
     private readonly options: AudienceResourceOptions = { allowPrivateDestinations: false },
   ) {}
@@ -120,7 +120,7 @@ export class AudienceResource {
       workspace_id: ws,
       audience_id: newId('aud'),
       name: input.name,
-      ...(await checkedCriteria(this.store, ws, input.criteria_json)),
+      ...(await checkedCriteria(this.stores.analytics, ws, input.criteria_json)),
       ...cadence(input.refresh_every ?? DEFAULT_REFRESH_EVERY),
       destinations: JSON.stringify(withIds(input.destinations ?? [], [])),
       status: 'pending',
@@ -132,16 +132,16 @@ export class AudienceResource {
       created_at: now,
       updated_at: now,
     };
-    await insertAudience(this.store, row);
+    await insertAudience(this.stores.control, row);
     return toAudience(row);
   }
 
   async list(ws: string): Promise<Audience[]> {
-    return (await listAudiences(this.store, ws)).map(toAudience);
+    return (await listAudiences(this.stores.control, ws)).map(toAudience);
   }
 
   async row(ws: string, id: string): Promise<AudienceRow> {
-    const row = await getAudience(this.store, ws, id);
+    const row = await getAudience(this.stores.control, ws, id);
     if (!row) throw new AppError('not_found', `no audience ${id}`);
     return row;
   }
@@ -158,7 +158,7 @@ export class AudienceResource {
     const changes: AudienceChanges = { updated_at: now };
     if (patch.name !== undefined) changes.name = patch.name;
     if (patch.criteria_json !== undefined) {
-      Object.assign(changes, await checkedCriteria(this.store, ws, patch.criteria_json));
+      Object.assign(changes, await checkedCriteria(this.stores.analytics, ws, patch.criteria_json));
       changes.next_refresh_at = now;
     }
     if (patch.refresh_every !== undefined) {
@@ -170,10 +170,10 @@ export class AudienceResource {
     const previous = storedDestinations(row);
     const destinations = patch.destinations === undefined ? previous : withIds(patch.destinations, previous);
     if (patch.destinations !== undefined) changes.destinations = JSON.stringify(destinations);
-    if (!(await updateAudience(this.store, ws, id, changes))) throw new AppError('not_found', `no audience ${id}`);
+    if (!(await updateAudience(this.stores.control, ws, id, changes))) throw new AppError('not_found', `no audience ${id}`);
     // A destination added to an audience that has members gets them all at the next scheduler tick.
     const added = destinations.filter((d) => !previous.some((p) => p.id === d.id)).map((d) => d.id);
-    await queueDeliveries(this.store, ws, id, added, now);
+    await queueDeliveries(this.stores.control, ws, id, added, now);
     return this.get(ws, id);
   }
 
@@ -182,6 +182,6 @@ export class AudienceResource {
   }
 
   async remove(ws: string, id: string): Promise<void> {
-    if (!(await deleteAudience(this.store, ws, id))) throw new AppError('not_found', `no audience ${id}`);
+    if (!(await this.stores.analytics.unit((work) => deleteAudience(work, ws, id)))) throw new AppError('not_found', `no audience ${id}`);
   }
 }

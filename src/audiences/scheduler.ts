@@ -1,8 +1,8 @@
 // The refresh scheduler: every interval, refresh each due audience at the tick's time, then start
 // delivering pending deliveries. Tests call tick(now) directly with their own clock.
 
-import { audiencesWithPendingDeliveries, dueAudiences } from '../store/audiences.js';
-import type { Store } from '../store/db.js';
+import { audiencesWithPendingDeliveries, dueAudiences } from '../store/control/audiences.js';
+import type { ControlStore } from '../store/control/store.js';
 import type { Deliverer } from './delivery.js';
 import type { Refresher } from './refresh.js';
 
@@ -17,7 +17,7 @@ export class Scheduler {
   private current: Promise<void> | null = null;
 
   constructor(
-    private readonly store: Store,
+    private readonly store: ControlStore,
     private readonly refresher: Refresher,
     private readonly deliverer: Deliverer,
     private readonly options: SchedulerOptions,

@@ -1,6 +1,6 @@
 // The audiences feature assembled: resource, refresher, deliverer and scheduler sharing one clock.
 
-import type { Store } from '../store/db.js';
+import type { Stores } from '../store/open.js';
 import { Deliverer, type DeliveryConfig } from './delivery.js';
 import { Refresher } from './refresh.js';
 import { AudienceResource } from './resource.js';
@@ -38,16 +38,16 @@ export interface AudienceService {
 }
 
 export function createAudienceService(
-  store: Store, clock: () => Date, onError: (err: unknown) => void, options: Partial<AudienceServiceOptions> = {},
+  stores: Stores, clock: () => Date, onError: (err: unknown) => void, options: Partial<AudienceServiceOptions> = {},
 ): AudienceService {
   const delivery = { ...AUDIENCE_DEFAULTS.delivery, ...options.delivery, clock, onError };
-  const deliverer = new Deliverer(store, delivery);
-  const refresher = new Refresher(store, options.refreshLimitMs ?? AUDIENCE_DEFAULTS.refreshLimitMs);
+  const deliverer = new Deliverer(stores, delivery);
+  const refresher = new Refresher(stores, options.refreshLimitMs ?? AUDIENCE_DEFAULTS.refreshLimitMs);
   return {
-    resource: new AudienceResource(store, clock, { allowPrivateDestinations: delivery.allowPrivateDestinations ?? false }),
+    resource: new AudienceResource(stores, clock, { allowPrivateDestinations: delivery.allowPrivateDestinations ?? false }),
     refresher,
     deliverer,
-    scheduler: new Scheduler(store, refresher, deliverer, {
+    scheduler: new Scheduler(stores.control, refresher, deliverer, {
       clock, intervalMs: options.schedulerIntervalMs ?? AUDIENCE_DEFAULTS.schedulerIntervalMs, onError,
     }),
   };

@@ -1,14 +1,16 @@
-// `--data <dir|file.duckdb>`: the store and workspace a command reads. A directory of parquet
-// exports is checked, then read in place through views in an in-memory store (workspace
+// `--data <dir|file.duckdb>`: the stores and workspace a command reads. A directory of parquet
+// exports is checked, then read in place through views in an in-memory database (workspace
 // `analyst`), or imported into it with --import; a database file is opened as it is, and its
-// `analyst` workspace (or --workspace <id>) is used.
+// `analyst` workspace (or --workspace <id>) is used. The analyst's data is DuckDB whatever
+// ANALYTICS_STORE says: the control store's database, holding the analytical tables as well, is
+// where the loaders (store/duckdb/attach.ts, import.ts) write.
 
 import { existsSync, statSync } from 'node:fs';
 import { type PropertyCatalog, validateCriteria } from '../criteria/index.js';
-import { attachParquetDir } from '../store/attach.js';
-import { Store } from '../store/db.js';
-import { type ImportProgress, importParquetDir } from '../store/import.js';
-import { Workspaces } from '../store/workspaces.js';
+import { Workspaces } from '../store/control/workspaces.js';
+import { attachParquetDir } from '../store/duckdb/attach.js';
+import { type ImportProgress, importParquetDir } from '../store/duckdb/import.js';
+import { type AnalyticsEngine, openStores, type Stores, StoreUnavailable } from '../store/open.js';
 import { stringOption, type Values } from './args.js';
 import { CliError, oneLine, UsageError } from './errors.js';
 import { assertImportable, checkParquetDir } from './layout-check.js';
@@ -17,7 +19,7 @@ import { warn } from './output.js';
 export const ANALYST_WORKSPACE = 'analyst';
 
 export interface OpenedData {
-  store: Store;
+  stores: Stores;
   workspaceId: string;
   /** A directory read in place (views), a directory imported into memory, or a database file. */
   kind: 'views' | 'imported' | 'duckdb';
@@ -27,13 +29,16 @@ export interface OpenedData {
 const LOCKED = /Could not set lock on file/;
 
 /**
- * Opens a database file, with DuckDB's errors (not a database, lock held) as one line. DuckDB lets
- * one process open a file: `whenLocked` says what to do when another one holds it.
+ * Opens the stores of a database file, with DuckDB's errors (not a database, lock held) as one
+ * line. DuckDB lets one process open a file: `whenLocked` says what to do when another one holds it.
  */
-export async function openDatabase(path: string, whenLocked = 'wait for that command to finish, or stop the service if it is its database'): Promise<Store> {
+export async function openDatabase(
+  path: string, whenLocked = 'wait for that command to finish, or stop the service if it is its database', engine: AnalyticsEngine = 'duckdb',
+): Promise<Stores> {
   try {
-    return await Store.open(path);
+    return await openStores({ analyticsStore: engine, databasePath: path });
   } catch (err) {
+    if (err instanceof StoreUnavailable) throw new CliError(err.message);
     const message = oneLine(err);
     if (LOCKED.test(message)) {
       const pid = /\(PID (\d+)\)/.exec(message)?.[1];
@@ -43,10 +48,10 @@ export async function openDatabase(path: string, whenLocked = 'wait for that com
   }
 }
 
-/** Imports a parquet directory, checked against the layout, into `ws` of `store`. */
-export async function importDir(store: Store, ws: string, dir: string, progress?: ImportProgress): Promise<void> {
+/** Imports a parquet directory, checked against the layout, into `ws` of `stores`. */
+export async function importDir(stores: Stores, ws: string, dir: string, progress?: ImportProgress): Promise<void> {
   try {
-    await importParquetDir(store, ws, dir, progress);
+    await importParquetDir(stores.control, ws, dir, progress);
   } catch (err) {
     throw new CliError(`${dir}: import failed (${oneLine(err)})`);
   }
@@ -64,10 +69,10 @@ export function payloadEventNames(criteria: unknown): string[] {
 }
 
 /** Views over a checked directory's files; on a key collision, says so and falls back to an import. */
-async function readInPlace(store: Store, ws: string, dir: string, criteria: unknown): Promise<'views' | 'imported'> {
+async function readInPlace(stores: Stores, ws: string, dir: string, criteria: unknown): Promise<'views' | 'imported'> {
   let attached: Awaited<ReturnType<typeof attachParquetDir>>;
   try {
-    attached = await attachParquetDir(store, ws, dir, payloadEventNames(criteria));
+    attached = await attachParquetDir(stores.control, ws, dir, payloadEventNames(criteria));
   } catch (err) {
     throw new CliError(`${dir}: cannot read the parquet files (${oneLine(err)})`);
   }
@@ -76,17 +81,17 @@ async function readInPlace(store: Store, ws: string, dir: string, criteria: unkn
   return 'imported';
 }
 
-/** A directory in an in-memory store: read in place, or imported (--import, key collision). */
+/** A directory in an in-memory database: read in place, or imported (--import, key collision). */
 async function openDir(dir: string, criteria: unknown, copy: boolean): Promise<OpenedData> {
-  const store = await Store.open(':memory:');
+  const stores = await openStores({ analyticsStore: 'duckdb', databasePath: ':memory:' });
   try {
-    const ws = (await new Workspaces(store).create(ANALYST_WORKSPACE)).workspace_id;
-    assertImportable(await checkParquetDir(store, dir));
-    const kind = copy ? 'imported' : await readInPlace(store, ws, dir, criteria);
-    if (kind === 'imported') await importDir(store, ws, dir);
-    return { store, workspaceId: ws, kind, close: () => store.close() };
+    const ws = (await new Workspaces(stores.control).create(ANALYST_WORKSPACE)).workspace_id;
+    assertImportable(await checkParquetDir(stores.control, dir));
+    const kind = copy ? 'imported' : await readInPlace(stores, ws, dir, criteria);
+    if (kind === 'imported') await importDir(stores, ws, dir);
+    return { stores, workspaceId: ws, kind, close: () => stores.close() };
   } catch (err) {
-    await store.close();
+    await stores.close();
     throw err;
   }
 }
@@ -102,18 +107,18 @@ export async function openData(values: Values, command: string, criteria: unknow
   if (data.endsWith('.parquet')) throw new CliError(`${data}: pass the directory holding the parquet files, not one file`);
   if (statSync(data).isDirectory()) return openDir(data, criteria, values.import === true);
   if (values.import === true) throw new UsageError('--import applies to a directory of parquet exports, not a database file', command);
-  const store = await openDatabase(data);
+  const stores = await openDatabase(data);
   try {
-    const workspaceId = await findWorkspace(store, data, stringOption(values, 'workspace'));
-    return { store, workspaceId, kind: 'duckdb', close: () => store.close() };
+    const workspaceId = await findWorkspace(stores, data, stringOption(values, 'workspace'));
+    return { stores, workspaceId, kind: 'duckdb', close: () => stores.close() };
   } catch (err) {
-    await store.close();
+    await stores.close();
     throw err;
   }
 }
 
-async function findWorkspace(store: Store, path: string, id: string | undefined): Promise<string> {
-  const rows = await store.query('SELECT workspace_id, name FROM workspaces ORDER BY created_at') as { workspace_id: string; name: string }[];
+async function findWorkspace(stores: Stores, path: string, id: string | undefined): Promise<string> {
+  const rows = await stores.control.query('SELECT workspace_id, name FROM workspaces ORDER BY created_at') as { workspace_id: string; name: string }[];
   const found = id !== undefined ? rows.find((r) => r.workspace_id === id) : rows.find((r) => r.name === ANALYST_WORKSPACE);
   if (found) return found.workspace_id;
   const known = rows.length === 0 ? 'it has none' : `it has ${rows.map((r) => `${r.workspace_id} (${r.name})`).join(', ')}`;

@@ -35,7 +35,7 @@ async function run([file]: string[], values: Values): Promise<number> {
   const data = await openData(values, 'estimate', criteria);
   try {
     const t0 = performance.now();
-    const result = await compileCriteria(data.store, data.workspaceId, criteria, { at, budgetMs });
+    const result = await compileCriteria(data.stores.analytics, data.workspaceId, criteria, { at, budgetMs });
     const elapsed = performance.now() - t0;
     if (values.json) {
       printJson({ ...result, ...(result.valid ? {} : { errors: result.errors }), at: at.toISOString(), elapsed_ms: Math.round(elapsed) });

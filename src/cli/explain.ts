@@ -1,10 +1,8 @@
 // `explain <criteria.json> --data …`: the criteria tree with each branch's and leaf's distinct
 // profile count (each subtree planned and counted on its own), then the SQL and its parameters.
 
-import {
-  type AudienceCriteria, type CriteriaNode, planCriteria, pointer, printCount, type SqlParam,
-} from '../criteria/index.js';
-import type { Store } from '../store/db.js';
+import { type AudienceCriteria, type CriteriaNode, planCriteria, pointer, type SqlParam } from '../criteria/index.js';
+import type { AnalyticsStore } from '../store/analytics.js';
 import { atOption, type Command, integerOption, type Values } from './args.js';
 import { readCriteriaFile } from './criteria-file.js';
 import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';
@@ -47,20 +45,21 @@ export interface ExplainNode {
   children?: ExplainNode[];
 }
 
-async function explainNode(store: Store, ws: string, node: CriteriaNode, path: string, at: Date, budgetMs: number): Promise<ExplainNode> {
+async function explainNode(
+  analytics: AnalyticsStore, ws: string, node: CriteriaNode, path: string, at: Date, budgetMs: number,
+): Promise<ExplainNode> {
   const subtree: AudienceCriteria = { version: 1, root: node };
-  const query = printCount(planCriteria(subtree, at), ws);
-  const count = await store.countWithin(query.sql, query.params, budgetMs);
+  const count = await analytics.countWithin(planCriteria(subtree, at), ws, budgetMs);
   if (!('op' in node)) {
     const negated = 'occurrence' in node && node.occurrence.op === 'did_not';
     return { kind: 'leaf', path, count, negated, description: describeLeaf(node) };
   }
   if (node.op === 'not') {
-    return { kind: 'not', path, count, negated: true, children: [await explainNode(store, ws, node.child, pointer(path, 'child'), at, budgetMs)] };
+    return { kind: 'not', path, count, negated: true, children: [await explainNode(analytics, ws, node.child, pointer(path, 'child'), at, budgetMs)] };
   }
   const children: ExplainNode[] = [];
   for (const [i, child] of node.children.entries()) {
-    children.push(await explainNode(store, ws, child, pointer(pointer(path, 'children'), i), at, budgetMs));
+    children.push(await explainNode(analytics, ws, child, pointer(pointer(path, 'children'), i), at, budgetMs));
   }
   return { kind: node.op, path, count, negated: false, children };
 }
@@ -88,10 +87,12 @@ async function run([file]: string[], values: Values): Promise<number> {
   try {
     const valid = await validatedCriteria(data, criteria, file!, values.json === true);
     if (!valid) return 1;
-    const tree = await explainNode(data.store, data.workspaceId, valid.root, '/root', at, budgetMs);
-    const query = printCount(planCriteria(valid, at), data.workspaceId);
+    const { analytics } = data.stores;
+    const tree = await explainNode(analytics, data.workspaceId, valid.root, '/root', at, budgetMs);
+    const plan = planCriteria(valid, at);
+    const query = analytics.countQuery(plan, data.workspaceId);
     const analyze = values.analyze === true
-      ? await data.store.explainAnalyzeWithin(query.sql, query.params, budgetMs) ?? `over budget (${budgetMs} ms)`
+      ? await analytics.profileWithin(plan, data.workspaceId, budgetMs) ?? `over budget (${budgetMs} ms)`
       : undefined;
     if (values.json) {
       printJson({ valid: true, at: at.toISOString(), count: tree.count, tree, sql: query.sql, params: query.params, analyze });

@@ -2,7 +2,7 @@
 
 import { loadConfig } from '../config.js';
 import { webhookUrl } from '../http/routes/workspace.js';
-import { CREDENTIAL_KINDS, type CredentialKind } from '../store/workspaces.js';
+import { CREDENTIAL_KINDS, type CredentialKind } from '../store/control/workspaces.js';
 import { type Command, stringOption, type Values } from './args.js';
 import { CliError, UsageError } from './errors.js';
 import { print, printJson } from './output.js';

@@ -3,7 +3,7 @@
 
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Store } from '../store/db.js';
+import type { Store } from '../store/duckdb/db.js';
 import { DATASET_TABLES, type DatasetTable, LAYOUT_COLUMNS } from '../store/layout.js';
 import { CliError, oneLine } from './errors.js';
 

@@ -2,9 +2,9 @@
 // `analyst` workspace of a database file for fast repeated estimates.
 
 import cliProgress from 'cli-progress';
-import { Store } from '../store/db.js';
-import type { ImportProgress } from '../store/import.js';
-import { Workspaces } from '../store/workspaces.js';
+import { Workspaces } from '../store/control/workspaces.js';
+import type { ImportProgress } from '../store/duckdb/import.js';
+import { openStores } from '../store/open.js';
 import { type Command, stringOption } from './args.js';
 import { ANALYST_WORKSPACE, importDir, openDatabase } from './data.js';
 import { CliError } from './errors.js';
@@ -91,10 +91,10 @@ async function run([dir]: string[], values: Record<string, string | boolean | un
   const into = stringOption(values, 'into');
   const json = values.json === true;
   // Checked first, so a wrong directory never leaves an empty database file behind.
-  const scratch = await Store.open(':memory:');
+  const scratch = await openStores({ analyticsStore: 'duckdb', databasePath: ':memory:' });
   let check: DirCheck;
   try {
-    check = await checkParquetDir(scratch, dir!);
+    check = await checkParquetDir(scratch.control, dir!);
   } finally {
     await scratch.close();
   }
@@ -109,10 +109,10 @@ async function run([dir]: string[], values: Record<string, string | boolean | un
     return 0;
   }
   assertImportable(check);
-  const store = await openDatabase(into);
+  const stores = await openDatabase(into);
   try {
-    const ws = await new Workspaces(store).ensure(ANALYST_WORKSPACE, {});
-    const held = await store.query(
+    const ws = await new Workspaces(stores.control).ensure(ANALYST_WORKSPACE, {});
+    const held = await stores.control.query(
       'SELECT (SELECT count(*) FROM persons WHERE workspace_id = $1) + (SELECT count(*) FROM events WHERE workspace_id = $1) AS n',
       [ws.workspace_id]);
     if (Number(held[0]?.n ?? 0) > 0) {
@@ -123,7 +123,7 @@ async function run([dir]: string[], values: Record<string, string | boolean | un
     const terminal = process.stderr.isTTY ? terminalProgress() : null;
     const t0 = performance.now();
     try {
-      await importDir(store, ws.workspace_id, dir!, {
+      await importDir(stores, ws.workspace_id, dir!, {
         table: (table, rows, ms) => {
           loaded.push({ table, rows, ms });
           terminal?.table(table, rows, ms);
@@ -142,7 +142,7 @@ async function run([dir]: string[], values: Record<string, string | boolean | un
     }
     return 0;
   } finally {
-    await store.close();
+    await stores.close();
   }
 }
 

@@ -2,8 +2,8 @@
 
 import { writeFileSync } from 'node:fs';
 import { extname } from 'node:path';
-import { planCriteria, printMembers } from '../criteria/index.js';
-import type { Store } from '../store/db.js';
+import { planCriteria, type SetPlan } from '../criteria/index.js';
+import type { AnalyticsStore } from '../store/analytics.js';
 import { atOption, type Command, stringOption, type Values } from './args.js';
 import { readCriteriaFile } from './criteria-file.js';
 import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';
@@ -11,7 +11,7 @@ import { CliError, oneLine, UsageError } from './errors.js';
 import { fmt, print, printJson, seconds } from './output.js';
 import { validatedCriteria } from './validated.js';
 
-/** The member columns written: printMembers' rows without the internal profile key. */
+/** The member columns written: the members' public ids, without the internal profile key. */
 export const MEMBER_COLUMNS = ['person_id', 'visitor_id', 'external_id', 'email'] as const;
 const FORMATS = { '.parquet': 'parquet', '.csv': 'csv', '.arrow': 'arrow' } as const;
 
@@ -36,16 +36,15 @@ options:
   -h, --help                this help`;
 
 
-async function writeArrow(store: Store, sql: string, params: (string | number | boolean)[], out: string): Promise<number> {
+async function writeArrow(analytics: AnalyticsStore, plan: SetPlan, ws: string, out: string): Promise<number> {
   let arrow: typeof import('apache-arrow');
   try {
     arrow = await import('apache-arrow');
   } catch {
     throw new CliError('--out .arrow needs the apache-arrow package (npm install apache-arrow); use .parquet or .csv');
   }
-  const rows = await store.query(sql, params);
-  const columns = Object.fromEntries(MEMBER_COLUMNS.map((c) =>
-    [c, arrow.vectorFromArray(rows.map((r) => (r[c] ?? null) as string | null), new arrow.Utf8())]));
+  const rows = await analytics.listMembers(plan, ws);
+  const columns = Object.fromEntries(MEMBER_COLUMNS.map((c) => [c, arrow.vectorFromArray(rows.map((r) => r[c] ?? null), new arrow.Utf8())]));
   writeFileSync(out, arrow.tableToIPC(new arrow.Table(columns), 'file'));
   return rows.length;
 }
@@ -62,15 +61,13 @@ async function run([file]: string[], values: Values): Promise<number> {
   try {
     const valid = await validatedCriteria(data, criteria, file!, values.json === true);
     if (!valid) return 1;
-    const query = printMembers(planCriteria(valid, at), data.workspaceId);
-    // By public ids, not by internal keys: the same file from a directory read in place and from its import.
-    const select = `SELECT ${MEMBER_COLUMNS.join(', ')} FROM (${query.sql}) AS members ORDER BY person_id NULLS LAST, visitor_id`;
+    const plan = planCriteria(valid, at);
     const t0 = performance.now();
     let rows: number;
     try {
       rows = format === 'arrow'
-        ? await writeArrow(data.store, select, query.params, out)
-        : await data.store.copyTo(select, query.params, out, format);
+        ? await writeArrow(data.stores.analytics, plan, data.workspaceId, out)
+        : await data.stores.analytics.writeMembers(plan, data.workspaceId, out, format);
     } catch (err) {
       if (err instanceof CliError) throw err;
       throw new CliError(`${out}: cannot write (${oneLine(err)})`);

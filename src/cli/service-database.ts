@@ -3,8 +3,8 @@
 
 import { existsSync, statSync } from 'node:fs';
 import { loadConfig } from '../config.js';
-import type { Store } from '../store/db.js';
-import { type Workspace, Workspaces } from '../store/workspaces.js';
+import { type Workspace, Workspaces } from '../store/control/workspaces.js';
+import type { Stores } from '../store/open.js';
 import { stringOption, type Values } from './args.js';
 import { openDatabase } from './data.js';
 import { CliError, UsageError } from './errors.js';
@@ -19,7 +19,7 @@ effect when it starts again. While the service holds the file, this command says
 
 export interface ServiceDatabase {
   path: string;
-  store: Store;
+  stores: Stores;
   workspaces: Workspaces;
   close(): Promise<void>;
 }
@@ -29,15 +29,16 @@ export interface ServiceDatabase {
  * does); otherwise a missing file is an error, so a mistyped path never yields a stray database.
  */
 export async function openServiceDatabase(values: Values, command: string, create: boolean): Promise<ServiceDatabase & { created: boolean }> {
-  const path = stringOption(values, 'data') ?? loadConfig().databasePath;
+  const config = loadConfig();
+  const path = stringOption(values, 'data') ?? config.databasePath;
   if (path === ':memory:') throw new UsageError('DATABASE_PATH is :memory:, which no other process can open; pass --data <file.duckdb>', command);
   const exists = existsSync(path);
   if (exists && statSync(path).isDirectory()) throw new CliError(`${path}: is a directory, expected the service's database file`);
   if (!exists && !create) {
     throw new CliError(`${path}: no such database (the service creates it at its first start; or pass --data <file.duckdb>)`);
   }
-  const store = await openDatabase(path, 'stop the service, run this again, then start the service');
-  return { path, store, workspaces: new Workspaces(store), created: !exists, close: () => store.close() };
+  const stores = await openDatabase(path, 'stop the service, run this again, then start the service', config.analyticsStore);
+  return { path, stores, workspaces: new Workspaces(stores.control), created: !exists, close: () => stores.close() };
 }
 
 /** A workspace named by its id, or by its name when exactly one workspace has it. */

@@ -1,7 +1,6 @@
 // `validate <criteria.json> [--data …]`: the HTTP compile's validation, without estimating.
 
 import { isTimeWindowed, type PropertyCatalog, validateCriteria } from '../criteria/index.js';
-import { propertyCatalog } from '../store/properties.js';
 import { type Command, stringOption, type Values } from './args.js';
 import { readCriteriaFile } from './criteria-file.js';
 import { openData } from './data.js';
@@ -35,7 +34,7 @@ async function run([file]: string[], values: Values): Promise<number> {
   if (dataPath !== undefined) {
     const data = await openData(values, 'validate', criteria);
     try {
-      catalog = await propertyCatalog(data.store, data.workspaceId);
+      catalog = await data.stores.analytics.propertyCatalog(data.workspaceId);
     } finally {
       await data.close();
     }

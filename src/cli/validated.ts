@@ -1,13 +1,12 @@
 // Validation against the data's property catalog, for commands that go on to plan the criteria.
 
 import { type AudienceCriteria, validateCriteria } from '../criteria/index.js';
-import { propertyCatalog } from '../store/properties.js';
 import type { OpenedData } from './data.js';
 import { print, printCriteriaErrors, printJson } from './output.js';
 
 /** The validated criteria, or null after printing the faults (the caller exits 1). */
 export async function validatedCriteria(data: OpenedData, raw: unknown, file: string, json: boolean): Promise<AudienceCriteria | null> {
-  const result = validateCriteria(raw, await propertyCatalog(data.store, data.workspaceId));
+  const result = validateCriteria(raw, await data.stores.analytics.propertyCatalog(data.workspaceId));
   if (result.ok) return result.criteria;
   if (json) {
     printJson({ valid: false, errors: result.errors });

@@ -5,7 +5,7 @@ import { loadConfig } from '../config.js';
 import { webhookUrl } from '../http/routes/workspace.js';
 import type { Command, Values } from './args.js';
 import { CliError, UsageError } from './errors.js';
-import { PAYMENTS_MODES, type PaymentsMode } from '../store/workspaces.js';
+import { PAYMENTS_MODES, type PaymentsMode } from '../store/control/workspaces.js';
 import { print, printJson } from './output.js';
 import { findWorkspace, openServiceDatabase, SERVICE_DATABASE_HELP, SERVICE_DATABASE_NOTE, SERVICE_DATABASE_OPTIONS } from './service-database.js';
 

@@ -5,8 +5,8 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
-import type { Store } from '../store/db.js';
-import { Workspaces } from '../store/workspaces.js';
+import { Workspaces } from '../store/control/workspaces.js';
+import type { Stores } from '../store/open.js';
 import { authPlugin } from './auth.js';
 import { registerJsonBodies } from './json-body.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
@@ -26,7 +26,7 @@ import { workspaceRoutes } from './routes/workspace.js';
 export const BODY_LIMIT_BYTES = 1024 * 1024;
 
 export interface AppOptions {
-  store: Store;
+  stores: Stores;
   estimateBudgetMs: number;
   /** Evaluation time for estimates; injectable so tests are deterministic. */
   clock?: () => Date;
@@ -49,7 +49,7 @@ declare module 'fastify' {
 }
 
 /** Fastify with zod schemas, the error mapping and key authentication: shared by both apps. */
-async function baseApp(store: Store, logger: boolean, rateLimits: RateLimits = DEFAULT_RATE_LIMITS) {
+async function baseApp(stores: Stores, logger: boolean, rateLimits: RateLimits = DEFAULT_RATE_LIMITS) {
   const app = Fastify({
     logger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -62,12 +62,12 @@ async function baseApp(store: Store, logger: boolean, rateLimits: RateLimits = D
   registerErrorHandling(app);
   registerJsonBodies(app);
   await registerRateLimits(app, rateLimits);
-  const workspaces = new Workspaces(store);
+  const workspaces = new Workspaces(stores.control);
   return { app, workspaces };
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
-  const { app, workspaces } = await baseApp(opts.store, opts.logger ?? false, opts.rateLimits);
+  const { app, workspaces } = await baseApp(opts.stores, opts.logger ?? false, opts.rateLimits);
 
   await app.register(swagger, {
     openapi: {
@@ -91,27 +91,27 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(authPlugin, { workspaces });
   await app.register(healthRoutes);
   const clock = opts.clock ?? (() => new Date());
-  await app.register(compileRoutes, { store: opts.store, budgetMs: opts.estimateBudgetMs, clock });
-  const audiences = createAudienceService(opts.store, clock, (err) => app.log.error({ err }, 'audience refresh or delivery failed'), opts.audiences);
+  await app.register(compileRoutes, { analytics: opts.stores.analytics, budgetMs: opts.estimateBudgetMs, clock });
+  const audiences = createAudienceService(opts.stores, clock, (err) => app.log.error({ err }, 'audience refresh or delivery failed'), opts.audiences);
   app.decorate('audiences', audiences);
   // Stops the scheduler before the store closes (app.close() runs before store.close()).
   app.addHook('onClose', () => audiences.scheduler.stop());
-  await app.register(audienceRoutes, { store: opts.store, ...audiences, clock });
-  const ingest = opts.ingest ?? new Ingest(opts.store);
+  await app.register(audienceRoutes, { stores: opts.stores, ...audiences, clock });
+  const ingest = opts.ingest ?? new Ingest(opts.stores);
   await app.register(ingestRoutes, { ingest });
   await app.register(trackerRoutes);
   await app.register(workspaceRoutes, { workspaces, publicUrl: opts.publicUrl ?? 'http://127.0.0.1:3000' });
-  await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.store, ingest) });
-  await app.register(peopleRoutes, { store: opts.store });
+  await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.stores, ingest) });
+  await app.register(peopleRoutes, { stores: opts.stores });
   await app.ready();
   return app;
 }
 
 /** The data app for DATA_PORT: the people lookup only. */
-export async function buildDataApp(opts: { store: Store; logger?: boolean; rateLimits?: RateLimits }): Promise<FastifyInstance> {
-  const { app, workspaces } = await baseApp(opts.store, opts.logger ?? false, opts.rateLimits);
+export async function buildDataApp(opts: { stores: Stores; logger?: boolean; rateLimits?: RateLimits }): Promise<FastifyInstance> {
+  const { app, workspaces } = await baseApp(opts.stores, opts.logger ?? false, opts.rateLimits);
   await app.register(authPlugin, { workspaces });
-  await app.register(peopleRoutes, { store: opts.store });
+  await app.register(peopleRoutes, { stores: opts.stores });
   await app.ready();
   return app;
 }

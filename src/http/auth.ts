@@ -4,7 +4,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import fp from 'fastify-plugin';
 import { AppError } from '../errors.js';
-import type { Workspaces } from '../store/workspaces.js';
+import type { Workspaces } from '../store/control/workspaces.js';
 
 export type AuthLevel = 'secret' | 'any';
 

@@ -4,12 +4,12 @@
 // payloads grew to gigabytes). It is one LRU over every workspace, bounded in entries.
 //
 // Entries are only ever the state of committed rows: resolution copies a record before changing it
-// and hands its changes back after its transaction commits (Store.afterCommit). Every writer of
+// and hands its changes back after its transaction commits (ControlStore.afterCommit). Every writer of
 // persons and visitors resolves through here, so an entry is never stale; an identifier missing
 // from the cache (never seen, or evicted) is looked up.
 
-import type { Store } from '../store/db.js';
-import type { PersonRecord, VisitorRecord } from '../store/people.js';
+import type { PersonRecord, VisitorRecord } from '../store/control/people.js';
+import type { ControlStore } from '../store/control/store.js';
 
 /**
  * Entries kept over every workspace (each identifier of a person, and each visitor, is one).
@@ -135,10 +135,10 @@ export class IdentityCache {
   }
 }
 
-const caches = new WeakMap<Store, IdentityCache>();
+const caches = new WeakMap<ControlStore, IdentityCache>();
 
 /** The one cache of a store: two caches over the same rows could disagree. */
-export function identityCacheOf(store: Store): IdentityCache {
+export function identityCacheOf(store: ControlStore): IdentityCache {
   let cache = caches.get(store);
   if (!cache) caches.set(store, (cache = new IdentityCache()));
   return cache;

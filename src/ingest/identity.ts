@@ -4,11 +4,12 @@
 // The batch's persons and visitors are loaded once, resolved in order in memory, written once.
 
 import { randomBytes } from 'node:crypto';
-import type { Store } from '../store/db.js';
-import { identityCacheOf } from './identity-cache.js';
+import type { UnitOfWork, VisitorLink } from '../store/analytics.js';
 import {
-  nextKeys, type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type Tx, type VisitorRecord, visitorsById,
-} from '../store/people.js';
+  nextKeys, type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type VisitorRecord, visitorsById,
+} from '../store/control/people.js';
+import type { ControlStore } from '../store/control/store.js';
+import { identityCacheOf } from './identity-cache.js';
 
 export interface IdentityInput {
   external_id?: string;
@@ -28,14 +29,6 @@ export interface Resolved {
   identified: boolean;
 }
 
-/** A visitor newly linked to a person, or moved to another one. */
-export interface VisitorLink {
-  workspaceId: string;
-  visitorId: string;
-  visitorKey: number;
-  personKey: number;
-}
-
 const newPersonId = () => `per_${randomBytes(12).toString('base64url')}`;
 
 export function normalizeEmail(email: string): string {
@@ -43,13 +36,14 @@ export function normalizeEmail(email: string): string {
 }
 
 /**
- * Resolves a batch inside a `store.transaction`. Known identifiers come from the identity cache,
- * the others from one lookup each; the cache learns what changed once the transaction commits.
- * Records from the cache are shared with it: they are copied before the first change.
+ * Resolves a batch inside a unit of work on `store`. Known identifiers come from the identity cache,
+ * the others from one lookup each; the cache learns what changed once the control transaction
+ * commits. Records from the cache are shared with it: they are copied before the first change.
  */
 export async function resolveIdentities(
-  store: Store, tx: Tx, ws: string, inputs: IdentityInput[], now: Date,
+  store: ControlStore, work: UnitOfWork, ws: string, inputs: IdentityInput[], now: Date,
 ): Promise<{ resolved: Resolved[]; links: VisitorLink[] }> {
+  const tx = work.control;
   const cache = identityCacheOf(store);
   const unique = <T>(values: (T | undefined)[]) => [...new Set(values.filter((v): v is T => v !== undefined))];
 
@@ -179,6 +173,7 @@ export async function resolveIdentities(
   const changed = [...changedPersons].filter((key) => !created.has(key)).map((key) => byKey.get(key)!);
   await savePersons(tx, ws, createdPersons, changed, updates, now);
   await saveVisitors(tx, ws, createdVisitors, [...relinked.values()], now);
+  await work.analytics.linkVisitors(links);
   store.afterCommit(() => cache.remember(ws,
     [...byKey.values()].filter((p) => !shared.has(p)), [...visitors.values()].filter((v) => !shared.has(v))));
   return { resolved, links };

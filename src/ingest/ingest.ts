@@ -1,21 +1,19 @@
-// Ingest: persons, events and page views. Each call is one transaction: a rejected batch stores
-// nothing, an acknowledged one is committed (durable) before the answer.
+// Ingest: persons, events and page views. Each call is one unit of work (store/analytics.ts): a
+// rejected batch stores nothing, an acknowledged one is stored (durable) before the answer.
 
 import { randomBytes } from 'node:crypto';
 import { invalidRequest } from '../errors.js';
-import type { Store } from '../store/db.js';
-import type { Tx } from '../store/people.js';
-import { appendEvents, claimMessageIds, type EventRecord } from '../store/events.js';
-import { appendPageviews, type ChannelFields, latestPageviews, type PageviewRecord } from '../store/pageviews.js';
-import { knownPropertyPaths, propertyPaths, recordPropertyPaths } from '../store/properties.js';
-import { refusedValue } from '../store/refused.js';
+import {
+  type ChannelFields, type EventRecord, type PageviewRecord, RefusedValue, type UnitOfWork, type VisitorLink,
+} from '../store/analytics.js';
+import { claimMessageIds } from '../store/control/messages.js';
+import type { Stores } from '../store/open.js';
+import { propertyPaths } from '../store/property-paths.js';
 import { stringifyWellFormed } from '../well-formed.js';
 import { derivePageviewFields, isInternalNavigation, type PageviewFields } from './channels.js';
 import { GroupCommit } from './group-commit.js';
-import { type IdentityInput, resolveIdentities, type VisitorLink } from './identity.js';
+import { type IdentityInput, resolveIdentities } from './identity.js';
 import type { EventInput, PageviewInput, PersonInput } from './schemas.js';
-
-export type { VisitorLink } from './identity.js';
 
 /** An internal navigation inherits the channel of a landing view at most this old. */
 const SESSION_MS = 30 * 60_000;
@@ -67,19 +65,18 @@ interface PreparedPageview extends Prepared<PageviewInput> {
 
 /**
  * A request that failed alone (a group's failure is retried apart, so only its own requests
- * fail) because DuckDB refused one of its values is bad input: 400 invalid_request. Any other
+ * fail) because the store refused one of its values is bad input: 400 invalid_request. Any other
  * failure stays what it is (a 500).
  */
 function asRefusal(err: unknown): never {
-  const reason = refusedValue(err);
-  if (reason === null) throw err;
-  throw invalidRequest([{ field: '', message: `the database refused a value of this request: ${reason}` }]);
+  if (!(err instanceof RefusedValue)) throw err;
+  throw invalidRequest([{ field: '', message: `the database refused a value of this request: ${err.reason}` }]);
 }
 
 const timeOf = (input: { timestamp?: string }, receivedAt: Date) => (input.timestamp ? new Date(input.timestamp) : receivedAt);
 
-/** Runs inside the transaction that links the visitors: its writes commit or roll back with them. */
-export type LinkListener = (tx: Tx, links: VisitorLink[]) => Promise<void>;
+/** Runs inside the unit of work that links the visitors: its writes are kept or dropped with them. */
+export type LinkListener = (work: UnitOfWork, links: VisitorLink[]) => Promise<void>;
 
 export class Ingest {
   private readonly eventWrites = new GroupCommit<PreparedEvent, EventResult>((ws, items) => this.writeEvents(ws, items));
@@ -88,11 +85,11 @@ export class Ingest {
   /** Property paths known per workspace (`event_name \0 path`), so only new ones are written. */
   private readonly knownPaths = new Map<string, Set<string>>();
 
-  constructor(private readonly store: Store, private readonly clock: () => Date = () => new Date()) {}
+  constructor(private readonly stores: Stores, private readonly clock: () => Date = () => new Date()) {}
 
   /**
    * Calls `listener` with each change of visitor-to-person links (a visitor linked or moved), in
-   * the transaction that makes it. Deferred payment links hang off this.
+   * the unit of work that makes it. Deferred payment links hang off this.
    */
   onVisitorLinked(listener: LinkListener): void {
     this.linkListeners.push(listener);
@@ -100,17 +97,17 @@ export class Ingest {
 
   async person(ws: string, input: PersonInput): Promise<{ person_id: string | null }> {
     const now = this.clock();
-    const resolved = await this.store.transaction(async (tx) => {
-      const { resolved, links } = await resolveIdentities(this.store, tx, ws, [identityOf(input, now)], now);
-      await this.notify(tx, links);
+    const resolved = await this.stores.analytics.unit(async (work) => {
+      const { resolved, links } = await resolveIdentities(this.stores.control, work, ws, [identityOf(input, now)], now);
+      await this.notify(work, links);
       return resolved;
     }).catch(asRefusal);
     return { person_id: resolved[0]?.person_id ?? null };
   }
 
   /**
-   * Stores a batch of events (with the batches of the workspace that are waiting, in one
-   * transaction). The inputs are within the limits of the schema (src/ingest/limits.ts): what
+   * Stores a batch of events (with the batches of the workspace that are waiting, in one unit of
+   * work). The inputs are within the limits of the schema (src/ingest/limits.ts): what
    * walks or serializes them here runs before the batch joins a group, so it can only fail itself.
    */
   async events(ws: string, inputs: EventInput[]): Promise<EventResult[]> {
@@ -126,25 +123,25 @@ export class Ingest {
 
   private async writeEvents(ws: string, items: PreparedEvent[]): Promise<EventResult[]> {
     const known = await this.pathsOf(ws);
-    return this.store.transaction((tx) => this.storeEvents(tx, ws, items, this.clock(), known).catch((err) => {
+    return this.stores.analytics.unit((work) => this.storeEvents(work, ws, items, this.clock(), known).catch((err) => {
       // Paths added to the cache were rolled back; forget them before the next transaction runs.
       this.knownPaths.delete(ws);
       throw err;
     }));
   }
 
-  /** Events inside their transaction: dedupe, resolve, append, record new property paths. */
-  private async storeEvents(tx: Tx, ws: string, items: PreparedEvent[], now: Date, known: Set<string>) {
+  /** Events inside their unit of work: dedupe, resolve, append, record new property paths. */
+  private async storeEvents(work: UnitOfWork, ws: string, items: PreparedEvent[], now: Date, known: Set<string>) {
     const inputs = items.map((item) => item.input);
     // A message_id repeated within the batch or seen before is stored once.
     const firstOfBatch = new Map<string, number>();
     inputs.forEach((e, i) => { if (e.message_id !== undefined && !firstOfBatch.has(e.message_id)) firstOfBatch.set(e.message_id, i); });
-    const fresh = await claimMessageIds(tx, ws, [...firstOfBatch.keys()]);
+    const fresh = await claimMessageIds(work.control, ws, [...firstOfBatch.keys()]);
     const kept = inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && fresh.has(e.message_id)));
     const stored = items.filter((_, i) => kept[i]);
 
-    const { resolved, links } = await resolveIdentities(this.store, tx, ws, stored.map((e) => identityOf(e.input, e.ts)), now);
-    await this.notify(tx, links);
+    const { resolved, links } = await resolveIdentities(this.stores.control, work, ws, stored.map((e) => identityOf(e.input, e.ts)), now);
+    await this.notify(work, links);
     const ids = newIds('evt', stored.length);
     const rows: EventRecord[] = [];
     const newPaths: { event_name: string; path: string }[] = [];
@@ -168,8 +165,8 @@ export class Ingest {
         }
       }
     });
-    await appendEvents(tx, ws, rows, now);
-    await recordPropertyPaths(tx, ws, newPaths);
+    await work.analytics.appendEvents(ws, rows, now);
+    await work.analytics.recordPropertyPaths(ws, newPaths);
     let next = 0;
     const results = inputs.map((_, i): EventResult => {
       if (!kept[i]) return { event_id: null, person_id: null, duplicate: true };
@@ -192,11 +189,11 @@ export class Ingest {
 
   private writePageviews(ws: string, items: PreparedPageview[]): Promise<{ pageview_id: string }[]> {
     const now = this.clock();
-    return this.store.transaction(async (tx) => {
-      const { resolved } = await resolveIdentities(this.store, tx, ws, items.map(({ input, ts }) => ({ visitor_id: input.visitor_id, at: ts })), now);
+    return this.stores.analytics.unit(async (work) => {
+      const { resolved } = await resolveIdentities(this.stores.control, work, ws, items.map(({ input, ts }) => ({ visitor_id: input.visitor_id, at: ts })), now);
       const keys = resolved.map((r) => r.visitor_key!);
       const ids = newIds('pv', items.length);
-      const latest = await latestPageviews(tx, ws, [...new Set(keys)]);
+      const latest = await work.analytics.latestPageviews(ws, [...new Set(keys)]);
       const rows = items.map(({ input: p, ts, fields }, i): PageviewRecord => {
         let channel: ChannelFields = fields;
         if (isInternalNavigation(fields)) {
@@ -214,7 +211,7 @@ export class Ingest {
         if (!previous || previous.ts.getTime() <= ts.getTime()) latest.set(keys[i]!, { ...channel, ts });
         return row;
       });
-      await appendPageviews(tx, ws, rows);
+      await work.analytics.appendPageviews(ws, rows);
       return rows.map((r) => ({ pageview_id: r.pageview_id }));
     });
   }
@@ -222,14 +219,15 @@ export class Ingest {
   private async pathsOf(ws: string): Promise<Set<string>> {
     let known = this.knownPaths.get(ws);
     if (!known) {
-      known = await knownPropertyPaths(this.store, ws);
+      known = new Set();
+      for (const [name, paths] of await this.stores.analytics.propertyCatalog(ws)) for (const path of paths) known.add(`${name}\0${path}`);
       this.knownPaths.set(ws, known);
     }
     return known;
   }
 
-  private async notify(tx: Tx, links: VisitorLink[]): Promise<void> {
+  private async notify(work: UnitOfWork, links: VisitorLink[]): Promise<void> {
     if (links.length === 0) return;
-    for (const listener of this.linkListeners) await listener(tx, links);
+    for (const listener of this.linkListeners) await listener(work, links);
   }
 }

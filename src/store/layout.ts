@@ -1,6 +1,6 @@
 // The export layout: one parquet file (or one in-memory array) per table, with public string ids.
 // The fixture generator writes it, the loader and the CLI read it, tests build datasets in it.
-// Inside the store the same rows carry integer keys instead (see migrations.ts).
+// Inside the store the same rows carry integer keys instead (see duckdb/migrations.ts).
 
 export interface PersonRow {
   person_id: string;

@@ -1,13 +1,16 @@
-// A real app on a real in-memory DuckDB, with one workspace, for tests.
+// A real app on real stores (an in-memory DuckDB unless `path`), with one workspace, for tests.
 
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { AUDIENCE_DEFAULTS } from '../../src/audiences/service.js';
 import { type AppOptions, buildApp } from '../../src/http/app.js';
-import { Store, type StoreOptions } from '../../src/store/db.js';
-import { type CreatedWorkspace, Workspaces } from '../../src/store/workspaces.js';
+import { type CreatedWorkspace, Workspaces } from '../../src/store/control/workspaces.js';
+import type { Store, StoreOptions } from '../../src/store/duckdb/db.js';
+import { openStores, type Stores } from '../../src/store/open.js';
 
 export interface TestApp {
   app: FastifyInstance;
+  stores: Stores;
+  /** The DuckDB database: the control store, holding the analytical tables too. */
   store: Store;
   workspaces: Workspaces;
   ws: CreatedWorkspace;
@@ -27,14 +30,15 @@ export interface TestAppOptions extends StoreOptions {
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const store = await Store.open(options.path ?? ':memory:', options);
+  const stores = await openStores({ ...options, analyticsStore: 'duckdb', databasePath: options.path ?? ':memory:' });
+  const store = stores.control;
   const workspaces = new Workspaces(store);
   const ws = await workspaces.create('test');
   const at = options.at;
   // Tests deliver to loopback receivers: private destinations are allowed unless a test says otherwise.
   const audiences = { ...options.audiences, delivery: { ...AUDIENCE_DEFAULTS.delivery, allowPrivateDestinations: true, ...options.audiences?.delivery } };
   const app = await buildApp({
-    store, estimateBudgetMs: options.budgetMs ?? 5000, clock: options.clock ?? (at ? () => at : undefined), audiences,
+    stores, estimateBudgetMs: options.budgetMs ?? 5000, clock: options.clock ?? (at ? () => at : undefined), audiences,
     rateLimits: options.rateLimits,
   });
   const post = (url: string, body: unknown, key = ws.secret_key) => app.inject({
@@ -44,11 +48,11 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     payload: typeof body === 'string' ? body : JSON.stringify(body),
   });
   return {
-    app, store, workspaces, ws, post,
+    app, stores, store, workspaces, ws, post,
     compile: (criteria, key) => post('/v1/audiences/compile', { criteria_json: criteria }, key),
     close: async () => {
       await app.close();
-      await store.close();
+      await stores.close();
     },
   };
 }

@@ -3,7 +3,7 @@
 // `{base}/{audience_id}/users`; Google Customer Match takes an offline user data job per page.
 
 import { createHash } from 'node:crypto';
-import type { DiffMember } from '../../store/audiences.js';
+import type { DiffMember } from '../../store/analytics.js';
 import type { Destination } from './schema.js';
 import type { Driver, HttpRequest } from './driver.js';
 

@@ -1,6 +1,6 @@
 // What every destination implements: how many diff rows fit a page, and how one page is sent.
 
-import type { DiffMember } from '../../store/audiences.js';
+import type { DiffMember } from '../../store/analytics.js';
 
 export interface HttpRequest {
   /** Shown in the delivery log, e.g. `POST /users`. */

@@ -9,8 +9,8 @@ import { EXPORT_CONTENT_TYPES, exportMembers } from '../../audiences/export.js';
 import type { Refresher } from '../../audiences/refresh.js';
 import type { AudienceResource } from '../../audiences/resource.js';
 import { AppError, invalidRequest } from '../../errors.js';
-import { deliveryLog, membersPage } from '../../store/audiences.js';
-import type { Store } from '../../store/db.js';
+import { deliveryLog } from '../../store/control/audiences.js';
+import type { Stores } from '../../store/open.js';
 import { REQUEST_EXAMPLES } from '../examples.js';
 
 const refreshEvery = z.string()
@@ -90,14 +90,14 @@ function decodeCursor(cursor: string | undefined, snapshot: number): bigint | nu
 }
 
 export interface AudienceRouteOptions {
-  store: Store;
+  stores: Stores;
   resource: AudienceResource;
   refresher: Refresher;
   deliverer: Deliverer;
   clock: () => Date;
 }
 
-export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async (app, { store, resource, refresher, deliverer, clock }) => {
+export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async (app, { stores, resource, refresher, deliverer, clock }) => {
   const auth = { auth: 'secret' as const };
 
   app.post('/v1/audiences', {
@@ -175,13 +175,13 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
     const snapshot = row.snapshot_id ?? 0;
     const { format, limit, cursor } = request.query;
     if (format !== 'json') {
-      const stream = await exportMembers(store, request.workspaceId, snapshot, format);
+      const stream = await exportMembers(stores.analytics, request.workspaceId, snapshot, format);
       return reply
         .header('content-type', EXPORT_CONTENT_TYPES[format])
         .header('content-disposition', `attachment; filename="${row.audience_id}.${format}"`)
         .send(stream as never); // the schema types the JSON format; a stream is sent unserialized
     }
-    const rows = await membersPage(store, request.workspaceId, snapshot, decodeCursor(cursor, snapshot), limit + 1);
+    const rows = await stores.analytics.membersPage(request.workspaceId, snapshot, decodeCursor(cursor, snapshot), limit + 1);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
@@ -200,7 +200,7 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
     },
   }, async (request) => {
     const row = await resource.row(request.workspaceId, request.params.id);
-    const log = await deliveryLog(store, request.workspaceId, row.audience_id, request.query.limit);
+    const log = await deliveryLog(stores.control, request.workspaceId, row.audience_id, request.query.limit);
     return {
       data: log.map((d) => ({
         delivery_id: String(d.delivery_id),

@@ -2,7 +2,7 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { compileCriteria } from '../../audiences/compile.js';
 import { CRITERIA_ERROR_CODES } from '../../criteria/index.js';
-import type { Store } from '../../store/db.js';
+import type { AnalyticsStore } from '../../store/analytics.js';
 import { REQUEST_EXAMPLES } from '../examples.js';
 
 const criteriaError = z.object({
@@ -33,7 +33,7 @@ const compileResponse = z.union([
 ]);
 
 export interface CompileRouteOptions {
-  store: Store;
+  analytics: AnalyticsStore;
   budgetMs: number;
   clock: () => Date;
 }
@@ -52,7 +52,7 @@ export const compileRoutes: FastifyPluginAsyncZod<CompileRouteOptions> = async (
       response: { 200: compileResponse },
     },
   }, async (request) => {
-    const result = await compileCriteria(opts.store, request.workspaceId, request.body.criteria_json, {
+    const result = await compileCriteria(opts.analytics, request.workspaceId, request.body.criteria_json, {
       at: opts.clock(),
       budgetMs: opts.budgetMs,
     });

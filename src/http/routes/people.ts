@@ -4,7 +4,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { findPeople } from '../../attribution/people.js';
-import type { Store } from '../../store/db.js';
+import type { Stores } from '../../store/open.js';
 
 const personMatch = z.object({
   person_id: z.string().nullable(),
@@ -16,7 +16,7 @@ const personMatch = z.object({
   first_touch_channel: z.string(),
 });
 
-export const peopleRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (app, { store }) => {
+export const peopleRoutes: FastifyPluginAsyncZod<{ stores: Stores }> = async (app, { stores }) => {
   app.get('/people', {
     config: { auth: 'secret' },
     schema: {
@@ -30,6 +30,6 @@ export const peopleRoutes: FastifyPluginAsyncZod<{ store: Store }> = async (app,
     },
   }, async (request) => {
     const { q, limit, cursor } = request.query;
-    return findPeople(store, request.workspaceId, q, limit, cursor);
+    return findPeople(stores, request.workspaceId, q, limit, cursor);
   });
 };

@@ -4,7 +4,7 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../errors.js';
-import { PAYMENTS_MODES, type Workspaces } from '../../store/workspaces.js';
+import { PAYMENTS_MODES, type Workspaces } from '../../store/control/workspaces.js';
 
 export const webhookUrl = (publicUrl: string, workspaceId: string) =>
   `${publicUrl.replace(/\/+$/, '')}/v1/webhooks/stripe/${encodeURIComponent(workspaceId)}`;

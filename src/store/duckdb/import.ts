@@ -1,4 +1,4 @@
-// Bulk import of the export layout (layout.ts) into a workspace: from parquet files (the fixture
+// Bulk import of the export layout (store/layout.ts) into a workspace: from parquet files (the fixture
 // generator's output, an analyst's export) or from in-memory rows (tests). Both paths run the
 // same INSERT … SELECT statements (MAPPINGS), which replace public ids by integer keys; attach.ts
 // makes views of the same SELECTs to read a directory in place.
@@ -7,9 +7,10 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { Store } from './db.js';
-import { propertyPaths, recordPropertyPaths } from './properties.js';
+import { propertyPaths } from '../property-paths.js';
+import { recordPropertyPaths } from './properties.js';
 import { timestamp } from './time.js';
-import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS, type LayoutType } from './layout.js';
+import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS, type LayoutType } from '../layout.js';
 
 /**
  * How each export table fills its store table: the columns set, each an expression over the source

@@ -10,3 +10,8 @@ export function utc(at: Date): string {
 export function timestamp(at: Date): DuckDBTimestampValue {
   return timestampValue(BigInt(at.getTime()) * 1000n);
 }
+
+/** Stored state at `stored` is not newer than an update made at `created` (equal: the later arrival wins). */
+export function isOlder(stored: unknown, created: Date): boolean {
+  return !(stored instanceof Date) || stored.getTime() <= created.getTime();
+}

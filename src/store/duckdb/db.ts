@@ -6,6 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
+import { EstimatesBusy } from '../analytics.js';
 import { MIGRATIONS } from './migrations.js';
 
 export type Row = Record<string, unknown>;
@@ -19,13 +20,6 @@ class Lock {
     const result = this.tail.then(fn, fn);
     this.tail = result.catch(() => undefined);
     return result;
-  }
-}
-
-/** More estimates are under way than the queue allows; retrying after `retryAfterMs` finds room. */
-export class EstimatesBusy extends Error {
-  constructor(readonly retryAfterMs: number) {
-    super('too many estimates at once');
   }
 }
 
@@ -47,7 +41,7 @@ export interface EstimateStats {
  * An estimate's place, taken when its request starts: its budget runs from then, and a full queue
  * refuses it before any work. End it on every path.
  */
-export interface EstimateTurn {
+export interface QueryTurn {
   /** Runs a `SELECT count(*) AS count` query within what is left of the budget; null past it. */
   count(sql: string, params: Params): Promise<number | null>;
   /** Gives the place back (again is harmless). */
@@ -365,7 +359,7 @@ export class Store {
    * its query, and the wait for a connection, spend it. Throws EstimatesBusy at once when more
    * than the estimate connections plus `estimateQueueMax` estimates are under way.
    */
-  estimateTurn(budgetMs: number): EstimateTurn {
+  estimateTurn(budgetMs: number): QueryTurn {
     const place = this.estimates.admit(performance.now() + budgetMs);
     return {
       count: async (sql, params) => countOf(await this.readBy(sql, params, place.deadline)),

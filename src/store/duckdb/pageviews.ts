@@ -1,32 +1,13 @@
 // Page view writes, and the visitors' latest views (an internal navigation carries their channel).
 
+import type { DuckDBConnection } from '@duckdb/node-api';
+import type { ChannelFields, FirstTouchChannels, PageviewRecord } from '../analytics.js';
 import { column, keys } from './columns.js';
 import type { Store } from './db.js';
-import type { Tx } from './people.js';
 import { timestamp } from './time.js';
 
-export interface ChannelFields {
-  source: string | null;
-  medium: string | null;
-  campaign: string | null;
-  channel: string;
-  channel_category: string;
-}
-
-export interface PageviewRecord extends ChannelFields {
-  pageview_id: string;
-  visitor_key: number;
-  ts: Date;
-  url: string;
-  referrer: string | null;
-  title: string | null;
-  host: string;
-  path: string;
-  referrer_host: string | null;
-}
-
 /** Each visitor's latest page view: its time and channel fields. */
-export async function latestPageviews(tx: Tx, ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>> {
+export async function latestPageviews(tx: DuckDBConnection, ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>> {
   const latest = new Map<number, ChannelFields & { ts: Date }>();
   if (visitorKeys.length === 0) return latest;
   const reader = await tx.runAndReadAll(`SELECT visitor_key, ts, source, medium, campaign, channel, channel_category
@@ -46,7 +27,7 @@ export async function latestPageviews(tx: Tx, ws: string, visitorKeys: number[])
   return latest;
 }
 
-export async function appendPageviews(tx: Tx, ws: string, rows: PageviewRecord[]): Promise<void> {
+export async function appendPageviews(tx: DuckDBConnection, ws: string, rows: PageviewRecord[]): Promise<void> {
   if (rows.length === 0) return;
   const appender = await tx.createAppender('pageviews');
   const text = (v: string | null) => (v === null ? appender.appendNull() : appender.appendVarchar(v));
@@ -71,13 +52,10 @@ export async function appendPageviews(tx: Tx, ws: string, rows: PageviewRecord[]
   appender.closeSync();
 }
 
-/**
- * First-touch channel: the channel_category of the earliest page view, per visitor and per person
- * (over all the visitors linked to the person now). Absent keys have no page view.
- */
+/** First-touch channels (AnalyticsStore.firstTouchChannels): a person's over its visitors linked now. */
 export async function firstTouchChannels(
   store: Store, ws: string, of: { visitorKeys?: number[]; personKeys?: number[] },
-): Promise<{ visitors: Map<number, string>; persons: Map<number, string> }> {
+): Promise<FirstTouchChannels> {
   const visitors = new Map<number, string>();
   const persons = new Map<number, string>();
   if (of.visitorKeys?.length) {

@@ -3,7 +3,7 @@
 // size, and the values cross into DuckDB as one string: binding LIST parameters converted each
 // element in JS, the largest item of ingest's profile (~0.8 s of JS in a 225 k-event run).
 
-import { stringifyWellFormed } from '../well-formed.js';
+import { stringifyWellFormed } from '../../well-formed.js';
 
 export const column = (values: readonly (string | number | null)[]): string => stringifyWellFormed(values);
 

@@ -1,7 +1,7 @@
 // People lookup (GET /people): persons, and paying customers attributed to no person yet, whose
 // email, external_id, name or customer id contains the term. Keyset-paginated on `sort_key`.
 
-import type { Store } from './db.js';
+import type { ControlStore } from './store.js';
 
 export interface LookupRow {
   sort_key: string;
@@ -26,7 +26,7 @@ const CUSTOMERS = `SELECT c.customer_id, c.email, c.visitor_key, coalesce(c.pers
 
 const has = (column: string) => `contains(lower(coalesce(${column}, '')), $2)`;
 
-export async function lookupPeople(store: Store, ws: string, q: string, after: string, limit: number): Promise<LookupRow[]> {
+export async function lookupPeople(store: ControlStore, ws: string, q: string, after: string, limit: number): Promise<LookupRow[]> {
   const rows = await store.query(`WITH customers AS (${CUSTOMERS}),
     owned AS (
       SELECT owner, list(customer_id ORDER BY customer_id) AS customer_ids,

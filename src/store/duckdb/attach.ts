@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Store } from './db.js';
 import { fillMapping, MAPPINGS, recordEventProperties } from './import.js';
-import { DATASET_TABLES, type DatasetTable } from './layout.js';
+import { DATASET_TABLES, type DatasetTable } from '../layout.js';
 
 /**
  * A SQL string literal (quotes doubled). Only for file paths and our workspace id in views:

@@ -2,7 +2,7 @@
 // because every request authenticates.
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Store } from './db.js';
+import type { Store } from '../duckdb/db.js';
 
 export type KeyKind = 'secret' | 'publishable';
 export const KEY_PREFIX: Record<KeyKind, string> = { secret: 'sk_', publishable: 'pk_' };

@@ -1,13 +1,10 @@
 // Persons and visitors: the reads identity resolution needs for a batch, and its writes, each one
 // statement for the whole batch.
 
-import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
-import { column, keys, texts } from './columns.js';
-import type { Store } from './db.js';
-
-import { utc } from './time.js';
-
-export type Tx = DuckDBConnection;
+import type { DuckDBValue } from '@duckdb/node-api';
+import { column, keys, texts } from '../duckdb/columns.js';
+import { utc } from '../duckdb/time.js';
+import type { ControlStore, ControlTx } from './store.js';
 
 
 /** A person's identifiers: what resolution reads and the identity cache keeps (never traits). */
@@ -35,7 +32,7 @@ export interface VisitorRecord {
 
 const PERSON_COLUMNS = 'person_key, person_id, external_id, email';
 
-async function rows(tx: Tx, sql: string, params: DuckDBValue[]): Promise<Record<string, unknown>[]> {
+async function rows(tx: ControlTx, sql: string, params: DuckDBValue[]): Promise<Record<string, unknown>[]> {
   return (await tx.runAndReadAll(sql, params)).getRowObjectsJS() as Record<string, unknown>[];
 }
 
@@ -49,7 +46,7 @@ function toPerson(row: Record<string, unknown>): PersonRecord {
 }
 
 /** Persons of the workspace whose `by` column is one of `values`. */
-export async function personsBy(tx: Tx, ws: string, by: 'external_id' | 'email' | 'person_key', values: (string | number)[]): Promise<PersonRecord[]> {
+export async function personsBy(tx: ControlTx, ws: string, by: 'external_id' | 'email' | 'person_key', values: (string | number)[]): Promise<PersonRecord[]> {
   if (values.length === 0) return [];
   const list = by === 'person_key' ? keys('$2') : texts('$2');
   const found = await rows(tx, `SELECT ${PERSON_COLUMNS} FROM persons WHERE workspace_id = $1 AND ${by} IN (SELECT unnest(${list}))`,
@@ -57,7 +54,7 @@ export async function personsBy(tx: Tx, ws: string, by: 'external_id' | 'email' 
   return found.map(toPerson);
 }
 
-export async function visitorsById(tx: Tx, ws: string, visitorIds: string[]): Promise<VisitorRecord[]> {
+export async function visitorsById(tx: ControlTx, ws: string, visitorIds: string[]): Promise<VisitorRecord[]> {
   if (visitorIds.length === 0) return [];
   const found = await rows(tx, `SELECT visitor_key, visitor_id, person_key FROM visitors WHERE workspace_id = $1 AND visitor_id IN (SELECT unnest(${texts('$2')}))`,
     [ws, column(visitorIds)]);
@@ -67,13 +64,13 @@ export async function visitorsById(tx: Tx, ws: string, visitorIds: string[]): Pr
 type KeySequence = 'person_keys' | 'visitor_keys';
 /** Keys are reserved this many at a time: a statement costs about the same for one as for 10,000. */
 const KEY_BLOCK = 10_000;
-const reservedKeys = new WeakMap<Store, Record<KeySequence, number[]>>();
+const reservedKeys = new WeakMap<ControlStore, Record<KeySequence, number[]>>();
 
 /**
  * `n` fresh keys from a sequence. Blocks are drawn on a connection of their own, committed at
  * once: a rolled-back transaction leaves a gap, never a key handed out twice.
  */
-export async function nextKeys(store: Store, sequence: KeySequence, n: number): Promise<number[]> {
+export async function nextKeys(store: ControlStore, sequence: KeySequence, n: number): Promise<number[]> {
   if (n === 0) return [];
   let free = reservedKeys.get(store);
   if (!free) reservedKeys.set(store, (free = { person_keys: [], visitor_keys: [] }));
@@ -91,7 +88,7 @@ export async function nextKeys(store: Store, sequence: KeySequence, n: number): 
  * null), so a person's traits never pass through this process whole.
  */
 export async function savePersons(
-  tx: Tx, ws: string, created: PersonRecord[], changed: PersonRecord[], updates: ReadonlyMap<number, PersonUpdate>, at: Date,
+  tx: ControlTx, ws: string, created: PersonRecord[], changed: PersonRecord[], updates: ReadonlyMap<number, PersonUpdate>, at: Date,
 ): Promise<void> {
   const columns = (people: PersonRecord[]) => [
     column(people.map((p) => p.person_key)), column(people.map((p) => p.email)), column(people.map((p) => updates.get(p.person_key)?.name ?? null)),
@@ -119,7 +116,7 @@ export async function savePersons(
 }
 
 /** Inserts `created` visitors and moves the links of `relinked` ones, a statement each. */
-export async function saveVisitors(tx: Tx, ws: string, created: (VisitorRecord & { first_seen_at: Date })[], relinked: VisitorRecord[], at: Date): Promise<void> {
+export async function saveVisitors(tx: ControlTx, ws: string, created: (VisitorRecord & { first_seen_at: Date })[], relinked: VisitorRecord[], at: Date): Promise<void> {
   if (created.length > 0) {
     await tx.run(`INSERT INTO visitors (workspace_id, visitor_key, visitor_id, person_key, first_seen_at, linked_at)
       SELECT $1, k, id, p, CAST(seen AS TIMESTAMP), CASE WHEN p IS NULL THEN NULL ELSE CAST($2 AS TIMESTAMP) END

@@ -1,16 +1,15 @@
-// Payers (Customers and guest payments), their subscriptions, invoices, payments, refunds and
-// lifecycle events, and the notifications already processed. All writes run inside the webhook's
-// transaction.
+// Payers (Customers and guest payments) and their links, payments, refunds, the payment objects
+// seen and the notifications already processed. All writes run inside the webhook's unit of work;
+// the payment state the criteria read (subscriptions, invoices, lifecycle events) is analytical.
 
-import { column, keys, texts } from './columns.js';
-import type { Store } from './db.js';
-import type { Tx } from './people.js';
-import { utc } from './time.js';
-import type { CustomerRow, InvoiceRow, PaymentEventRow, SubscriptionRow } from './layout.js';
+import type { Money, UnitOfWork } from '../analytics.js';
+import { column, keys, texts } from '../duckdb/columns.js';
+import { isOlder, utc } from '../duckdb/time.js';
+import type { CustomerRow } from '../layout.js';
+import type { ControlStore, ControlTx } from './store.js';
 import type { PaymentsMode } from './workspaces.js';
 
 export type LinkState = CustomerRow['link_state'];
-export type PaymentEventKind = PaymentEventRow['kind'];
 
 export interface CustomerRecord {
   customer_id: string;
@@ -29,16 +28,6 @@ export interface CustomerRecord {
   tr_user_id_created: Date | null;
   tr_visitor_id_created: Date | null;
   link_state: LinkState;
-}
-
-/** Current state of a subscription / an invoice: the export layout's rows, and when the invoice was paid. */
-export type SubscriptionState = SubscriptionRow;
-export type InvoiceState = InvoiceRow & { paid_at: Date | null };
-
-/** An amount in minor units of a currency (either may be unknown). */
-export interface Money {
-  amount: number | null;
-  currency: string | null;
 }
 
 /** A refund as last announced; `customer_id` is its payer, null until its charge or payment intent is seen. */
@@ -64,7 +53,7 @@ export interface PaymentState extends Money {
   invoice_id: string | null;
 }
 
-async function rows(tx: Tx, sql: string, params: (string | number | null)[]): Promise<Record<string, unknown>[]> {
+async function rows(tx: ControlTx, sql: string, params: (string | number | null)[]): Promise<Record<string, unknown>[]> {
   return (await tx.runAndReadAll(sql, params)).getRowObjectsJS() as Record<string, unknown>[];
 }
 
@@ -72,14 +61,14 @@ const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 const ts = (d: Date | null) => (d === null ? null : utc(d));
 
 /** Claims a notification id: false when it was processed before (the caller then does nothing). */
-export async function claimNotification(tx: Tx, ws: string, id: string): Promise<boolean> {
+export async function claimNotification(tx: ControlTx, ws: string, id: string): Promise<boolean> {
   const seen = await rows(tx, 'SELECT 1 FROM processed_notifications WHERE workspace_id = $1 AND notification_id = $2', [ws, id]);
   if (seen.length > 0) return false;
   await tx.run('INSERT INTO processed_notifications (workspace_id, notification_id) VALUES ($1, $2)', [ws, id]);
   return true;
 }
 
-export async function getCustomer(tx: Tx, ws: string, customerId: string): Promise<CustomerRecord | null> {
+export async function getCustomer(tx: ControlTx, ws: string, customerId: string): Promise<CustomerRecord | null> {
   // An email stored without either source (imported, or from before the sources were kept) counts
   // as a payment object's, so that a later notification does not drop it.
   const found = await rows(tx, `SELECT customer_id, email, customer_email, customer_email_created,
@@ -107,7 +96,7 @@ export async function getCustomer(tx: Tx, ws: string, customerId: string): Promi
   };
 }
 
-export async function saveCustomer(tx: Tx, ws: string, c: CustomerRecord, isNew: boolean, now: Date): Promise<void> {
+export async function saveCustomer(tx: ControlTx, ws: string, c: CustomerRecord, isNew: boolean, now: Date): Promise<void> {
   const values = [c.email, c.person_key, c.visitor_key, c.tr_user_id, c.tr_visitor_id,
     ts(c.tr_user_id_created), ts(c.tr_visitor_id_created), c.link_state, utc(now),
     c.customer_email, ts(c.customer_email_created), c.payment_email, ts(c.payment_email_created)];
@@ -128,69 +117,11 @@ export async function saveCustomer(tx: Tx, ws: string, c: CustomerRecord, isNew:
 }
 
 /** Deferred customers of these visitors become linked (the visitor now has a person). */
-export async function linkDeferredCustomers(tx: Tx, ws: string, visitorKeys: number[], now: Date): Promise<void> {
+export async function linkDeferredCustomers(tx: ControlTx, ws: string, visitorKeys: number[], now: Date): Promise<void> {
   if (visitorKeys.length === 0) return;
   await tx.run(`UPDATE payment_customers SET link_state = 'linked', updated_at = CAST($2 AS TIMESTAMP)
     WHERE workspace_id = $1 AND link_state = 'deferred' AND visitor_key IN (SELECT unnest(${keys('$3')}))`,
   [ws, utc(now), column(visitorKeys)]);
-}
-
-/** Inserts the subscription, or overwrites it unless the stored state is newer than `created`. */
-export async function saveSubscription(tx: Tx, ws: string, s: SubscriptionState, created: Date): Promise<void> {
-  const found = await rows(tx, 'SELECT source_created FROM subscriptions WHERE workspace_id = $1 AND subscription_id = $2', [ws, s.subscription_id]);
-  const values = [s.customer_id, s.status, s.price_id, s.product_id, s.interval, s.amount, s.currency, s.cancel_at_period_end ? 1 : 0, utc(s.created_at), utc(created)];
-  if (found.length === 0) {
-    await tx.run(`INSERT INTO subscriptions (workspace_id, subscription_id, customer_id, status, price_id, product_id, "interval",
-        amount, currency, cancel_at_period_end, created_at, source_created)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CAST($10 AS INTEGER) = 1, CAST($11 AS TIMESTAMP), CAST($12 AS TIMESTAMP))`,
-    [ws, s.subscription_id, ...values]);
-  } else if (isOlder(found[0]!.source_created, created)) {
-    await tx.run(`UPDATE subscriptions SET customer_id = $3, status = $4, price_id = $5, product_id = $6, "interval" = $7,
-        amount = $8, currency = $9, cancel_at_period_end = CAST($10 AS INTEGER) = 1, created_at = CAST($11 AS TIMESTAMP),
-        source_created = CAST($12 AS TIMESTAMP)
-      WHERE workspace_id = $1 AND subscription_id = $2`, [ws, s.subscription_id, ...values]);
-  }
-}
-
-export async function saveInvoice(tx: Tx, ws: string, i: InvoiceState, created: Date): Promise<void> {
-  const found = await rows(tx, 'SELECT source_created FROM invoices WHERE workspace_id = $1 AND invoice_id = $2', [ws, i.invoice_id]);
-  const values = [i.customer_id, i.subscription_id, i.status, i.amount_due, i.amount_paid, i.currency, utc(i.created_at), utc(created), ts(i.paid_at)];
-  if (found.length === 0) {
-    await tx.run(`INSERT INTO invoices (workspace_id, invoice_id, customer_id, subscription_id, status, amount_due, amount_paid,
-        currency, created_at, source_created, paid_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9 AS TIMESTAMP), CAST($10 AS TIMESTAMP), CAST($11 AS TIMESTAMP))`, [ws, i.invoice_id, ...values]);
-  } else if (isOlder(found[0]!.source_created, created)) {
-    // A later update that does not show the payment time keeps the one known.
-    await tx.run(`UPDATE invoices SET customer_id = $3, subscription_id = $4, status = $5, amount_due = $6, amount_paid = $7,
-        currency = $8, created_at = CAST($9 AS TIMESTAMP), source_created = CAST($10 AS TIMESTAMP),
-        paid_at = coalesce(CAST($11 AS TIMESTAMP), paid_at)
-      WHERE workspace_id = $1 AND invoice_id = $2`, [ws, i.invoice_id, ...values]);
-  }
-}
-
-/** Stored state at `stored` is not newer than an update made at `created` (equal: the later arrival wins). */
-function isOlder(stored: unknown, created: Date): boolean {
-  return !(stored instanceof Date) || stored.getTime() <= created.getTime();
-}
-
-/** Records a lifecycle event once per (kind, object). */
-export async function addPaymentEvent(tx: Tx, ws: string, customerId: string, kind: PaymentEventKind, at: Date, objectId: string,
-  money: Money = { amount: null, currency: null }): Promise<void> {
-  const seen = await rows(tx, 'SELECT 1 FROM payment_events WHERE workspace_id = $1 AND kind = $2 AND object_id = $3', [ws, kind, objectId]);
-  if (seen.length > 0) return;
-  await tx.run(`INSERT INTO payment_events (workspace_id, customer_id, kind, ts, object_id, amount, currency)
-    VALUES ($1, $2, $3, CAST($4 AS TIMESTAMP), $5, $6, $7)`, [ws, customerId, kind, utc(at), objectId, money.amount, money.currency]);
-}
-
-/** Keeps one first_paid_invoice per customer: the earliest paid invoice seen, whatever the arrival order. */
-export async function recordPaidInvoice(tx: Tx, ws: string, customerId: string, at: Date, invoiceId: string, money: Money): Promise<void> {
-  const found = await rows(tx, `SELECT ts FROM payment_events WHERE workspace_id = $1 AND customer_id = $2 AND kind = 'first_paid_invoice'`, [ws, customerId]);
-  const first = found[0]?.ts;
-  if (first instanceof Date && first.getTime() <= at.getTime()) return;
-  if (found.length > 0) {
-    await tx.run(`DELETE FROM payment_events WHERE workspace_id = $1 AND customer_id = $2 AND kind = 'first_paid_invoice'`, [ws, customerId]);
-  }
-  await addPaymentEvent(tx, ws, customerId, 'first_paid_invoice', at, invoiceId, money);
 }
 
 /** A refund stops counting when the processor reports it failed or canceled. */
@@ -200,7 +131,8 @@ const issued = (status: unknown) => status !== 'failed' && status !== 'canceled'
  * Inserts the refund, or overwrites it unless the stored state is newer than `created`; a payer,
  * charge or payment intent once known is kept. Its refund_issued event follows the stored state.
  */
-export async function saveRefund(tx: Tx, ws: string, r: RefundState, created: Date): Promise<void> {
+export async function saveRefund(work: UnitOfWork, ws: string, r: RefundState, created: Date): Promise<void> {
+  const tx = work.control;
   const found = await rows(tx, 'SELECT source_created FROM refunds WHERE workspace_id = $1 AND refund_id = $2', [ws, r.refund_id]);
   const values = [r.customer_id, r.charge_id, r.payment_intent_id, r.amount, r.currency, r.status, utc(r.created_at), utc(created)];
   if (found.length === 0) {
@@ -217,29 +149,29 @@ export async function saveRefund(tx: Tx, ws: string, r: RefundState, created: Da
         payment_intent_id = coalesce(payment_intent_id, $5)
       WHERE workspace_id = $1 AND refund_id = $2`, [ws, r.refund_id, r.customer_id, r.charge_id, r.payment_intent_id]);
   }
-  await syncRefundEvent(tx, ws, r.refund_id);
+  await syncRefundEvent(work, ws, r.refund_id);
 }
 
-async function syncRefundEvent(tx: Tx, ws: string, refundId: string): Promise<void> {
-  const [r] = await rows(tx, 'SELECT customer_id, amount, currency, status, created_at FROM refunds WHERE workspace_id = $1 AND refund_id = $2', [ws, refundId]);
+async function syncRefundEvent(work: UnitOfWork, ws: string, refundId: string): Promise<void> {
+  const [r] = await rows(work.control, 'SELECT customer_id, amount, currency, status, created_at FROM refunds WHERE workspace_id = $1 AND refund_id = $2', [ws, refundId]);
   if (!r || r.customer_id === null) return;
   if (issued(r.status)) {
-    await addPaymentEvent(tx, ws, r.customer_id as string, 'refund_issued', r.created_at as Date, refundId,
+    await work.analytics.addPaymentEvent(ws, r.customer_id as string, 'refund_issued', r.created_at as Date, refundId,
       { amount: num(r.amount), currency: (r.currency as string | null) ?? null });
   } else {
-    await tx.run(`DELETE FROM payment_events WHERE workspace_id = $1 AND kind = 'refund_issued' AND object_id = $2`, [ws, refundId]);
+    await work.analytics.withdrawPaymentEvent(ws, 'refund_issued', refundId);
   }
 }
 
 /** Refunds kept without a payer whose charge or payment intent is one of `objectIds` now belong to `customerId`. */
-export async function attributeRefunds(tx: Tx, ws: string, customerId: string, objectIds: string[]): Promise<void> {
+export async function attributeRefunds(work: UnitOfWork, ws: string, customerId: string, objectIds: string[]): Promise<void> {
   if (objectIds.length === 0) return;
-  const waiting = await rows(tx, `SELECT refund_id FROM refunds WHERE workspace_id = $1 AND customer_id IS NULL
+  const waiting = await rows(work.control, `SELECT refund_id FROM refunds WHERE workspace_id = $1 AND customer_id IS NULL
       AND (charge_id IN (SELECT unnest(${texts('$2')})) OR payment_intent_id IN (SELECT unnest(${texts('$2')})))`,
   [ws, column(objectIds)]);
   for (const { refund_id } of waiting) {
-    await tx.run('UPDATE refunds SET customer_id = $3 WHERE workspace_id = $1 AND refund_id = $2', [ws, refund_id as string, customerId]);
-    await syncRefundEvent(tx, ws, refund_id as string);
+    await work.control.run('UPDATE refunds SET customer_id = $3 WHERE workspace_id = $1 AND refund_id = $2', [ws, refund_id as string, customerId]);
+    await syncRefundEvent(work, ws, refund_id as string);
   }
 }
 
@@ -247,7 +179,7 @@ export async function attributeRefunds(tx: Tx, ws: string, customerId: string, o
  * Records a payment, or merges a later announcement of it: the amount of the best source so far
  * (payment intent, then charge, then session), the earliest time, the invoice once one is named.
  */
-export async function recordPayment(tx: Tx, ws: string, p: PaymentState): Promise<void> {
+export async function recordPayment(tx: ControlTx, ws: string, p: PaymentState): Promise<void> {
   const [found] = await rows(tx, 'SELECT customer_id, amount, currency, paid_at, source, invoice_id FROM payments WHERE workspace_id = $1 AND payment_id = $2',
     [ws, p.payment_id]);
   if (!found) {
@@ -267,7 +199,7 @@ export async function recordPayment(tx: Tx, ws: string, p: PaymentState): Promis
 }
 
 /** These payments paid `invoiceId` (named by the invoice, the payment or an invoice payment, in any order). */
-export async function linkPaymentsToInvoice(tx: Tx, ws: string, paymentIds: string[], invoiceId: string): Promise<void> {
+export async function linkPaymentsToInvoice(tx: ControlTx, ws: string, paymentIds: string[], invoiceId: string): Promise<void> {
   for (const id of new Set(paymentIds)) {
     const seen = await rows(tx, 'SELECT 1 FROM payments WHERE workspace_id = $1 AND payment_id = $2', [ws, id]);
     if (seen.length > 0) {
@@ -278,21 +210,15 @@ export async function linkPaymentsToInvoice(tx: Tx, ws: string, paymentIds: stri
   }
 }
 
-/** The customer of a stored invoice, or null. */
-export async function customerOfInvoice(tx: Tx, ws: string, invoiceId: string): Promise<string | null> {
-  const [found] = await rows(tx, 'SELECT customer_id FROM invoices WHERE workspace_id = $1 AND invoice_id = $2', [ws, invoiceId]);
-  return (found?.customer_id as string | undefined) ?? null;
-}
-
 /** Remembers which customer a charge or payment intent belongs to (refunds name only those). */
-export async function rememberObjects(tx: Tx, ws: string, customerId: string, objectIds: string[]): Promise<void> {
+export async function rememberObjects(tx: ControlTx, ws: string, customerId: string, objectIds: string[]): Promise<void> {
   for (const id of new Set(objectIds)) {
     const seen = await rows(tx, 'SELECT 1 FROM payment_objects WHERE workspace_id = $1 AND object_id = $2', [ws, id]);
     if (seen.length === 0) await tx.run('INSERT INTO payment_objects (workspace_id, object_id, customer_id) VALUES ($1, $2, $3)', [ws, id, customerId]);
   }
 }
 
-export async function customerOfObject(tx: Tx, ws: string, objectIds: string[]): Promise<string | null> {
+export async function customerOfObject(tx: ControlTx, ws: string, objectIds: string[]): Promise<string | null> {
   for (const id of objectIds) {
     const found = await rows(tx, 'SELECT customer_id FROM payment_objects WHERE workspace_id = $1 AND object_id = $2', [ws, id]);
     if (found[0]) return found[0].customer_id as string;
@@ -301,7 +227,7 @@ export async function customerOfObject(tx: Tx, ws: string, objectIds: string[]):
 }
 
 /** The workspace's webhook secret and payments mode; null when it does not exist. */
-export async function webhookSettings(store: Store, ws: string): Promise<{ secret: string | null; mode: PaymentsMode } | null> {
+export async function webhookSettings(store: ControlStore, ws: string): Promise<{ secret: string | null; mode: PaymentsMode } | null> {
   const found = await store.query(`SELECT stripe_webhook_secret, coalesce(payments_mode, 'live') AS payments_mode
     FROM workspaces WHERE workspace_id = $1`, [ws]);
   const r = found[0];

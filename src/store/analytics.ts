@@ -1,0 +1,241 @@
+// The analytical store: what the features need of the side that holds events, page views, payment
+// events, visitor links, subscription and invoice state and audience snapshots, and of every query
+// over them (estimate, members, refresh, explain). One implementation per engine (store/duckdb/,
+// store/clickhouse/), chosen once by store/open.ts; features import this interface, never an
+// engine. Queries take the criteria plan: each engine prints it in its own dialect.
+//
+// The other side of the seam is the control store (store/control/): workspaces, keys, persons and
+// the visitor registry, customers' link states, audience definitions and deliveries, read and
+// written in transactions. A write that touches both sides is a unit of work (`unit`).
+
+import type { CompiledQuery, PropertyCatalog, SetPlan } from '../criteria/index.js';
+import type { DeliveryRow } from './control/audiences.js';
+import type { ControlTx } from './control/store.js';
+import type { InvoiceRow, PaymentEventRow, SubscriptionRow } from './layout.js';
+
+export interface EventRecord {
+  event_id: string;
+  message_id: string | null;
+  event_name: string;
+  ts: Date;
+  person_key: number | null;
+  visitor_key: number | null;
+  /** The properties object as JSON text with every string well-formed (stringifyWellFormed). */
+  properties: string;
+}
+
+export interface ChannelFields {
+  source: string | null;
+  medium: string | null;
+  campaign: string | null;
+  channel: string;
+  channel_category: string;
+}
+
+export interface PageviewRecord extends ChannelFields {
+  pageview_id: string;
+  visitor_key: number;
+  ts: Date;
+  url: string;
+  referrer: string | null;
+  title: string | null;
+  host: string;
+  path: string;
+  referrer_host: string | null;
+}
+
+/** A visitor newly linked to a person, or moved to another one. */
+export interface VisitorLink {
+  workspaceId: string;
+  visitorId: string;
+  visitorKey: number;
+  personKey: number;
+}
+
+/** Whom a paying customer's rows belong to: its person, else its visitor's (criteria read both). */
+export interface CustomerLink {
+  customer_id: string;
+  person_key: number | null;
+  visitor_key: number | null;
+}
+
+export type PaymentEventKind = PaymentEventRow['kind'];
+
+/** Current state of a subscription / an invoice: the export layout's rows, and when the invoice was paid. */
+export type SubscriptionState = SubscriptionRow;
+export type InvoiceState = InvoiceRow & { paid_at: Date | null };
+
+/** An amount in minor units of a currency (either may be unknown). */
+export interface Money {
+  amount: number | null;
+  currency: string | null;
+}
+
+/** A member's public ids: a person's, or an anonymous visitor's. */
+export interface Member {
+  person_id: string | null;
+  visitor_id: string | null;
+  external_id: string | null;
+  email: string | null;
+}
+
+/** A member of a snapshot with its profile (a person's key, or minus an anonymous visitor's). */
+export interface MemberRow extends Member {
+  profile: number;
+}
+
+export interface DiffMember extends MemberRow {
+  change: 'added' | 'removed';
+}
+
+export interface SnapshotInput {
+  ws: string;
+  audienceId: string;
+  at: Date;
+  nextRefreshAt: Date;
+  /** The audience's criteria planned at `at`. */
+  plan: SetPlan;
+  /** Destinations that receive this snapshot's diff. */
+  destinationIds: string[];
+  limitMs: number;
+  /** Aborted when the service stops: the refresh is interrupted and rolled back. */
+  signal?: AbortSignal;
+}
+
+export interface SnapshotResult {
+  snapshot_id: number;
+  member_count: number;
+  added: number;
+  removed: number;
+}
+
+/** More estimates are under way than the queue allows; retrying after `retryAfterMs` finds room. */
+export class EstimatesBusy extends Error {
+  constructor(readonly retryAfterMs: number) {
+    super('too many estimates at once');
+  }
+}
+
+/** The engine refused a value of the input (malformed JSON, a cast, a number out of range): the input's fault. */
+export class RefusedValue extends Error {
+  constructor(readonly reason: string) {
+    super(reason);
+  }
+}
+
+/**
+ * An estimate's place, taken when its request starts: its budget runs from then, and a full queue
+ * refuses it before any work. End it on every path.
+ */
+export interface EstimateTurn {
+  /** The number of profiles of `plan` in the workspace within what is left of the budget; null past it. */
+  count(plan: SetPlan, workspaceId: string): Promise<number | null>;
+  /** Gives the place back (again is harmless). */
+  end(): void;
+}
+
+export interface FirstTouchChannels {
+  visitors: Map<number, string>;
+  persons: Map<number, string>;
+}
+
+/**
+ * The analytical writes of one unit of work, with the reads they depend on. Rows written here are
+ * stored when the unit resolves, and kept only if the unit's control transaction commits.
+ */
+export interface AnalyticsWrites {
+  appendEvents(ws: string, events: EventRecord[], receivedAt: Date): Promise<void>;
+  /** Records property paths seen on event names (the compiler's payload whitelist); known ones stay. */
+  recordPropertyPaths(ws: string, paths: { event_name: string; path: string }[]): Promise<void>;
+  /** Each visitor's latest stored page view: its time and channel fields. */
+  latestPageviews(ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>>;
+  appendPageviews(ws: string, rows: PageviewRecord[]): Promise<void>;
+  /** Visitors' links to persons, in order: a visitor's last link wins. */
+  linkVisitors(links: VisitorLink[]): Promise<void>;
+  /** A customer's person and visitor as decided by attribution. */
+  linkCustomer(ws: string, link: CustomerLink): Promise<void>;
+  /** Inserts the subscription, or overwrites it unless the stored state is newer than `created`. */
+  saveSubscription(ws: string, s: SubscriptionState, created: Date): Promise<void>;
+  /** Likewise for an invoice; a later update without a payment time keeps the one known. */
+  saveInvoice(ws: string, i: InvoiceState, created: Date): Promise<void>;
+  /** The customer of a stored invoice, or null. */
+  customerOfInvoice(ws: string, invoiceId: string): Promise<string | null>;
+  /** Records a lifecycle event once per (kind, object). */
+  addPaymentEvent(ws: string, customerId: string, kind: PaymentEventKind, at: Date, objectId: string, money?: Money): Promise<void>;
+  /** Withdraws the event of (kind, object), if any (a refund that failed or was canceled). */
+  withdrawPaymentEvent(ws: string, kind: PaymentEventKind, objectId: string): Promise<void>;
+  /** Keeps one first_paid_invoice per customer: the earliest paid invoice seen, whatever the arrival order. */
+  recordPaidInvoice(ws: string, customerId: string, at: Date, invoiceId: string, money: Money): Promise<void>;
+  /** Forgets an audience's snapshots, their members and diffs (the audience is being deleted). */
+  dropSnapshots(ws: string, audienceId: string): Promise<void>;
+}
+
+/** One unit of work: control rows on `control`, analytical rows through `analytics`. */
+export interface UnitOfWork {
+  control: ControlTx;
+  analytics: AnalyticsWrites;
+}
+
+export interface AnalyticsStore {
+  /**
+   * Runs `fn` as one unit of work: its control writes in one control transaction, its analytical
+   * writes with them. Resolves once both are stored; when `fn` throws, neither is kept. A value the
+   * engine refuses fails the unit with RefusedValue.
+   */
+  unit<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<T>;
+
+  /** Property paths seen per event name in the workspace: what payload filters may name. */
+  propertyCatalog(ws: string): Promise<PropertyCatalog>;
+
+  /**
+   * Takes an estimate's place; its budget of `budgetMs` starts now, so what the caller does before
+   * its count, and a wait for the engine, spend it. Past the budget the query is stopped inside the
+   * engine (or never starts) and the count is null. Throws EstimatesBusy at once when the queue is full.
+   */
+  estimateTurn(budgetMs: number): EstimateTurn;
+  /** A count within `budgetMs`, in a place of its own (explain: one count per subtree). */
+  countWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<number | null>;
+  /** The engine's query for the count of `plan`, as it runs, with its parameters. */
+  countQuery(plan: SetPlan, ws: string): CompiledQuery;
+  /** The engine's profile of the count of `plan` as it ran, operator by operator; null past `budgetMs`. */
+  profileWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<string | null>;
+
+  /** The members of `plan`, by person_id then visitor_id (people first), written to `path`; the row count. */
+  writeMembers(plan: SetPlan, ws: string, path: string, format: 'csv' | 'parquet'): Promise<number>;
+  /** The same rows, in memory. */
+  listMembers(plan: SetPlan, ws: string): Promise<Member[]>;
+
+  /**
+   * First-touch channel: the channel_category of the earliest page view, per visitor and per person
+   * (over all the visitors linked to the person now). Absent keys have no page view.
+   */
+  firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels>;
+
+  /**
+   * Refreshes an audience: the new snapshot's members, its diff to the current one, a pending delivery
+   * per destination that has something to receive, then the audience points at it. Control rows
+   * written with it (control/audiences.ts adoptSnapshot): the audience's pointer, status and times;
+   * its deliveries and destinations' acknowledged states. Within `limitMs`; past it (or on `signal`) nothing is kept and the previous
+   * snapshot stays.
+   */
+  refresh(input: SnapshotInput): Promise<SnapshotResult>;
+  /** A page of a snapshot's members after profile `after`, by profile. */
+  membersPage(ws: string, snapshotId: number, after: bigint | null, limit: number): Promise<MemberRow[]>;
+  /** Writes a snapshot's members, by profile, to `path` (a file the caller chose). */
+  exportSnapshot(ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet'): Promise<void>;
+  /** A snapshot's members, by profile, chunk by chunk. */
+  streamSnapshot(ws: string, snapshotId: number): AsyncGenerator<Member[]>;
+
+  /**
+   * Starts a pending delivery: its work list is its snapshot against what the destination has
+   * acknowledged; older deliveries of the destination that never started are superseded. Reads the
+   * destination's acknowledged state and writes the deliveries' (control). Within `limitMs`.
+   */
+  startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow>;
+  /** Page `page` of a started delivery, added first, by profile, with the members' details. */
+  deliveryPage(d: DeliveryRow, page: number): Promise<DiffMember[]>;
+  /** Records page `page` as acknowledged by the destination, with the delivery's progress (control). */
+  acknowledgePage(d: DeliveryRow, page: number, skipped: number): Promise<void>;
+  /** Ends a delivery; a delivered one's snapshot becomes what its destination has acknowledged. */
+  finishDelivery(d: DeliveryRow, status: Exclude<DeliveryRow['status'], 'pending'>, error: string | null, at: Date): Promise<void>;
+}

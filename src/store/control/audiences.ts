@@ -1,0 +1,266 @@
+// Saved audiences and their deliveries: the definitions, which snapshot each points at, the
+// deliveries queued for destinations with every attempt, and what each destination has
+// acknowledged. The snapshots themselves (members, diffs) are analytical: store/analytics.ts.
+
+import type { SnapshotResult, UnitOfWork } from '../analytics.js';
+import type { Params, Row } from '../duckdb/db.js';
+import { timestamp } from '../duckdb/time.js';
+import type { ControlStore, ControlTx } from './store.js';
+
+export type AudienceStatus = 'pending' | 'refreshing' | 'ready' | 'failed';
+
+export interface AudienceRow {
+  workspace_id: string;
+  audience_id: string;
+  name: string;
+  /** JSON text of the criteria envelope. */
+  criteria: string;
+  is_time_windowed: boolean;
+  refresh_every: string;
+  refresh_every_ms: number;
+  /** JSON text of the destinations, secrets included. */
+  destinations: string;
+  status: AudienceStatus;
+  snapshot_id: number | null;
+  member_count: number | null;
+  last_refreshed_at: Date | null;
+  next_refresh_at: Date;
+  last_error: string | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Columns a caller may change; the rest are kept by the refresh. */
+export type AudienceChanges = Partial<Pick<AudienceRow,
+  'name' | 'criteria' | 'is_time_windowed' | 'refresh_every' | 'refresh_every_ms' | 'destinations' | 'status' | 'next_refresh_at' | 'last_error' | 'updated_at'>>;
+
+const CHANGEABLE: readonly (keyof AudienceChanges)[] = [
+  'name', 'criteria', 'is_time_windowed', 'refresh_every', 'refresh_every_ms', 'destinations', 'status', 'next_refresh_at', 'last_error', 'updated_at',
+];
+
+const bound = (value: unknown) => (value instanceof Date ? timestamp(value) : value) as Params[number];
+const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+
+function toAudience(r: Row): AudienceRow {
+  return {
+    ...(r as unknown as AudienceRow),
+    refresh_every_ms: Number(r.refresh_every_ms),
+    snapshot_id: num(r.snapshot_id),
+    member_count: num(r.member_count),
+    criteria: String(r.criteria),
+    destinations: String(r.destinations),
+  };
+}
+
+export async function insertAudience(store: ControlStore, a: AudienceRow): Promise<void> {
+  const columns = Object.keys(a) as (keyof AudienceRow)[];
+  await store.transaction((tx) => tx.run(
+    `INSERT INTO audiences (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')})`,
+    columns.map((c) => bound(a[c]))));
+}
+
+export async function listAudiences(store: ControlStore, ws: string): Promise<AudienceRow[]> {
+  const rows = await store.query('SELECT * FROM audiences WHERE workspace_id = $1 ORDER BY created_at, audience_id', [ws]);
+  return rows.map(toAudience);
+}
+
+export async function getAudience(store: ControlStore, ws: string, id: string): Promise<AudienceRow | null> {
+  const rows = await store.query('SELECT * FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
+  return rows[0] ? toAudience(rows[0]) : null;
+}
+
+/** Applies `changes`; false when the audience does not exist. */
+export async function updateAudience(store: ControlStore, ws: string, id: string, changes: AudienceChanges): Promise<boolean> {
+  const columns = CHANGEABLE.filter((c) => changes[c] !== undefined);
+  if (columns.length === 0) return (await getAudience(store, ws, id)) !== null;
+  const sets = columns.map((c, i) => `${c} = $${i + 3}`).join(', ');
+  return store.transaction(async (tx) => {
+    const result = await tx.run(`UPDATE audiences SET ${sets} WHERE workspace_id = $1 AND audience_id = $2`,
+      [ws, id, ...columns.map((c) => bound(changes[c]))]);
+    return result.rowsChanged > 0;
+  });
+}
+
+/** Deletes the audience with its snapshots, diffs and delivery log. */
+export async function deleteAudience(work: UnitOfWork, ws: string, id: string): Promise<boolean> {
+  const tx = work.control;
+  const result = await tx.run('DELETE FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
+  if (result.rowsChanged === 0) return false;
+  await work.analytics.dropSnapshots(ws, id);
+  for (const table of ['audience_delivery_attempts', 'audience_delivery_items']) {
+    await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND delivery_id IN (
+      SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
+  }
+  for (const table of ['audience_deliveries', 'audience_destinations', 'audience_destination_changes']) {
+    await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2`, [ws, id]);
+  }
+  return true;
+}
+
+export async function dueAudiences(store: ControlStore, now: Date): Promise<{ workspace_id: string; audience_id: string }[]> {
+  const rows = await store.query('SELECT workspace_id, audience_id FROM audiences WHERE next_refresh_at <= $1 ORDER BY next_refresh_at', [timestamp(now)]);
+  return rows as { workspace_id: string; audience_id: string }[];
+}
+
+/** The audience's current snapshot (null: none yet); fails when the audience was deleted meanwhile. */
+export async function currentSnapshot(tx: ControlTx, ws: string, id: string): Promise<number | null> {
+  const current = await one(tx, 'SELECT snapshot_id FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
+  if (!current) throw new Error('the audience was deleted during its refresh');
+  return num(current.snapshot_id);
+}
+
+/**
+ * The control side of a refresh, in its unit of work: a pending delivery of the new snapshot per
+ * destination that has something to receive, then the audience points at it; destinations taken
+ * off the audience forget their acknowledged state.
+ */
+export async function adoptSnapshot(tx: ControlTx, a: {
+  ws: string; audienceId: string; snapshot: SnapshotResult; previous: number | null; destinationIds: string[]; at: Date; nextRefreshAt: Date;
+}): Promise<void> {
+  const { ws, audienceId: id, previous, at } = a;
+  const snapshot = a.snapshot.snapshot_id;
+  const changed = a.snapshot.added + a.snapshot.removed > 0;
+  for (const destination of a.destinationIds) await queueForDestination(tx, { ws, audienceId: id, destination, snapshot, previous, changed, at });
+  await tx.run(`UPDATE audiences SET snapshot_id = $3, member_count = $4, status = 'ready', last_error = NULL,
+      last_refreshed_at = $5, next_refresh_at = $6, updated_at = $5
+    WHERE workspace_id = $1 AND audience_id = $2`, [ws, id, snapshot, a.snapshot.member_count, timestamp(at), timestamp(a.nextRefreshAt)]);
+  // Destinations taken off the audience, once no delivery of theirs is pending (their runs only
+  // write while one is): their acknowledged state no longer holds a snapshot back.
+  const listed = JSON.stringify(a.destinationIds);
+  for (const table of ['audience_destination_changes', 'audience_destinations']) {
+    await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2
+      AND NOT list_contains(from_json($3, '["VARCHAR"]'), destination_id)
+      AND destination_id NOT IN (SELECT destination_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending')`,
+    [ws, id, listed]);
+  }
+}
+
+/**
+ * Whether a destination gets a delivery of the new snapshot: when the snapshot changed, or when the
+ * destination has not acknowledged the previous one and no delivery of its is pending (one that
+ * failed, a destination never delivered to). A destination that had acknowledged the previous
+ * snapshot, with an unchanged snapshot, has acknowledged the new one: its base moves on, so an
+ * unchanged refresh sends nothing and keeps no snapshot alive. (Its base is written by delivery
+ * runs only while one of its deliveries is pending, so this write never meets a run's.)
+ */
+async function queueForDestination(tx: ControlTx, q: {
+  ws: string; audienceId: string; destination: string; snapshot: number; previous: number | null; changed: boolean; at: Date;
+}): Promise<void> {
+  const key = [q.ws, q.audienceId, q.destination];
+  const state = (await one(tx, `SELECT
+      (SELECT max(acked_snapshot_id) FROM audience_destinations WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3) AS acked,
+      EXISTS (SELECT 1 FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3) AS changes,
+      EXISTS (SELECT 1 FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3 AND status = 'pending') AS pending`, key))!;
+  const caughtUp = q.previous !== null && num(state.acked) === q.previous && !state.changes && !state.pending;
+  if (caughtUp && !q.changed) {
+    await tx.run(`UPDATE audience_destinations SET acked_snapshot_id = $4 WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3`, [...key, q.snapshot]);
+  } else if (q.changed || !state.pending) {
+    await insertDelivery(tx, q.ws, q.audienceId, q.destination, q.snapshot, q.at);
+  }
+}
+
+const insertDelivery = (tx: ControlTx, ws: string, audienceId: string, destination: string, snapshot: number, at: Date) =>
+  tx.run(`INSERT INTO audience_deliveries (workspace_id, delivery_id, audience_id, destination_id, snapshot_id, status, created_at)
+    VALUES ($1, nextval('audience_delivery_ids'), $2, $3, $4, 'pending', $5)`, [ws, audienceId, destination, snapshot, timestamp(at)]);
+
+/**
+ * A pending delivery of the audience's current snapshot to each of `destinationIds` (destinations
+ * just added): a new destination receives every member without waiting for the next refresh.
+ * Nothing when the audience has no snapshot yet (its first refresh queues them).
+ */
+export async function queueDeliveries(store: ControlStore, ws: string, audienceId: string, destinationIds: string[], at: Date): Promise<void> {
+  if (destinationIds.length === 0) return;
+  await store.transaction(async (tx) => {
+    const row = await one(tx, 'SELECT snapshot_id FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, audienceId]);
+    const snapshot = num(row?.snapshot_id);
+    if (snapshot === null) return;
+    for (const destination of destinationIds) await insertDelivery(tx, ws, audienceId, destination, snapshot, at);
+  });
+}
+
+async function one(tx: ControlTx, sql: string, params: Params): Promise<Row | undefined> {
+  return (await tx.runAndReadAll(sql, params)).getRowObjectsJS()[0] as Row | undefined;
+}
+
+// Deliveries
+
+export interface DeliveryRow {
+  workspace_id: string;
+  delivery_id: number;
+  audience_id: string;
+  destination_id: string;
+  /** The snapshot the destination is brought to. */
+  snapshot_id: number;
+  status: 'pending' | 'delivered' | 'failed' | 'canceled';
+  next_page: number;
+  skipped: number;
+  last_error: string | null;
+  created_at: Date;
+  finished_at: Date | null;
+  /** The snapshot the destination had acknowledged when the delivery started (null: none). */
+  base_snapshot_id: number | null;
+  /** Whether the work list is the snapshot's own diff (else the delivery's items); null until started. */
+  sends_diff: boolean | null;
+  page_size: number | null;
+  /** Pages of the work list; null until the delivery starts. */
+  page_count: number | null;
+  added_count: number | null;
+  removed_count: number | null;
+}
+
+const toDelivery = (r: Row): DeliveryRow => ({
+  ...(r as unknown as DeliveryRow),
+  delivery_id: Number(r.delivery_id), snapshot_id: Number(r.snapshot_id), next_page: Number(r.next_page), skipped: Number(r.skipped),
+  base_snapshot_id: num(r.base_snapshot_id), sends_diff: (r.sends_diff as boolean | null) ?? null, page_size: num(r.page_size),
+  page_count: num(r.page_count), added_count: num(r.added_count), removed_count: num(r.removed_count),
+});
+
+/** Pending deliveries of an audience, oldest first per destination. */
+export async function pendingDeliveries(store: ControlStore, ws: string, audienceId: string): Promise<DeliveryRow[]> {
+  const rows = await store.query(`SELECT * FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending'
+    ORDER BY destination_id, delivery_id`, [ws, audienceId]);
+  return rows.map(toDelivery);
+}
+
+export async function audiencesWithPendingDeliveries(store: ControlStore): Promise<{ workspace_id: string; audience_id: string }[]> {
+  const rows = await store.query(`SELECT DISTINCT a.workspace_id, a.audience_id FROM audience_deliveries d
+    JOIN audiences a ON a.workspace_id = d.workspace_id AND a.audience_id = d.audience_id WHERE d.status = 'pending'`);
+  return rows as { workspace_id: string; audience_id: string }[];
+}
+
+export interface AttemptRecord {
+  delivery_id: number;
+  page: number;
+  request: string;
+  attempt: number;
+  ok: boolean;
+  http_status: number | null;
+  error: string | null;
+  attempted_at: Date;
+}
+
+export async function recordAttempt(store: ControlStore, ws: string, a: AttemptRecord): Promise<void> {
+  await store.transaction((tx) => tx.run('INSERT INTO audience_delivery_attempts VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
+    [ws, a.delivery_id, a.page, a.request, a.attempt, a.ok, a.http_status, a.error, timestamp(a.attempted_at)]));
+}
+
+export interface DeliveryLog extends DeliveryRow {
+  attempts: Omit<AttemptRecord, 'delivery_id'>[];
+}
+
+/** The latest deliveries of an audience with their attempts, newest first. */
+export async function deliveryLog(store: ControlStore, ws: string, audienceId: string, limit: number): Promise<DeliveryLog[]> {
+  const deliveries = (await store.query(`SELECT * FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2
+    ORDER BY delivery_id DESC LIMIT $3`, [ws, audienceId, limit])).map(toDelivery);
+  if (deliveries.length === 0) return [];
+  const attempts = await store.query(`SELECT * FROM audience_delivery_attempts WHERE workspace_id = $1 AND delivery_id IN (
+      SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 ORDER BY delivery_id DESC LIMIT $3)
+    ORDER BY rowid`, [ws, audienceId, limit]);
+  return deliveries.map((d) => ({
+    ...d,
+    attempts: attempts.filter((a) => Number(a.delivery_id) === d.delivery_id).map((a) => ({
+      page: Number(a.page), request: a.request as string, attempt: Number(a.attempt), ok: a.ok as boolean,
+      http_status: num(a.http_status), error: (a.error as string | null) ?? null, attempted_at: a.attempted_at as Date,
+    })),
+  }));
+}

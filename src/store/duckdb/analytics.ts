@@ -1,0 +1,171 @@
+// The analytical store on DuckDB: the same database as the control store, so a unit of work is one
+// DuckDB transaction and the criteria SQL joins the control tables (visitors, payment_customers,
+// persons) directly.
+
+import type { DuckDBConnection } from '@duckdb/node-api';
+import { type CompiledQuery, printCount, printMembers, type SetPlan } from '../../criteria/index.js';
+import {
+  type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type CustomerLink, type DiffMember, type EstimateTurn, type EventRecord,
+  type FirstTouchChannels, type InvoiceState, type Member, type MemberRow, type Money, type PageviewRecord, type PaymentEventKind,
+  RefusedValue, type SnapshotInput, type SnapshotResult, type SubscriptionState, type UnitOfWork, type VisitorLink,
+} from '../analytics.js';
+import type { DeliveryRow } from '../control/audiences.js';
+import type { Store } from './db.js';
+import { appendEvents } from './events.js';
+import { appendPageviews, firstTouchChannels, latestPageviews } from './pageviews.js';
+import { addPaymentEvent, customerOfInvoice, recordPaidInvoice, saveInvoice, saveSubscription, withdrawPaymentEvent } from './payments.js';
+import { propertyCatalog, recordPropertyPaths } from './properties.js';
+import { refusedValue } from './refused.js';
+import {
+  acknowledgePage, copyMembers, deliveryPage, dropSnapshots, finishDelivery, membersPage, startDelivery, streamMembers, writeSnapshot,
+} from './snapshots.js';
+
+/** The members of a criteria query by public ids: the same rows from a directory read in place and from its import. */
+function membersByIds(plan: SetPlan, ws: string): CompiledQuery {
+  const query = printMembers(plan, ws);
+  return {
+    sql: `SELECT person_id, visitor_id, external_id, email FROM (${query.sql}) AS members ORDER BY person_id NULLS LAST, visitor_id`,
+    params: query.params,
+  };
+}
+
+/** The analytical writes of a unit, on its transaction's connection. */
+class DuckDBWrites implements AnalyticsWrites {
+  constructor(private readonly tx: DuckDBConnection) {}
+
+  appendEvents(ws: string, events: EventRecord[], receivedAt: Date): Promise<void> {
+    return appendEvents(this.tx, ws, events, receivedAt);
+  }
+
+  recordPropertyPaths(ws: string, paths: { event_name: string; path: string }[]): Promise<void> {
+    return recordPropertyPaths(this.tx, ws, paths);
+  }
+
+  latestPageviews(ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>> {
+    return latestPageviews(this.tx, ws, visitorKeys);
+  }
+
+  appendPageviews(ws: string, rows: PageviewRecord[]): Promise<void> {
+    return appendPageviews(this.tx, ws, rows);
+  }
+
+  // The criteria read the control store's visitors and payment_customers, written in this same
+  // transaction: on DuckDB a link is stored by the control write itself.
+  async linkVisitors(_links: VisitorLink[]): Promise<void> {}
+
+  async linkCustomer(_ws: string, _link: CustomerLink): Promise<void> {}
+
+  saveSubscription(ws: string, s: SubscriptionState, created: Date): Promise<void> {
+    return saveSubscription(this.tx, ws, s, created);
+  }
+
+  saveInvoice(ws: string, i: InvoiceState, created: Date): Promise<void> {
+    return saveInvoice(this.tx, ws, i, created);
+  }
+
+  customerOfInvoice(ws: string, invoiceId: string): Promise<string | null> {
+    return customerOfInvoice(this.tx, ws, invoiceId);
+  }
+
+  addPaymentEvent(ws: string, customerId: string, kind: PaymentEventKind, at: Date, objectId: string, money?: Money): Promise<void> {
+    return addPaymentEvent(this.tx, ws, customerId, kind, at, objectId, money);
+  }
+
+  withdrawPaymentEvent(ws: string, kind: PaymentEventKind, objectId: string): Promise<void> {
+    return withdrawPaymentEvent(this.tx, ws, kind, objectId);
+  }
+
+  recordPaidInvoice(ws: string, customerId: string, at: Date, invoiceId: string, money: Money): Promise<void> {
+    return recordPaidInvoice(this.tx, ws, customerId, at, invoiceId, money);
+  }
+
+  dropSnapshots(ws: string, audienceId: string): Promise<void> {
+    return dropSnapshots(this.tx, ws, audienceId);
+  }
+}
+
+export class DuckDBAnalytics implements AnalyticsStore {
+  constructor(private readonly store: Store) {}
+
+  unit<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<T> {
+    return this.store.transaction((tx) => fn({ control: tx, analytics: new DuckDBWrites(tx) })).catch((err: unknown) => {
+      const reason = refusedValue(err);
+      throw reason === null ? err : new RefusedValue(reason);
+    });
+  }
+
+  propertyCatalog(ws: string): Promise<Map<string, Set<string>>> {
+    return propertyCatalog(this.store, ws);
+  }
+
+  estimateTurn(budgetMs: number): EstimateTurn {
+    const turn = this.store.estimateTurn(budgetMs);
+    return {
+      count: (plan, ws) => {
+        const query = printCount(plan, ws);
+        return turn.count(query.sql, query.params);
+      },
+      end: () => turn.end(),
+    };
+  }
+
+  countWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<number | null> {
+    const query = printCount(plan, ws);
+    return this.store.countWithin(query.sql, query.params, budgetMs);
+  }
+
+  countQuery(plan: SetPlan, ws: string): CompiledQuery {
+    return printCount(plan, ws);
+  }
+
+  profileWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<string | null> {
+    const query = printCount(plan, ws);
+    return this.store.explainAnalyzeWithin(query.sql, query.params, budgetMs);
+  }
+
+  writeMembers(plan: SetPlan, ws: string, path: string, format: 'csv' | 'parquet'): Promise<number> {
+    const query = membersByIds(plan, ws);
+    return this.store.copyTo(query.sql, query.params, path, format);
+  }
+
+  async listMembers(plan: SetPlan, ws: string): Promise<Member[]> {
+    const query = membersByIds(plan, ws);
+    return await this.store.query(query.sql, query.params) as unknown as Member[];
+  }
+
+  firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels> {
+    return firstTouchChannels(this.store, ws, of);
+  }
+
+  refresh(input: SnapshotInput): Promise<SnapshotResult> {
+    return writeSnapshot(this.store, input);
+  }
+
+  membersPage(ws: string, snapshotId: number, after: bigint | null, limit: number): Promise<MemberRow[]> {
+    return membersPage(this.store, ws, snapshotId, after, limit);
+  }
+
+  exportSnapshot(ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet'): Promise<void> {
+    return copyMembers(this.store, ws, snapshotId, path, format);
+  }
+
+  streamSnapshot(ws: string, snapshotId: number): AsyncGenerator<Member[]> {
+    return streamMembers(this.store, ws, snapshotId);
+  }
+
+  startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {
+    return startDelivery(this.store, d, pageSize, at, limitMs);
+  }
+
+  deliveryPage(d: DeliveryRow, page: number): Promise<DiffMember[]> {
+    return deliveryPage(this.store, d, page);
+  }
+
+  acknowledgePage(d: DeliveryRow, page: number, skipped: number): Promise<void> {
+    return acknowledgePage(this.store, d, page, skipped);
+  }
+
+  finishDelivery(d: DeliveryRow, status: Exclude<DeliveryRow['status'], 'pending'>, error: string | null, at: Date): Promise<void> {
+    return finishDelivery(this.store, d, status, error, at);
+  }
+}
