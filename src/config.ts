@@ -1,7 +1,8 @@
 // Configuration from the environment (decisions §1), read once at start.
 
 import { DEFAULT_RATE_LIMITS, type RateLimits } from './http/rate-limit.js';
-import { ANALYTICS_ENGINES, type AnalyticsEngine } from './store/open.js';
+import type { ClickHouseOptions } from './store/clickhouse/client.js';
+import { ANALYTICS_ENGINES, type AnalyticsEngine, DEFAULT_CLICKHOUSE } from './store/open.js';
 
 export interface Config {
   port: number;
@@ -12,6 +13,8 @@ export interface Config {
   databasePath: string;
   /** The engine of the analytical data (ANALYTICS_STORE): duckdb, in the database file, or clickhouse. */
   analyticsStore: AnalyticsEngine;
+  /** ClickHouse (CLICKHOUSE_URL, else the embedded chDB at CLICKHOUSE_PATH; CLICKHOUSE_DATABASE, CLICKHOUSE_CLUSTER, CLICKHOUSE_USER, CLICKHOUSE_PASSWORD). */
+  clickhouse: ClickHouseOptions;
   estimateBudgetMs: number;
   /** Compiles that may wait for an estimate connection; more answer 503 (ESTIMATE_QUEUE_MAX; unset: the store's default). */
   estimateQueueMax: number | undefined;
@@ -62,6 +65,14 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     dataPort: env.DATA_PORT ? integer(env, 'DATA_PORT', 0) : null,
     databasePath: env.DATABASE_PATH || './data/attribution.duckdb',
     analyticsStore: engine(env),
+    clickhouse: {
+      url: env.CLICKHOUSE_URL || undefined,
+      path: env.CLICKHOUSE_PATH || DEFAULT_CLICKHOUSE.path,
+      database: env.CLICKHOUSE_DATABASE || DEFAULT_CLICKHOUSE.database,
+      cluster: env.CLICKHOUSE_CLUSTER || undefined,
+      username: env.CLICKHOUSE_USER || undefined,
+      password: env.CLICKHOUSE_PASSWORD || undefined,
+    },
     estimateBudgetMs: integer(env, 'ESTIMATE_BUDGET_MS', 5000),
     estimateQueueMax: env.ESTIMATE_QUEUE_MAX ? integer(env, 'ESTIMATE_QUEUE_MAX', 0) : undefined,
     refreshLimitMs: integer(env, 'REFRESH_LIMIT_MS', 600_000),

@@ -10,6 +10,7 @@ import { type PropertyCatalog, validateCriteria } from '../criteria/index.js';
 import { Workspaces } from '../store/control/workspaces.js';
 import { attachParquetDir } from '../store/duckdb/attach.js';
 import { type ImportProgress, importParquetDir } from '../store/duckdb/import.js';
+import type { ClickHouseOptions } from '../store/clickhouse/client.js';
 import { type AnalyticsEngine, openStores, type Stores, StoreUnavailable } from '../store/open.js';
 import { stringOption, type Values } from './args.js';
 import { CliError, oneLine, UsageError } from './errors.js';
@@ -34,9 +35,10 @@ const LOCKED = /Could not set lock on file/;
  */
 export async function openDatabase(
   path: string, whenLocked = 'wait for that command to finish, or stop the service if it is its database', engine: AnalyticsEngine = 'duckdb',
+  clickhouse?: ClickHouseOptions,
 ): Promise<Stores> {
   try {
-    return await openStores({ analyticsStore: engine, databasePath: path });
+    return await openStores({ analyticsStore: engine, clickhouse, databasePath: path });
   } catch (err) {
     if (err instanceof StoreUnavailable) throw new CliError(err.message);
     const message = oneLine(err);

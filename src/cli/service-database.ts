@@ -37,7 +37,7 @@ export async function openServiceDatabase(values: Values, command: string, creat
   if (!exists && !create) {
     throw new CliError(`${path}: no such database (the service creates it at its first start; or pass --data <file.duckdb>)`);
   }
-  const stores = await openDatabase(path, 'stop the service, run this again, then start the service', config.analyticsStore);
+  const stores = await openDatabase(path, 'stop the service, run this again, then start the service', config.analyticsStore, config.clickhouse);
   return { path, stores, workspaces: new Workspaces(stores.control), created: !exists, close: () => stores.close() };
 }
 

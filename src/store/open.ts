@@ -2,6 +2,9 @@
 // ANALYTICS_STORE names. The service (main.ts), the command line and the tests open them here.
 
 import type { AnalyticsStore } from './analytics.js';
+import { ClickHouseAnalytics } from './clickhouse/analytics.js';
+import { type ClickHouseOptions, connectClickHouse } from './clickhouse/client.js';
+import { migrateClickHouse } from './clickhouse/migrate.js';
 import type { ControlStore } from './control/store.js';
 import { DuckDBAnalytics } from './duckdb/analytics.js';
 import { Store, type StoreOptions } from './duckdb/db.js';
@@ -13,6 +16,8 @@ export interface StoresOptions extends StoreOptions {
   analyticsStore: AnalyticsEngine;
   /** The DuckDB database file of the control store (and of the analytical data on DuckDB); `:memory:` for a throwaway one. */
   databasePath: string;
+  /** Where the analytical data lives with ANALYTICS_STORE=clickhouse. */
+  clickhouse?: ClickHouseOptions;
 }
 
 export interface Stores {
@@ -22,13 +27,32 @@ export interface Stores {
   close(): Promise<void>;
 }
 
-/** The configured engine cannot serve yet; the message is the whole answer, one line. */
+/** The configured engine cannot be reached or loaded; the message is the whole answer, one line. */
 export class StoreUnavailable extends Error {}
 
+export const DEFAULT_CLICKHOUSE: ClickHouseOptions = { path: './data/clickhouse', database: 'audiences' };
+
 export async function openStores(options: StoresOptions): Promise<Stores> {
-  if (options.analyticsStore === 'clickhouse') {
-    throw new StoreUnavailable('ANALYTICS_STORE=clickhouse is not yet available: the ClickHouse store is still being built (issue 16); unset ANALYTICS_STORE or set it to duckdb');
-  }
   const store = await Store.open(options.databasePath, options);
-  return { control: store, analytics: new DuckDBAnalytics(store), close: () => store.close() };
+  if (options.analyticsStore === 'duckdb') {
+    return { control: store, analytics: new DuckDBAnalytics(store), close: () => store.close() };
+  }
+  try {
+    const clickhouse = options.clickhouse ?? DEFAULT_CLICKHOUSE;
+    const client = await connectClickHouse(clickhouse);
+    const ctx = { client, database: clickhouse.database, cluster: clickhouse.cluster, control: store };
+    await migrateClickHouse(ctx);
+    const analytics = new ClickHouseAnalytics(ctx, { connections: options.estimateConnections, queueMax: options.estimateQueueMax });
+    return {
+      control: store,
+      analytics,
+      close: async () => {
+        await analytics.close();
+        await store.close();
+      },
+    };
+  } catch (err) {
+    await store.close();
+    throw err instanceof Error && !(err instanceof StoreUnavailable) ? new StoreUnavailable(`ClickHouse: ${err.message}`) : err;
+  }
 }

@@ -1,11 +1,12 @@
 // A real app on real stores (an in-memory DuckDB unless `path`), with one workspace, for tests.
 
+import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
 import { AUDIENCE_DEFAULTS } from '../../src/audiences/service.js';
 import { type AppOptions, buildApp } from '../../src/http/app.js';
 import { type CreatedWorkspace, Workspaces } from '../../src/store/control/workspaces.js';
 import type { Store, StoreOptions } from '../../src/store/duckdb/db.js';
-import { openStores, type Stores } from '../../src/store/open.js';
+import { type AnalyticsEngine, openStores, type Stores } from '../../src/store/open.js';
 
 export interface TestApp {
   app: FastifyInstance;
@@ -20,6 +21,8 @@ export interface TestApp {
 }
 
 export interface TestAppOptions extends StoreOptions {
+  /** The analytical store (test/support/engines.ts); DuckDB unless given. */
+  engine?: AnalyticsEngine;
   budgetMs?: number;
   at?: Date;
   /** A moving clock, for tests that let time pass; `at` fixes it instead. */
@@ -30,7 +33,12 @@ export interface TestAppOptions extends StoreOptions {
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const stores = await openStores({ ...options, analyticsStore: 'duckdb', databasePath: options.path ?? ':memory:' });
+  const engine = options.engine ?? 'duckdb';
+  const stores = await openStores({
+    ...options, analyticsStore: engine, databasePath: options.path ?? ':memory:',
+    // chDB holds one data directory per process: each app gets a database of its own in it.
+    clickhouse: engine === 'clickhouse' ? { path: ':memory:', database: `test_${randomUUID().replaceAll('-', '')}` } : undefined,
+  });
   const store = stores.control;
   const workspaces = new Workspaces(store);
   const ws = await workspaces.create('test');

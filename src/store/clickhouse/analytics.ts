@@ -1,0 +1,100 @@
+// The analytical store on ClickHouse: events, page views, links, payment state and snapshots in
+// ClickHouse; the control state stays in the control store. Three parts: the writes of a unit of
+// work (writes.ts), the criteria queries within the budget (queries.ts), and refresh, snapshots and
+// deliveries (snapshots.ts).
+
+import type { CompiledQuery, PropertyCatalog, SetPlan } from '../../criteria/index.js';
+import type {
+  AnalyticsStore, DiffMember, EstimateTurn, FirstTouchChannels, Member, MemberRow, SnapshotInput, SnapshotResult, UnitOfWork,
+} from '../analytics.js';
+import type { DeliveryRow } from '../control/audiences.js';
+import type { ClickHouseContext } from './context.js';
+import { ClickHouseQueries, type EstimateOptions } from './queries.js';
+import { ClickHouseSnapshots } from './snapshots.js';
+import { ClickHouseUnits } from './writes.js';
+
+export class ClickHouseAnalytics implements AnalyticsStore {
+  private readonly units: ClickHouseUnits;
+  private readonly queries: ClickHouseQueries;
+  private readonly snapshots: ClickHouseSnapshots;
+
+  constructor(readonly ctx: ClickHouseContext, estimates: EstimateOptions = {}) {
+    this.units = new ClickHouseUnits(ctx);
+    this.queries = new ClickHouseQueries(ctx, estimates);
+    this.snapshots = new ClickHouseSnapshots(ctx);
+  }
+
+  unit<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<T> {
+    return this.units.unit(fn);
+  }
+
+  propertyCatalog(ws: string): Promise<PropertyCatalog> {
+    return this.units.propertyCatalog(ws);
+  }
+
+  firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels> {
+    return this.units.firstTouchChannels(ws, of);
+  }
+
+  estimateTurn(budgetMs: number): EstimateTurn {
+    return this.queries.estimateTurn(budgetMs);
+  }
+
+  countWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<number | null> {
+    return this.queries.countWithin(plan, ws, budgetMs);
+  }
+
+  countQuery(plan: SetPlan, ws: string): CompiledQuery {
+    return this.queries.countQuery(plan, ws);
+  }
+
+  profileWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<string | null> {
+    return this.queries.profileWithin(plan, ws, budgetMs);
+  }
+
+  writeMembers(plan: SetPlan, ws: string, path: string, format: 'csv' | 'parquet'): Promise<number> {
+    return this.queries.writeMembers(plan, ws, path, format);
+  }
+
+  listMembers(plan: SetPlan, ws: string): Promise<Member[]> {
+    return this.queries.listMembers(plan, ws);
+  }
+
+  refresh(input: SnapshotInput): Promise<SnapshotResult> {
+    return this.snapshots.refresh(input);
+  }
+
+  membersPage(ws: string, snapshotId: number, after: bigint | null, limit: number): Promise<MemberRow[]> {
+    return this.snapshots.membersPage(ws, snapshotId, after, limit);
+  }
+
+  exportSnapshot(ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet'): Promise<void> {
+    return this.snapshots.exportSnapshot(ws, snapshotId, path, format);
+  }
+
+  streamSnapshot(ws: string, snapshotId: number): AsyncGenerator<Member[]> {
+    return this.snapshots.streamSnapshot(ws, snapshotId);
+  }
+
+  startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {
+    return this.snapshots.startDelivery(d, pageSize, at, limitMs);
+  }
+
+  deliveryPage(d: DeliveryRow, page: number): Promise<DiffMember[]> {
+    return this.snapshots.deliveryPage(d, page);
+  }
+
+  acknowledgePage(d: DeliveryRow, page: number, skipped: number): Promise<void> {
+    return this.snapshots.acknowledgePage(d, page, skipped);
+  }
+
+  finishDelivery(d: DeliveryRow, status: Exclude<DeliveryRow['status'], 'pending'>, error: string | null, at: Date): Promise<void> {
+    return this.snapshots.finishDelivery(d, status, error, at);
+  }
+
+  /** Stops the unit writer's background work (retries of stored-but-unsent rows) and closes the client. */
+  async close(): Promise<void> {
+    await this.units.close();
+    await this.ctx.client.close();
+  }
+}

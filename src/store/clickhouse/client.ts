@@ -1,0 +1,53 @@
+// A @clickhouse/client for the configured ClickHouse: a server or cluster at a URL, or, without
+// one, the embedded chDB reached through the same client (chdb's connection), so the code path a
+// cluster runs is the one the tests run. chdb is not a dependency of a default install.
+
+import { type ClickHouseClient, createClient } from '@clickhouse/client';
+
+export interface ClickHouseOptions {
+  /** A server or a load balancer over a cluster; unset: the embedded chDB at `path`. */
+  url?: string;
+  /** The embedded chDB's directory (one per process); `:memory:` for a throwaway one. */
+  path: string;
+  database: string;
+  /** The cluster of `ON CLUSTER` DDL and Distributed tables; unset: a single node. */
+  cluster?: string;
+  username?: string;
+  password?: string;
+}
+
+/** ANALYTICS_STORE=clickhouse without CLICKHOUSE_URL, and chdb not installed. */
+export class ChdbMissing extends Error {
+  constructor() {
+    super('ANALYTICS_STORE=clickhouse without CLICKHOUSE_URL runs the embedded chDB, which is not installed: run `npm run chdb:install`, or set CLICKHOUSE_URL to a ClickHouse server');
+  }
+}
+
+// A specifier in a variable: chdb is optional, so the type checker must not require it.
+const CHDB_CONNECTION = 'chdb/connection';
+
+interface ChdbConnectionModule {
+  createChdbConnection(options: { path: string }): NonNullable<Parameters<typeof createClient>[0]>['connection'];
+}
+
+async function loadChdb(): Promise<ChdbConnectionModule | null> {
+  try {
+    return (await import(CHDB_CONNECTION)) as ChdbConnectionModule;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether the embedded chDB can be loaded here. */
+export async function chdbAvailable(): Promise<boolean> {
+  return (await loadChdb()) !== null;
+}
+
+export async function connectClickHouse(options: ClickHouseOptions): Promise<ClickHouseClient> {
+  if (options.url !== undefined) {
+    return createClient({ url: options.url, username: options.username, password: options.password, request_timeout: 600_000 });
+  }
+  const chdb = await loadChdb();
+  if (chdb === null) throw new ChdbMissing();
+  return createClient({ connection: chdb.createChdbConnection({ path: options.path }) });
+}

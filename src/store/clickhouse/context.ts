@@ -1,0 +1,13 @@
+// What every part of the ClickHouse analytical store works with.
+
+import type { ClickHouseClient } from '@clickhouse/client';
+import type { ControlStore } from '../control/store.js';
+
+export interface ClickHouseContext {
+  client: ClickHouseClient;
+  /** Database of the analytical tables (an identifier from configuration, quoted where printed). */
+  database: string;
+  cluster?: string;
+  /** The control store: persons, the visitors' registry, audience definitions, deliveries. */
+  control: ControlStore;
+}
