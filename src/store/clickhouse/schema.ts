@@ -236,6 +236,7 @@ ENGINE = Distributed(${quote(options.cluster)}, ${db}, ${quote(local)}, cityHash
 export const EVENT_INSERT_SETTINGS = {
   input_format_try_infer_dates: 0,
   input_format_try_infer_datetimes: 0,
+  input_format_json_try_infer_numbers_from_strings: 0,
   json_type_escape_dots_in_keys: 1,
 } as const;
 
