@@ -1,0 +1,244 @@
+// The DuckDB dialect: a plan → one SQL statement plus its bound `$n` parameters. User values only
+// ever become parameters, identifiers come from the whitelists in schema.ts.
+//
+// A profile is an integer: a person's `person_key`, or minus the `visitor_key` of an anonymous
+// visitor (keys are positive). The store's tables (store/duckdb/migrations.ts) provide the columns used.
+
+import { pointer } from '../errors.js';
+import type { LeafScan, SetPlan, TimeRange } from '../plan.js';
+import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
+import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX } from '../schema.js';
+import { anyOfSql, SetPrinter, type SqlParam } from './walker.js';
+
+export interface CompiledQuery {
+  sql: string;
+  params: SqlParam[];
+}
+
+class Params {
+  readonly values: SqlParam[] = [];
+  private readonly index = new Map<string, string>();
+
+  /** A placeholder for `value`; equal values share one. */
+  add(value: SqlParam): string {
+    const key = `${typeof value}:${String(value)}`;
+    let ref = this.index.get(key);
+    if (!ref) {
+      this.values.push(value);
+      ref = `$${this.values.length}`;
+      this.index.set(key, ref);
+    }
+    return ref;
+  }
+
+  timestamp(at: Date): string {
+    return `CAST(${this.add(at.toISOString().replace('T', ' ').replace('Z', ''))} AS TIMESTAMP)`;
+  }
+}
+
+const ORDERED: Partial<Record<PredicateOp, string>> = { '=': '=', '>': '>', '>=': '>=', '<': '<', '<=': '<=' };
+const TEXT_FUNCTION: Partial<Record<PredicateOp, string>> = {
+  contains: 'contains', starts_with: 'starts_with', ends_with: 'suffix',
+};
+const COUNT_SQL: Record<Count['op'], string> = { '>=': '>=', '>': '>', '=': '=', '<=': '<=', '<': '<', '!=': '<>' };
+
+/** A typed column, or a JSON value addressed by a pointer into a JSON column. */
+type Target = { column: string } | { json: string; pointer: string };
+
+function jsonPointer(dotted: string): string {
+  return dotted.split('.').reduce(pointer, '');
+}
+
+/**
+ * SQL for a comparison of the target with one scalar, false where the types differ. For JSON,
+ * parsing the properties document is the cost, so each check parses it once where it can: equality
+ * compares the extracted value with the value's own JSON text; a number is read from the extracted
+ * JSON text, which casts only when it is a JSON number (a JSON string keeps its quotes); string
+ * comparisons check the JSON type only on rows whose text already matched.
+ */
+function compare(target: Target, op: PredicateOp, value: Scalar, params: Params): string {
+  const p = params.add(value);
+  const text = TEXT_FUNCTION[op];
+  if ('column' in target) {
+    return text ? `${text}(lower(${target.column}), lower(${p}))` : `${target.column} ${ORDERED[op]} ${p}`;
+  }
+  const path = params.add(target.pointer);
+  if (typeof value === 'number') return `${jsonNumber(target, path)} ${ORDERED[op]} ${p}`;
+  if (op === '=') return `${jsonValue(target, path)} = to_json(${p})`;
+  const str = `json_extract_string(${target.json}, ${path})`;
+  const match = text ? `${text}(lower(${str}), lower(${p}))` : `${str} ${ORDERED[op]} ${p}`;
+  return then(match, `json_type(${target.json}, ${path}) = 'VARCHAR'`);
+}
+
+const jsonValue = (target: { json: string }, path: string) => `json_extract(${target.json}, ${path})`;
+const jsonNumber = (target: { json: string }, path: string) => `TRY_CAST(CAST(${jsonValue(target, path)} AS VARCHAR) AS DOUBLE)`;
+
+/** `in` over a JSON value: one parse for the numbers, one for the strings and booleans. */
+function jsonIn(target: { json: string; pointer: string }, values: Scalar[], params: Params): string {
+  const path = params.add(target.pointer);
+  const numbers = values.filter((v) => typeof v === 'number').map((v) => params.add(v));
+  const others = values.filter((v) => typeof v !== 'number').map((v) => `to_json(${params.add(v)})`);
+  const parts: string[] = [];
+  if (numbers.length > 0) parts.push(`${jsonNumber(target, path)} IN (${numbers.join(', ')})`);
+  if (others.length > 0) parts.push(`${jsonValue(target, path)} IN (${others.join(', ')})`);
+  return parts.length === 1 ? parts[0]! : `(${parts.join(' OR ')})`;
+}
+
+/** `first AND next`, evaluating `next` only where `first` holds. */
+function then(first: string, next: string): string {
+  return `CASE WHEN ${first} THEN ${next} ELSE false END`;
+}
+
+function positive(target: Target, op: PredicateOp, value: Predicate['value'], params: Params): string {
+  if (op === 'is_set') {
+    return 'column' in target
+      ? `${target.column} IS NOT NULL`
+      : `coalesce(json_type(${target.json}, ${params.add(target.pointer)}), 'NULL') <> 'NULL'`;
+  }
+  if (op === 'in') {
+    const values = value as Scalar[];
+    if ('column' in target) return `${target.column} IN (${values.map((v) => params.add(v)).join(', ')})`;
+    return jsonIn(target, values, params);
+  }
+  return compare(target, op, value as Scalar, params);
+}
+
+function predicateSql(target: Target, predicate: Predicate, params: Params): string {
+  const base = NEGATED_OPS[predicate.op];
+  // Negative ops are the complement of their positive op, absent values included.
+  return base
+    ? `NOT coalesce(${positive(target, base, predicate.value, params)}, false)`
+    : positive(target, predicate.op, predicate.value, params);
+}
+
+/** Properties-document parses a payload predicate costs: two for string ordering and text ops. */
+function payloadCost(predicate: Predicate): number {
+  return typeof predicate.value === 'string' && !['=', '!='].includes(predicate.op) ? 2 : 1;
+}
+
+/** Payload predicates, cheapest first, each evaluated only on the rows the previous ones kept. */
+function payloadSql(predicates: Predicate[], params: Params): string {
+  const sorted = [...predicates].sort((a, b) => payloadCost(a) - payloadCost(b));
+  const parts = sorted.map((p) => predicateSql({ json: 'e.properties', pointer: jsonPointer(p.field.slice(PAYLOAD_PREFIX.length)) }, p, params));
+  return parts.reduceRight((rest, part) => then(part, rest));
+}
+
+function rangeSql(column: string, range: TimeRange, params: Params): string[] {
+  const out: string[] = [];
+  if (range.from) out.push(`${column} >= ${params.timestamp(range.from)}`);
+  if (range.to) out.push(`${column} ${range.toExclusive ? '<' : '<='} ${params.timestamp(range.to)}`);
+  return out;
+}
+
+function columnTarget(alias: string, field: string, known: Record<string, unknown>): Target {
+  if (!Object.hasOwn(known, field)) throw new Error(`field ${field} is not whitelisted`);
+  return { column: `${alias}."${field}"` };
+}
+
+/**
+ * Visitors linked to a person, the only ones a row's profile needs looking up. Keys are unique
+ * across workspaces, so the join is on the integer key alone (a composite key with the workspace
+ * id costs more than the rest of a typical leaf).
+ */
+function linkedVisitors(w: string): string {
+  return `(SELECT visitor_key, person_key FROM visitors WHERE workspace_id = ${w} AND person_key IS NOT NULL)`;
+}
+
+/** Rows of one leaf as `profile` values (with repeats), before counting. */
+function scanRows(scan: LeafScan, ws: string, params: Params): string {
+  const w = params.add(ws);
+  const where: string[] = [];
+  switch (scan.table) {
+    case 'events': {
+      where.push(`e.workspace_id = ${w}`, `e.event_name = ${params.add(scan.name)}`, ...rangeSql('e.ts', scan.range, params));
+      where.push(...anyOfSql(scan.anyOf, (group) => payloadSql(group, params)));
+      const conditions = where.join('\n      AND ');
+      // Most events carry their person; only the others need the visitor's link. With payload
+      // filters the rows are filtered once, then split: JSON extraction is most of such a leaf's
+      // time (EXPLAIN ANALYZE at 100 M events), and the two branches would each scan and extract.
+      if (scan.anyOf.length > 0) {
+        return `WITH matched AS MATERIALIZED (SELECT e.person_key, e.visitor_key FROM events e
+    WHERE ${conditions})
+    SELECT m.person_key AS profile FROM matched m WHERE m.person_key IS NOT NULL
+    UNION ALL
+    SELECT coalesce(v.person_key, -m.visitor_key) AS profile
+    FROM matched m LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = m.visitor_key
+    WHERE m.person_key IS NULL`;
+      }
+      return `SELECT e.person_key AS profile FROM events e
+    WHERE ${conditions}
+      AND e.person_key IS NOT NULL
+    UNION ALL
+    SELECT coalesce(v.person_key, -e.visitor_key) AS profile
+    FROM events e LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = e.visitor_key
+    WHERE ${conditions}
+      AND e.person_key IS NULL`;
+    }
+    case 'pageviews':
+      where.push(`pv.workspace_id = ${w}`, ...rangeSql('pv.ts', scan.range, params));
+      where.push(...anyOfSql(scan.anyOf, (group) =>
+        group.map((p) => predicateSql(columnTarget('pv', p.field, PAGEVIEW_FIELDS), p, params)).join(' AND ')));
+      return `SELECT coalesce(v.person_key, -pv.visitor_key) AS profile
+    FROM pageviews pv LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = pv.visitor_key
+    WHERE ${where.join('\n      AND ')}`;
+    case 'payment_events':
+      where.push(`x.workspace_id = ${w}`, `x.kind = ${params.add(scan.kind)}`, ...rangeSql('x.ts', scan.range, params));
+      return customerRows('payment_events', w, where);
+    case 'subscriptions':
+    case 'invoices': {
+      const fields = PAYMENTS_FIELDS[scan.table === 'subscriptions' ? 'subscription' : 'invoice'];
+      where.push(`x.workspace_id = ${w}`);
+      for (const p of scan.predicates) where.push(predicateSql(columnTarget('x', p.field, fields), p, params));
+      return customerRows(scan.table, w, where);
+    }
+  }
+}
+
+/** Payments rows belong to their customer's person, else to its visitor's person or anonymous profile. */
+function customerRows(table: string, w: string, where: string[]): string {
+  return `SELECT coalesce(c.person_key, v.person_key, -c.visitor_key) AS profile
+    FROM ${table} x
+      JOIN payment_customers c ON c.workspace_id = x.workspace_id AND c.customer_id = x.customer_id
+      LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key
+    WHERE ${where.join('\n      AND ')}`;
+}
+
+function leafSql(scan: LeafScan, ws: string, params: Params): string {
+  const rows = scanRows(scan, ws, params);
+  const count = 'count' in scan ? scan.count : null;
+  if (!count) return `SELECT DISTINCT profile FROM (${rows}) WHERE profile IS NOT NULL`;
+  return `SELECT profile FROM (${rows}) WHERE profile IS NOT NULL GROUP BY profile HAVING count(*) ${COUNT_SQL[count.op]} ${params.add(count.value)}`;
+}
+
+const DUCKDB_SET_OPERATORS = { union: 'UNION', intersect: 'INTERSECT', except: 'EXCEPT' };
+
+/** One statement: the shared leaves' CTEs, then `select` around the set expression. */
+function print(plan: SetPlan, workspaceId: string, select: (set: string, params: Params) => string): CompiledQuery {
+  const params = new Params();
+  const printer = new SetPrinter(plan, (scan) => leafSql(scan, workspaceId, params), DUCKDB_SET_OPERATORS);
+  const set = printer.set(plan);
+  const outer = select(set, params);
+  return { sql: `${printer.withClause()}${outer}`, params: params.values };
+}
+
+/** `SELECT count(*) AS count`: the audience size. */
+export function printCount(plan: SetPlan, workspaceId: string): CompiledQuery {
+  return print(plan, workspaceId, (set) => `SELECT count(*) AS count FROM (\n  ${set}\n) AS audience`);
+}
+
+/** The members as snapshot rows `{ profile, person_id, visitor_id, external_id, email }`, by profile. */
+export function printMembers(plan: SetPlan, workspaceId: string): CompiledQuery {
+  return print(plan, workspaceId, (set, params) => {
+    const w = params.add(workspaceId);
+    return `SELECT a.profile, p.person_id, v.visitor_id, p.external_id, p.email
+FROM (\n  ${set}\n) AS a
+  LEFT JOIN persons p ON p.workspace_id = ${w} AND p.person_key = a.profile
+  LEFT JOIN visitors v ON v.workspace_id = ${w} AND v.visitor_key = -a.profile
+ORDER BY a.profile`;
+  });
+}
+
+/** `SELECT profile`: the members' profiles alone, for `INSERT … SELECT` of a snapshot inside the database. */
+export function printProfiles(plan: SetPlan, workspaceId: string): CompiledQuery {
+  return print(plan, workspaceId, (set) => `SELECT profile FROM (\n  ${set}\n) AS audience`);
+}

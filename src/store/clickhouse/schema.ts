@@ -1,0 +1,271 @@
+// The ClickHouse schema of the analytical tables, as DDL strings (pure: running them is the
+// store's job). Designed for the criteria queries (criteria/print/clickhouse.ts), not copied from
+// DuckDB: each table is ordered by what a criteria leaf filters on, one workspace at a time.
+//
+// A profile is an integer as in DuckDB (store/duckdb/migrations.ts): a person's `person_key`, or minus the
+// `visitor_key` of an anonymous visitor. Keys are positive, so key columns are not Nullable: 0
+// means "none" (argMax skips NULL values, so a Nullable key could never be set back to none).
+//
+// Tables that hold current state (visitor links, persons, customers, subscriptions, invoices,
+// payment events) are ReplacingMergeTree(version): every change is a new row with a higher
+// `version` (strictly increasing per key), and readers take argMax(…, version) per key, so
+// answers are exact whatever the merge state. Payment events can be withdrawn (a refund that
+// fails): a row with `deleted = 1` and a higher version.
+
+export interface ClickHouseSchemaOptions {
+  database: string;
+  /** The cluster name of `ON CLUSTER`; unset: a single node. */
+  cluster?: string;
+}
+
+const TS = "DateTime64(6, 'UTC')";
+
+interface TableSpec {
+  name: string;
+  columns: string;
+  /** The single-node engine; the cluster variant is its Replicated form. */
+  engine: 'MergeTree' | 'ReplacingMergeTree(version)' | 'ReplacingMergeTree(version, deleted)';
+  orderBy: string;
+  partitionBy?: string;
+  /** Batched appends: a retried batch with the same insert_deduplication_token is stored once. */
+  appendOnly?: boolean;
+}
+
+const TABLES: readonly TableSpec[] = [
+  {
+    name: 'events',
+    columns: `
+    workspace_id String,
+    event_id String,
+    message_id Nullable(String),
+    event_name LowCardinality(String),
+    ts ${TS},
+    person_key Int64,
+    visitor_key Int64,
+    properties JSON,
+    property_objects Array(String),
+    received_at ${TS}`,
+    engine: 'MergeTree',
+    orderBy: '(workspace_id, event_name, ts)',
+    partitionBy: 'toYYYYMM(ts)',
+    appendOnly: true,
+  },
+  {
+    name: 'pageviews',
+    columns: `
+    workspace_id String,
+    pageview_id String,
+    visitor_key Int64,
+    ts ${TS},
+    url String,
+    referrer Nullable(String),
+    title Nullable(String),
+    host String,
+    path String,
+    referrer_host Nullable(String),
+    source Nullable(String),
+    medium Nullable(String),
+    campaign Nullable(String),
+    channel LowCardinality(String),
+    channel_category LowCardinality(String)`,
+    engine: 'MergeTree',
+    orderBy: '(workspace_id, ts)',
+    partitionBy: 'toYYYYMM(ts)',
+    appendOnly: true,
+  },
+  {
+    // One row per link change of a visitor (PostHog's person_distinct_id2): person_key 0 = anonymous.
+    name: 'visitors',
+    columns: `
+    workspace_id String,
+    visitor_key Int64,
+    visitor_id String,
+    person_key Int64,
+    version UInt64`,
+    engine: 'ReplacingMergeTree(version)',
+    orderBy: '(workspace_id, visitor_key)',
+  },
+  {
+    // The identity fields a members list shows (the persons themselves stay in the control store).
+    name: 'persons',
+    columns: `
+    workspace_id String,
+    person_key Int64,
+    person_id String,
+    external_id Nullable(String),
+    email Nullable(String),
+    version UInt64`,
+    engine: 'ReplacingMergeTree(version)',
+    orderBy: '(workspace_id, person_key)',
+  },
+  {
+    // Whom a payment customer belongs to: its person, else its visitor (0 = none).
+    name: 'payment_customers',
+    columns: `
+    workspace_id String,
+    customer_id String,
+    person_key Int64,
+    visitor_key Int64,
+    version UInt64`,
+    engine: 'ReplacingMergeTree(version)',
+    orderBy: '(workspace_id, customer_id)',
+  },
+  {
+    name: 'subscriptions',
+    columns: `
+    workspace_id String,
+    subscription_id String,
+    customer_id String,
+    status LowCardinality(String),
+    price_id Nullable(String),
+    product_id Nullable(String),
+    \`interval\` Nullable(String),
+    amount Nullable(Int64),
+    currency Nullable(String),
+    cancel_at_period_end Bool,
+    created_at ${TS},
+    version UInt64`,
+    engine: 'ReplacingMergeTree(version)',
+    orderBy: '(workspace_id, subscription_id)',
+  },
+  {
+    name: 'invoices',
+    columns: `
+    workspace_id String,
+    invoice_id String,
+    customer_id String,
+    subscription_id Nullable(String),
+    status LowCardinality(String),
+    amount_due Int64,
+    amount_paid Int64,
+    currency String,
+    created_at ${TS},
+    paid_at Nullable(${TS}),
+    version UInt64`,
+    engine: 'ReplacingMergeTree(version)',
+    orderBy: '(workspace_id, invoice_id)',
+  },
+  {
+    name: 'payment_events',
+    columns: `
+    workspace_id String,
+    kind LowCardinality(String),
+    customer_id String,
+    object_id String,
+    ts ${TS},
+    amount Nullable(Int64),
+    currency Nullable(String),
+    version UInt64,
+    deleted UInt8`,
+    engine: 'ReplacingMergeTree(version, deleted)',
+    orderBy: '(workspace_id, kind, customer_id, object_id)',
+  },
+  {
+    // Membership snapshots: the profiles of each refresh.
+    name: 'audience_members',
+    columns: `
+    workspace_id String,
+    snapshot_id UInt64,
+    profile Int64`,
+    engine: 'MergeTree',
+    orderBy: '(workspace_id, snapshot_id, profile)',
+  },
+  {
+    // Each snapshot's diff to the one before, numbered in page order (change, profile).
+    name: 'audience_diffs',
+    columns: `
+    workspace_id String,
+    audience_id String,
+    snapshot_id UInt64,
+    seq UInt64,
+    change LowCardinality(String),
+    profile Int64`,
+    engine: 'MergeTree',
+    orderBy: '(workspace_id, audience_id, snapshot_id, seq)',
+  },
+];
+
+/** The analytical tables' names, as the criteria queries read them (Distributed ones on a cluster). */
+export const CLICKHOUSE_TABLES: readonly string[] = TABLES.map((t) => t.name);
+
+const quote = (identifier: string) => `\`${identifier.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``;
+
+/** `ReplacingMergeTree(version)` → `ReplicatedReplacingMergeTree('<zk path>', '{replica}', version)`. */
+function replicated(engine: TableSpec['engine']): string {
+  const [, family, args] = /^(\w+)(?:\((.*)\))?$/.exec(engine)!;
+  const path = "'/clickhouse/tables/{shard}/{database}/{table}', '{replica}'";
+  return `Replicated${family}(${args ? `${path}, ${args}` : path})`;
+}
+
+function createTable(t: TableSpec, name: string, engine: string, onCluster: string, settings: string[]): string {
+  return `CREATE TABLE IF NOT EXISTS ${name}${onCluster}
+(${t.columns}
+)
+ENGINE = ${engine}
+${t.partitionBy ? `PARTITION BY ${t.partitionBy}\n` : ''}ORDER BY ${t.orderBy}${settings.length > 0 ? `\nSETTINGS ${settings.join(', ')}` : ''}`;
+}
+
+/**
+ * The statements that create the analytical schema, in order; each is idempotent (IF NOT EXISTS).
+ * Single node: MergeTree-family tables. Cluster: per table a ReplicatedMergeTree-family `<name>_local`
+ * on every node and a Distributed `<name>` over them sharded by cityHash64(workspace_id), so one
+ * workspace lives on one shard and a criteria query (always one workspace) never crosses shards.
+ */
+export function clickhouseSchema(options: ClickHouseSchemaOptions): string[] {
+  const db = quote(options.database);
+  const onCluster = options.cluster === undefined ? '' : ` ON CLUSTER ${quote(options.cluster)}`;
+  const statements = [`CREATE DATABASE IF NOT EXISTS ${db}${onCluster}`];
+  for (const t of TABLES) {
+    if (options.cluster === undefined) {
+      // Non-replicated MergeTree deduplicates retried inserts only within this window.
+      statements.push(createTable(t, `${db}.${quote(t.name)}`, t.engine, '', t.appendOnly ? ['non_replicated_deduplication_window = 1000'] : []));
+      continue;
+    }
+    const local = `${t.name}_local`;
+    statements.push(createTable(t, `${db}.${quote(local)}`, replicated(t.engine), onCluster, []));
+    statements.push(`CREATE TABLE IF NOT EXISTS ${db}.${quote(t.name)}${onCluster} AS ${db}.${quote(local)}
+ENGINE = Distributed(${quote(options.cluster)}, ${db}, ${quote(local)}, cityHash64(workspace_id))`);
+  }
+  return statements;
+}
+
+/**
+ * Settings for every insert into `events`: JSON strings stay strings (ClickHouse would otherwise
+ * read "2026-01-01" as a Date), and a key with a dot is one key, not a nested path.
+ */
+export const EVENT_INSERT_SETTINGS = {
+  input_format_try_infer_dates: 0,
+  input_format_try_infer_datetimes: 0,
+  input_format_json_try_infer_numbers_from_strings: 0,
+  json_type_escape_dots_in_keys: 1,
+} as const;
+
+/**
+ * Settings for criteria queries on a cluster: the leaves' subqueries on Distributed tables run on
+ * the shard's local tables (a workspace is on one shard), and only that shard is asked.
+ */
+export const CLUSTER_QUERY_SETTINGS = {
+  distributed_product_mode: 'local',
+  optimize_skip_unused_shards: 1,
+} as const;
+
+/**
+ * The `property_objects` of an event: the dotted paths of its properties whose value is an object.
+ * ClickHouse's JSON type keeps only leaf values (an object such as `{}` or `{"a": null}` leaves no
+ * trace), and a payload path holding an object is present for `is_set`. Dots inside a key are
+ * escaped as `%2E`, like json_type_escape_dots_in_keys does, so they never read as a nested path.
+ */
+export function propertyObjects(properties: unknown): string[] {
+  const paths: string[] = [];
+  const walk = (value: unknown, prefix: string) => {
+    if (typeof value !== 'object' || value === null || Array.isArray(value)) return;
+    for (const [key, child] of Object.entries(value)) {
+      if (typeof child !== 'object' || child === null || Array.isArray(child)) continue;
+      const path = `${prefix}${key.replaceAll('.', '%2E')}`;
+      paths.push(path);
+      walk(child, `${path}.`);
+    }
+  };
+  walk(properties, '');
+  return paths;
+}
