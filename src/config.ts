@@ -48,6 +48,13 @@ function boolean(env: NodeJS.ProcessEnv, name: string): boolean {
   throw new Error(`${name} must be true or false, got "${env[name]}"`);
 }
 
+/** A name printed into SQL as an identifier: letters, digits and underscores only. */
+function identifier(env: NodeJS.ProcessEnv, name: string, fallback: string): string {
+  const raw = env[name] || fallback;
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(raw)) throw new Error(`${name} must be letters, digits and underscores, got "${raw}"`);
+  return raw;
+}
+
 function engine(env: NodeJS.ProcessEnv): AnalyticsEngine {
   const raw = env.ANALYTICS_STORE || 'duckdb';
   const found = ANALYTICS_ENGINES.find((e) => e === raw);
@@ -68,7 +75,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     clickhouse: {
       url: env.CLICKHOUSE_URL || undefined,
       path: env.CLICKHOUSE_PATH || DEFAULT_CLICKHOUSE.path,
-      database: env.CLICKHOUSE_DATABASE || DEFAULT_CLICKHOUSE.database,
+      database: identifier(env, 'CLICKHOUSE_DATABASE', DEFAULT_CLICKHOUSE.database),
       cluster: env.CLICKHOUSE_CLUSTER || undefined,
       username: env.CLICKHOUSE_USER || undefined,
       password: env.CLICKHOUSE_PASSWORD || undefined,

@@ -35,6 +35,14 @@ class Params {
   readonly values: Record<string, ClickHouseParam> = {};
   private readonly index = new Map<string, string>();
 
+  /** `database`: where the tables are (an identifier from configuration); unset: the connection's default. */
+  constructor(private readonly database: string | undefined) {}
+
+  /** A table of the analytical schema, qualified by the database when there is one. */
+  table(name: string): string {
+    return this.database === undefined ? name : `${quote(this.database)}.${name}`;
+  }
+
   /** A placeholder for `value` read as `type`; equal values of a type share one. */
   add(value: ClickHouseParam, type: ParamType): string {
     const key = `${type}:${JSON.stringify(value)}`;
@@ -63,7 +71,7 @@ class Params {
 
 const ORDERED: Partial<Record<PredicateOp, string>> = { '=': '=', '>': '>', '>=': '>=', '<': '<', '<=': '<=' };
 
-const quote = (identifier: string) => `\`${identifier}\``;
+const quote = (identifier: string) => `\`${identifier.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``;
 
 /** `x` lowercased contains / starts with / ends with `p` lowercased. */
 function textMatch(op: PredicateOp, x: string, p: string): string {
@@ -146,14 +154,15 @@ function rangeSql(column: string, range: TimeRange, params: Params): string[] {
  * The current row of each `key` of a state table: `columns` of its highest version. argMax of a
  * tuple, because argMax of a Nullable column skips NULLs (a value set back to NULL would be lost).
  */
-function current(table: string, key: string, columns: string[], w: string): string {
+function current(table: string, key: string, columns: string[], w: string, params: Params): string {
   const picks = columns.map((c, i) => `s.${i + 1} AS ${quote(c)}`).join(', ');
   return `(SELECT ${key}, ${picks} FROM (SELECT ${key}, argMax(tuple(${columns.map(quote).join(', ')}), version) AS s
-      FROM ${table} WHERE workspace_id = ${w} GROUP BY ${key}))`;
+      FROM ${params.table(table)} WHERE workspace_id = ${w} GROUP BY ${key}))`;
 }
 
 /** Visitors linked to a person now: the only ones a row's profile needs looking up. */
-const linkedVisitors = (w: string) => `(SELECT visitor_key, person_key FROM ${current('visitors', 'visitor_key', ['person_key'], w)} WHERE person_key != 0)`;
+const linkedVisitors = (w: string, params: Params) =>
+  `(SELECT visitor_key, person_key FROM ${current('visitors', 'visitor_key', ['person_key'], w, params)} WHERE person_key != 0)`;
 
 /** A key that is 0 or NULL (a LEFT JOIN miss, whatever join_use_nulls) is no key. */
 const key = (column: string) => `nullIf(${column}, 0)`;
@@ -222,13 +231,13 @@ function ownerRows(leaves: NumberedScan[], w: string, params: Params): string[] 
     const names = [...new Set(events.map((l) => (l.scan as { name: string }).name))].map((n) => params.add(n, 'String'));
     const where = [`e.workspace_id = ${w}`, `e.event_name IN (${names.join(', ')})`, ...hull('e.ts', ranges(events), params)];
     parts.push(counted([['e.person_key', 'person_key'], ['e.visitor_key', 'visitor_key']],
-      `events AS e\n      WHERE ${where.join(' AND ')}`, events, params));
+      `${params.table('events')} AS e\n      WHERE ${where.join(' AND ')}`, events, params));
   }
   const pageviews = of('pageviews');
   if (pageviews.length > 0) {
     const where = [`pv.workspace_id = ${w}`, ...hull('pv.ts', ranges(pageviews), params)];
     parts.push(counted([['toInt64(0)', 'person_key'], ['pv.visitor_key', 'visitor_key']],
-      `pageviews AS pv\n      WHERE ${where.join(' AND ')}`, pageviews, params));
+      `${params.table('pageviews')} AS pv\n      WHERE ${where.join(' AND ')}`, pageviews, params));
   }
   const customers: string[] = [];
   const paymentEvents = of('payment_events');
@@ -236,21 +245,21 @@ function ownerRows(leaves: NumberedScan[], w: string, params: Params): string[] 
     // The kind is part of the key, so it filters before the current row is picked; the time after.
     const kinds = [...new Set(paymentEvents.map((l) => (l.scan as { kind: string }).kind))].map((k) => params.add(k, 'String'));
     const rows = `(SELECT kind, customer_id, s.1 AS ts FROM (SELECT kind, customer_id, object_id, argMax(tuple(ts, deleted), version) AS s
-      FROM payment_events WHERE workspace_id = ${w} AND kind IN (${kinds.join(', ')}) GROUP BY kind, customer_id, object_id)
+      FROM ${params.table('payment_events')} WHERE workspace_id = ${w} AND kind IN (${kinds.join(', ')}) GROUP BY kind, customer_id, object_id)
       WHERE s.2 = 0)`;
     customers.push(counted([['x.customer_id', 'customer_id']], `${rows} AS x`, paymentEvents, params));
   }
   for (const [table, entity] of [['subscriptions', 'subscription'], ['invoices', 'invoice']] as const) {
     const state = of(table);
     if (state.length === 0) continue;
-    const rows = current(table, `${entity}_id`, ['customer_id', ...Object.keys(PAYMENTS_FIELDS[entity])], w);
+    const rows = current(table, `${entity}_id`, ['customer_id', ...Object.keys(PAYMENTS_FIELDS[entity])], w, params);
     customers.push(counted([['x.customer_id', 'customer_id']], `${rows} AS x`, state, params));
   }
   if (customers.length > 0) {
     // Payments rows belong to their customer's person, else to its visitor's.
     parts.push(`SELECT c.person_key AS person_key, c.visitor_key AS visitor_key, o.leaf AS leaf, o.n AS n
     FROM (${customers.join('\n    UNION ALL ')}) AS o
-      JOIN ${current('payment_customers', 'customer_id', ['person_key', 'visitor_key'], w)} AS c ON c.customer_id = o.customer_id`);
+      JOIN ${current('payment_customers', 'customer_id', ['person_key', 'visitor_key'], w, params)} AS c ON c.customer_id = o.customer_id`);
   }
   return parts;
 }
@@ -296,7 +305,7 @@ function profilesSql(plan: SetPlan, ws: string, params: Params): string {
     FROM (
     ${ownerRows(leaves.map((scan, n) => ({ n, scan })), w, params).join('\n    UNION ALL ')}
     ) AS o
-      LEFT JOIN ${linkedVisitors(w)} AS l ON l.visitor_key = o.visitor_key
+      LEFT JOIN ${linkedVisitors(w, params)} AS l ON l.visitor_key = o.visitor_key
     GROUP BY profile, leaf
     HAVING ${having.join(' AND ')}
   ) GROUP BY profile)
@@ -304,8 +313,8 @@ function profilesSql(plan: SetPlan, ws: string, params: Params): string {
 }
 
 /** One statement: `select` around the plan's set of profiles. */
-function print(plan: SetPlan, workspaceId: string, select: (set: string, params: Params) => string): ClickHouseQuery {
-  const params = new Params();
+function print(plan: SetPlan, workspaceId: string, database: string | undefined, select: (set: string, params: Params) => string): ClickHouseQuery {
+  const params = new Params(database);
   return { sql: select(profilesSql(plan, workspaceId, params), params), params: params.values };
 }
 
@@ -324,26 +333,26 @@ export const CLICKHOUSE_QUERY_SETTINGS = {
 /** The ClickHouse statements of a plan, as printCount / printMembers / printProfiles print DuckDB's. */
 export const clickhousePrinter = {
   /** `SELECT count() AS count`: the audience size. */
-  count(plan: SetPlan, workspaceId: string): ClickHouseQuery {
-    return print(plan, workspaceId, (set) => `SELECT count() AS count FROM (\n  ${set}\n) AS audience`);
+  count(plan: SetPlan, workspaceId: string, database?: string): ClickHouseQuery {
+    return print(plan, workspaceId, database, (set) => `SELECT count() AS count FROM (\n  ${set}\n) AS audience`);
   },
 
   /** The members as snapshot rows `{ profile, person_id, visitor_id, external_id, email }`, by profile. */
-  members(plan: SetPlan, workspaceId: string): ClickHouseQuery {
-    return print(plan, workspaceId, (set, params) => {
+  members(plan: SetPlan, workspaceId: string, database?: string): ClickHouseQuery {
+    return print(plan, workspaceId, database, (set, params) => {
       const w = params.add(workspaceId, 'String');
       // A miss must read as NULL here (no person, no visitor), not as the type's default.
       return `SELECT a.profile AS profile, p.person_id AS person_id, v.visitor_id AS visitor_id, p.external_id AS external_id, p.email AS email
 FROM (\n  ${set}\n) AS a
-  LEFT JOIN ${current('persons', 'person_key', ['person_id', 'external_id', 'email'], w)} AS p ON p.person_key = a.profile
-  LEFT JOIN ${current('visitors', 'visitor_key', ['visitor_id'], w)} AS v ON v.visitor_key = -a.profile
+  LEFT JOIN ${current('persons', 'person_key', ['person_id', 'external_id', 'email'], w, params)} AS p ON p.person_key = a.profile
+  LEFT JOIN ${current('visitors', 'visitor_key', ['visitor_id'], w, params)} AS v ON v.visitor_key = -a.profile
 ORDER BY a.profile
 SETTINGS join_use_nulls = 1`;
     });
   },
 
   /** `SELECT profile`: the members' profiles alone, for `INSERT … SELECT` of a snapshot inside the database. */
-  profiles(plan: SetPlan, workspaceId: string): ClickHouseQuery {
-    return print(plan, workspaceId, (set) => `SELECT profile FROM (\n  ${set}\n) AS audience`);
+  profiles(plan: SetPlan, workspaceId: string, database?: string): ClickHouseQuery {
+    return print(plan, workspaceId, database, (set) => `SELECT profile FROM (\n  ${set}\n) AS audience`);
   },
 };
