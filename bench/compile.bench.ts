@@ -6,36 +6,22 @@
 //
 // Fixtures are generated into data/fixtures and imported into data/bench/bench.duckdb once.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { Bench } from 'tinybench';
-import { DEFAULT_NOW, generateFixtures } from '../fixtures/generate.js';
 import { planCriteria, printCount, validateCriteria } from '../src/criteria/index.js';
-import { Store } from '../src/store/duckdb/db.js';
-import { importParquetDir } from '../src/store/duckdb/import.js';
+import type { Store } from '../src/store/duckdb/db.js';
 import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS } from '../src/store/layout.js';
 import { propertyCatalog } from '../src/store/duckdb/properties.js';
 import { utc } from '../src/store/duckdb/time.js';
 import { referenceCount } from '../test/support/reference.js';
 import { BENCH_CASES } from './criteria.js';
+import { AT, benchArgs, fixtureDir as fixtureDirOf, openBenchDatabase, WS } from './support/dataset.js';
 import { benchValidation } from './validate.bench.js';
 
-const { values: args } = parseArgs({
-  options: {
-    people: { type: 'string', default: '1000000' },
-    events: { type: 'string', default: '10000000' },
-    pageviews: { type: 'string', default: '2000000' },
-    'no-reference': { type: 'boolean', default: false },
-  },
-});
-const sizes = { people: Number(args.people), events: Number(args.events), pageviews: Number(args.pageviews) };
-const tag = `${sizes.people}-${sizes.events}-${sizes.pageviews}`;
-const fixtureDir = join('data', 'fixtures', tag);
-const dbPath = join('data', 'bench', `${tag}.duckdb`);
-const WS = 'ws_bench';
-const AT = DEFAULT_NOW;
+const { sizes, values: args } = benchArgs({ 'no-reference': { type: 'boolean', default: false } });
+const fixtureDir = fixtureDirOf(sizes);
 
 const AT_PARAM = utc(AT);
 const handParams = (sql: string) => (sql.includes('$2') ? [WS, AT_PARAM] : [WS]);
@@ -44,17 +30,7 @@ const log = (line: string) => console.log(line);
 const peakRssGiB = () => (Number(/VmHWM:\s+(\d+) kB/.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? 0) / 2 ** 20).toFixed(2);
 const ms = (n: number) => n.toFixed(n < 10 ? 2 : 1);
 
-if (!existsSync(join(fixtureDir, 'payment_events.parquet'))) {
-  log(`generating fixtures in ${fixtureDir}`);
-  await generateFixtures({ ...sizes, seed: 1, out: fixtureDir, log });
-}
-const fresh = !existsSync(dbPath);
-const store = await Store.open(dbPath);
-if (fresh) {
-  const t0 = performance.now();
-  await importParquetDir(store, WS, fixtureDir);
-  log(`imported into ${dbPath} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-}
+const { store, fresh } = await openBenchDatabase(sizes, log);
 
 log(`\nmachine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; node ${process.version}`);
 log(`dataset: ${sizes.people.toLocaleString('en-US')} people, ${sizes.events.toLocaleString('en-US')} events, ${sizes.pageviews.toLocaleString('en-US')} page views\n`);
