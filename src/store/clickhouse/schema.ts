@@ -8,7 +8,7 @@
 //
 // Tables that hold current state (visitor links, persons, customers, subscriptions, invoices,
 // payment events) are ReplacingMergeTree(version): every change is a new row with a higher
-// `version` (strictly increasing per key), and readers take argMax(…, version) per key, so
+// `version` (strictly increasing per key), and readers take the row of the highest version (FINAL), so
 // answers are exact whatever the merge state. Payment events can be withdrawn (a refund that
 // fails): a row with `deleted = 1` and a higher version.
 
