@@ -102,12 +102,12 @@ describe.skipIf(!CHDB_INSTALLED)('ClickHouse rows left by a failure or a crash',
   });
 
   /** The stores as openStores builds them for ClickHouse, with the unit options under test. */
-  async function open(path: string, units: UnitsOptions): Promise<Stores & { analytics: ClickHouseAnalytics; control: Store }> {
+  async function open(path: string, units: UnitsOptions, Analytics = ClickHouseAnalytics): Promise<Stores & { analytics: ClickHouseAnalytics; control: Store }> {
     const control = await Store.open(path);
     const client = await connectClickHouse({ path: ':memory:', database });
     const ctx = { client, database, control };
     await migrateClickHouse(ctx);
-    const analytics = new ClickHouseAnalytics(ctx, {}, units);
+    const analytics = new Analytics(ctx, {}, units);
     return { control, analytics, close: async () => { await analytics.close(); await control.close(); } };
   }
 
@@ -162,6 +162,36 @@ describe.skipIf(!CHDB_INSTALLED)('ClickHouse rows left by a failure or a crash',
       expect(await result.json()).toEqual([{ kind: 'first_paid_invoice', object_id: 'in_s' }]);
     } finally {
       await stores.close();
+    }
+  });
+
+  it('keeps versions counting up after a restart on a clock that went back: the latest link wins', async () => {
+    database = `outbox_${randomUUID().replaceAll('-', '')}`;
+    const path = join(dir, 'clock.duckdb');
+    const first = await open(path, {});
+    const ws = (await new Workspaces(first.control).create('w')).workspace_id;
+    await new Ingest(first).person(ws, { external_id: 'before', visitor_id: 'v_clock' });
+    await first.close();
+    // A new process: modules loaded afresh (a version clock that starts from nothing), on a clock an hour behind.
+    vi.resetModules();
+    const fresh = await import('../src/store/clickhouse/analytics.js');
+    const { Ingest: FreshIngest } = await import('../src/ingest/ingest.js');
+    vi.useFakeTimers({ toFake: ['Date'], now: Date.now() - 3_600_000 });
+    try {
+      const second = await open(path, {}, fresh.ClickHouseAnalytics);
+      try {
+        const { person_id } = await new FreshIngest(second).person(ws, { external_id: 'after', visitor_id: 'v_clock' });
+        const [owner] = await second.control.query('SELECT person_key FROM persons WHERE person_id = $1', [person_id]);
+        const link = await second.analytics.ctx.client.query({
+          query: `SELECT argMax(person_key, version) AS person_key FROM ${database}.visitors WHERE workspace_id = {ws:String} AND visitor_id = 'v_clock'`,
+          query_params: { ws }, format: 'JSONEachRow',
+        });
+        expect((await link.json<{ person_key: number }>())[0]!.person_key).toBe(Number(owner!.person_key));
+      } finally {
+        await second.close();
+      }
+    } finally {
+      vi.useRealTimers();
     }
   });
 });

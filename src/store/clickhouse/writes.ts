@@ -49,6 +49,17 @@ function nextVersion(): string {
   return String(lastVersion);
 }
 
+/** Tables whose versions come from nextVersion. */
+const CLOCKED = ['visitors', 'persons', 'payment_customers', 'payment_events'];
+
+/** Moves the version clock past every version stored, so a restart on a clock that went back still counts up. */
+async function versionsFrom(ctx: ClickHouseContext): Promise<void> {
+  const highest = CLOCKED.map((name) => `(SELECT max(version) FROM ${table(ctx, name)})`).join(', ');
+  const [row] = await select(ctx, `SELECT toString(greatest(${highest})) AS version`, {});
+  const stored = BigInt(row!.version as string);
+  if (stored > lastVersion) lastVersion = stored;
+}
+
 /**
  * The version of a subscription or invoice announced at `created`, or null when the stored one is
  * newer (it stays). Announced the same millisecond: the later arrival wins, as on DuckDB.
@@ -317,9 +328,13 @@ class ClickHouseWrites implements AnalyticsWrites {
 
 export class ClickHouseUnits {
   private readonly outbox: Outbox;
+  /** Units start once the version clock is past the stored versions and the outbox is loaded. */
+  private readonly ready: Promise<unknown>;
 
   constructor(readonly ctx: ClickHouseContext, private readonly options: UnitsOptions = {}) {
     this.outbox = new Outbox(ctx, { insertRetryMs: options.insertRetryMs ?? DEFAULTS.insertRetryMs, sweepEveryMs: options.sweepEveryMs ?? DEFAULTS.sweepEveryMs });
+    this.ready = Promise.all([this.outbox.ready, versionsFrom(ctx)]);
+    this.ready.catch(() => undefined);
   }
 
   async unit<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<T> {
@@ -329,7 +344,7 @@ export class ClickHouseUnits {
   }
 
   async stage<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<Staged<T>> {
-    await this.outbox.ready;
+    await this.ready;
     const { value, batch, dropped } = await this.ctx.control.transaction(async (tx) => {
       const writes = new ClickHouseWrites(this.ctx, tx, this.outbox);
       const result = await fn({ control: tx, analytics: writes });
