@@ -97,11 +97,6 @@ export class Outbox {
     return Promise.all(attempts).then(() => undefined);
   }
 
-  /** Batches not acknowledged yet (tests and operators read it). */
-  get size(): number {
-    return this.pending.size;
-  }
-
   /** Stops the sweeper and the retries; inserts under way finish. What is left is kept for the next start. */
   async close(): Promise<void> {
     clearInterval(this.timer);

@@ -328,13 +328,20 @@ class ClickHouseWrites implements AnalyticsWrites {
 
 export class ClickHouseUnits {
   private readonly outbox: Outbox;
-  /** Units start once the version clock is past the stored versions and the outbox is loaded. */
-  private readonly ready: Promise<unknown>;
+  /** The version clock moved past the stored versions; null until it has been (a failure is tried again). */
+  private clock: Promise<void> | null = null;
 
   constructor(readonly ctx: ClickHouseContext, private readonly options: UnitsOptions = {}) {
     this.outbox = new Outbox(ctx, { insertRetryMs: options.insertRetryMs ?? DEFAULTS.insertRetryMs, sweepEveryMs: options.sweepEveryMs ?? DEFAULTS.sweepEveryMs });
-    this.ready = Promise.all([this.outbox.ready, versionsFrom(ctx)]);
-    this.ready.catch(() => undefined);
+    this.clockReady().catch(() => undefined);
+  }
+
+  private clockReady(): Promise<void> {
+    this.clock ??= versionsFrom(this.ctx).catch((err: unknown) => {
+      this.clock = null;
+      throw err;
+    });
+    return this.clock;
   }
 
   async unit<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<T> {
@@ -344,7 +351,8 @@ export class ClickHouseUnits {
   }
 
   async stage<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<Staged<T>> {
-    await this.ready;
+    // Units start once the outbox is loaded (their reads see what it holds) and the clock is set.
+    await Promise.all([this.outbox.ready, this.clockReady()]);
     const { value, batch, dropped } = await this.ctx.control.transaction(async (tx) => {
       const writes = new ClickHouseWrites(this.ctx, tx, this.outbox);
       const result = await fn({ control: tx, analytics: writes });
