@@ -88,6 +88,16 @@ describe.skipIf(!CHDB_INSTALLED)('ClickHouse units of work through the app', () 
     expect(await eventsByName(t)).toEqual(new Map());
     expect((await t.post('/v1/events', { event_name: 'ok', external_id: 'k', message_id: 'k1' })).json().duplicate).toBe(false);
   });
+
+  it('refuses with 400 a time in year 0, which ClickHouse would read back as another time', async () => {
+    t = await startTestApp({ engine: 'clickhouse' });
+    const res = await t.post('/v1/pageviews', { visitor_id: 'v0', url: 'https://shop.example/', timestamp: '0000-06-01T00:00:00Z' });
+    expect(res.statusCode).toBe(400);
+    expect(res.json().message).toMatch(/0000-06-01T00:00:00\.000Z is before year 1/);
+    const year1 = await t.post('/v1/pageviews', { visitor_id: 'v0', url: 'https://shop.example/', timestamp: '0001-06-01T00:00:00Z' });
+    expect(year1.statusCode).toBe(200);
+    expect(await storedRows(t, 'pageviews', ['ts'])).toEqual([{ ts: new Date('0001-06-01T00:00:00Z') }]);
+  });
 });
 
 describe.skipIf(!CHDB_INSTALLED)('ClickHouse rows left by a failure or a crash', () => {

@@ -33,8 +33,14 @@ export interface UnitsOptions extends Partial<OutboxOptions> {
 
 const DEFAULTS: OutboxOptions = { insertRetryMs: 10_000, sweepEveryMs: 30_000 };
 
+/** Year 0 (ISO 8601 allows it) reads back as another time in ClickHouse: refused rather than moved. */
+const FIRST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+
 /** An instant as DateTime64(6) text, the way ClickHouse prints it back (so texts compare as times). */
-const chTime = (at: Date) => `${at.toISOString().replace('T', ' ').replace('Z', '')}000`;
+function chTime(at: Date): string {
+  if (at.getTime() < FIRST_INSTANT) throw new RefusedValue(`${at.toISOString()} is before year 1, which ClickHouse cannot store`);
+  return `${at.toISOString().replace('T', ' ').replace('Z', '')}000`;
+}
 const fromChTime = (text: string) => new Date(`${text.replace(' ', 'T').slice(0, 23)}Z`);
 
 /** Versions of a subscription or invoice: its notification's time in ms, then this many arrivals of the same ms. */
