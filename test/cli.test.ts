@@ -7,16 +7,21 @@
 import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateFixtures } from '../fixtures/generate.js';
 import { keysCollide, parquetSource } from '../src/store/duckdb/attach.js';
+import { connectClickHouse } from '../src/store/clickhouse/client.js';
+import { CLICKHOUSE_TABLES } from '../src/store/clickhouse/schema.js';
 import { Store } from '../src/store/duckdb/db.js';
+import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
 import { importParquetDir } from '../src/store/duckdb/import.js';
 import { Workspaces } from '../src/store/control/workspaces.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { CHDB_INSTALLED } from './support/engines.js';
 import { deliver, notification } from './support/stripe.js';
 
 const run = promisify(execFile);
@@ -38,6 +43,16 @@ async function exec(file: string, args: string[], options: { cwd?: string; env?:
 }
 
 const cli = (...args: string[]) => exec(process.execPath, [BIN, ...args]);
+
+/** A port nothing listens on (just released). */
+function closedPort(): Promise<number> {
+  return new Promise((resolve) => {
+    const server = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
 
 const ever = { kind: 'ever' };
 const event = (name: string, occurrence: object, filter?: object) =>
@@ -561,10 +576,55 @@ describe('workspace and keys commands on the service database', () => {
     expect((JSON.parse(res.stdout) as { database: string }).database).toBe(service);
   });
 
-  it('with ANALYTICS_STORE=clickhouse, one line says it is not yet available, exit 1', async () => {
-    const res = await exec(process.execPath, [BIN, 'workspace', 'list', '--data', service], { env: { ...process.env, ANALYTICS_STORE: 'clickhouse' } });
-    expect(res.code).toBe(1);
-    expect(res.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^audiences: ANALYTICS_STORE=clickhouse is not yet available/)]);
+  it('with ANALYTICS_STORE=clickhouse and a ClickHouse that cannot be reached, one line says so, exit 1', async () => {
+    const closed = await closedPort();
+    const env = { ...process.env, ANALYTICS_STORE: 'clickhouse', CLICKHOUSE_URL: `http://127.0.0.1:${closed}` };
+    for (const command of [['workspace', 'list'], ['migrate']]) {
+      const res = await exec(process.execPath, [BIN, ...command, '--data', service], { env });
+      expect(res.code, command.join(' ')).toBe(1);
+      expect(res.stderr.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^audiences: ClickHouse: .*127\\.0\\.0\\.1:${closed}`))]);
+    }
+  });
+});
+
+describe('migrate', () => {
+  const versionOf = (res: Result) => (JSON.parse(res.stdout) as { schema_version: number }).schema_version;
+
+  it('creates a missing service database with every migration, and changes nothing the second time', async () => {
+    const path = join(dir, 'migrated', 'service.duckdb');
+    const first = await cli('migrate', '--data', path, '--json');
+    expect(first.code, first.stderr).toBe(0);
+    expect(JSON.parse(first.stdout)).toEqual({ database: path, database_created: true, schema_version: MIGRATIONS.length, analytics_store: 'duckdb' });
+    const again = await cli('migrate', '--data', path);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toBe(`${path}: schema version ${MIGRATIONS.length}\n`);
+    const store = await Store.open(path);
+    try {
+      expect(await store.query('SELECT count(*) AS n FROM analytics_outbox')).toEqual([{ n: 0n }]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it.skipIf(!CHDB_INSTALLED)('creates the ClickHouse schema in the embedded chDB, idempotently', async () => {
+    const path = join(dir, 'migrated-ch', 'service.duckdb');
+    const chPath = join(dir, 'migrated-ch', 'clickhouse');
+    const env = { ...process.env, ANALYTICS_STORE: 'clickhouse', CLICKHOUSE_PATH: chPath, CLICKHOUSE_DATABASE: 'migrated' };
+    for (const created of [true, false]) {
+      const res = await exec(process.execPath, [BIN, 'migrate', '--data', path, '--json'], { env });
+      expect(res.code, res.stderr).toBe(0);
+      expect(JSON.parse(res.stdout)).toEqual({
+        database: path, database_created: created, schema_version: MIGRATIONS.length, analytics_store: 'clickhouse',
+        clickhouse: { database: 'migrated', path: chPath },
+      });
+    }
+    const client = await connectClickHouse({ path: chPath, database: 'migrated' });
+    try {
+      const tables = await client.query({ query: 'SELECT name FROM system.tables WHERE database = {db:String} ORDER BY name', query_params: { db: 'migrated' }, format: 'JSONEachRow' });
+      expect((await tables.json<{ name: string }>()).map((r) => r.name)).toEqual([...CLICKHOUSE_TABLES].sort());
+    } finally {
+      await client.close();
+    }
   });
 });
 

@@ -9,7 +9,10 @@ import { connect, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import { Store } from '../src/store/duckdb/db.js';
+import type { AnalyticsEngine } from '../src/store/open.js';
+import { ENGINES } from './support/engines.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'server-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -22,6 +25,23 @@ afterEach(() => {
   for (const pid of processes) if (alive(pid)) process.kill(pid, 'SIGKILL');
   processes.clear();
 });
+
+/** The events named tick stored by a service that was killed: in its database file, or in its embedded chDB. */
+async function ticks(engine: AnalyticsEngine, database: string, clickhouse: { path: string; database: string }): Promise<number> {
+  if (engine === 'duckdb') {
+    const store = await Store.open(database);
+    const rows = await store.query("SELECT count(*) AS n FROM events WHERE event_name = 'tick'");
+    await store.close();
+    return Number(rows[0]!.n);
+  }
+  const client = await connectClickHouse(clickhouse);
+  try {
+    const result = await client.query({ query: `SELECT count() AS n FROM ${clickhouse.database}.events WHERE event_name = 'tick'`, format: 'JSONEachRow' });
+    return Number((await result.json<{ n: string }>())[0]!.n);
+  } finally {
+    await client.close();
+  }
+}
 
 function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -135,14 +155,15 @@ describe('the service process', () => {
     expect(await stop(second, 'SIGINT')).toBe(0);
   });
 
-  it('refuses ANALYTICS_STORE=clickhouse at start in one line, exit 1, without creating the database', () => {
-    const database = join(dir, 'clickhouse.duckdb');
+  it('refuses at start, in one line and exit 1, a ClickHouse that cannot be reached', async () => {
+    // A port just closed: nothing listens there.
+    const closed = await freePort();
     const refused = spawnSync(process.execPath, ['dist/main.js'], {
-      env: { ...process.env, PORT: '0', DATABASE_PATH: database, ANALYTICS_STORE: 'clickhouse' }, encoding: 'utf8', timeout: 60_000,
+      env: { ...process.env, PORT: '0', DATABASE_PATH: join(dir, 'clickhouse.duckdb'), ANALYTICS_STORE: 'clickhouse', CLICKHOUSE_URL: `http://127.0.0.1:${closed}` },
+      encoding: 'utf8', timeout: 60_000,
     });
     expect(refused.status).toBe(1);
-    expect(refused.stderr.trim().split('\n')).toEqual([expect.stringMatching(/^ANALYTICS_STORE=clickhouse is not yet available/)]);
-    expect(existsSync(database)).toBe(false);
+    expect(refused.stderr.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^ClickHouse: .*127\\.0\\.0\\.1:${closed}`))]);
   });
 
   it('makes the default workspace hold exactly the BOOTSTRAP_* keys', async () => {
@@ -215,9 +236,13 @@ describe('the service process', () => {
     expect(existsSync(`${database}.wal`)).toBe(false);
   });
 
-  it('keeps every acknowledged event when the process is killed right after the answers', async () => {
-    const database = join(dir, 'killed.duckdb');
-    const running = await start({ DATABASE_PATH: database, BOOTSTRAP_SECRET_KEY: 'sk_durability_test' });
+  it.each(ENGINES)('keeps every acknowledged event when the process is killed right after the answers (%s)', async (engine) => {
+    const database = join(dir, `killed-${engine}.duckdb`);
+    const clickhouse = { path: join(dir, 'killed-clickhouse'), database: 'killed' };
+    const running = await start({
+      DATABASE_PATH: database, BOOTSTRAP_SECRET_KEY: 'sk_durability_test', ANALYTICS_STORE: engine,
+      ...(engine === 'clickhouse' ? { CLICKHOUSE_PATH: clickhouse.path, CLICKHOUSE_DATABASE: clickhouse.database } : {}),
+    });
     let acknowledged = 0;
     for (let b = 0; b < 20; b++) {
       const batch = Array.from({ length: 50 }, (_, i) => ({ event_name: 'tick', external_id: `u${i % 7}`, properties: { b, i } }));
@@ -231,10 +256,7 @@ describe('the service process', () => {
     }
     expect(await stop(running, 'SIGKILL')).toBeNull();
 
-    const store = await Store.open(database);
-    const rows = await store.query("SELECT count(*) AS n FROM events WHERE event_name = 'tick'");
-    await store.close();
-    expect(Number(rows[0]!.n)).toBe(acknowledged);
+    expect(await ticks(engine, database, clickhouse)).toBe(acknowledged);
     expect(acknowledged).toBe(1000);
   });
 });

@@ -1,7 +1,7 @@
 // The analyst command line: the audience engine on parquet exports or a database file, no server;
 // and the service's workspaces and keys, in its database while it is stopped.
 //   audiences <load|validate|estimate|members|explain> … [--json] [--help]
-//   audiences workspace <create|list|mode> …   audiences keys rotate …
+//   audiences workspace <create|list|mode> …   audiences keys rotate …   audiences migrate
 // Every failure is one line on stderr and a non-zero exit: 1 for errors, 2 for usage.
 
 import { type Command, parseCommand } from './args.js';
@@ -11,10 +11,11 @@ import { explain } from './explain.js';
 import { keysRotate } from './keys.js';
 import { load } from './load.js';
 import { members } from './members.js';
+import { migrateCommand } from './migrate.js';
 import { validate } from './validate.js';
 import { workspaceCreate, workspaceList, workspaceMode } from './workspace.js';
 
-const COMMANDS: Command[] = [load, validate, estimate, members, explain, workspaceCreate, workspaceList, workspaceMode, keysRotate];
+const COMMANDS: Command[] = [load, validate, estimate, members, explain, migrateCommand, workspaceCreate, workspaceList, workspaceMode, keysRotate];
 const WIDTH = Math.max(...COMMANDS.map((c) => c.name.length));
 
 const commandLine = (c: Command) => `  ${c.name.padEnd(WIDTH)}  ${c.summary}`;

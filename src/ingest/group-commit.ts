@@ -3,6 +3,11 @@
 // concurrent batches share the statements' fixed cost. Each request still gets its own results,
 // in arrival order. When a shared transaction fails, its requests are retried apart (the group
 // split in halves until the failing ones stand alone), so a request only ever fails for itself.
+// A write is a staged unit of work (store/analytics.ts): only its transaction is split and retried.
+// Once it has committed, the next group starts while its rows are being stored; its requests are
+// answered when they are, and a failure there is theirs to report, never a reason to run them again.
+
+import type { Staged } from '../store/analytics.js';
 
 interface Pending<T, R> {
   workspaceId: string;
@@ -16,10 +21,10 @@ export class GroupCommit<T, R> {
   private running = false;
 
   /**
-   * @param write stores `items` of one workspace in one transaction and returns one result per item
+   * @param write commits `items` of one workspace in one transaction, with one result per item
    * @param maxItems the most items one transaction takes (a request is never split)
    */
-  constructor(private readonly write: (workspaceId: string, items: T[]) => Promise<R[]>, private readonly maxItems = 5000) {}
+  constructor(private readonly write: (workspaceId: string, items: T[]) => Promise<Staged<R[]>>, private readonly maxItems = 5000) {}
 
   submit(workspaceId: string, items: T[]): Promise<R[]> {
     return new Promise((resolve, reject) => {
@@ -46,18 +51,21 @@ export class GroupCommit<T, R> {
    * rolled-back attempts leave nothing behind (the write is all-or-nothing).
    */
   private async commit(group: Pending<T, R>[]): Promise<void> {
+    let staged: Staged<R[]>;
     try {
-      const results = await this.write(group[0]!.workspaceId, group.flatMap((p) => p.items));
-      let offset = 0;
-      for (const p of group) {
-        p.resolve(results.slice(offset, offset + p.items.length));
-        offset += p.items.length;
-      }
+      staged = await this.write(group[0]!.workspaceId, group.flatMap((p) => p.items));
     } catch (err) {
       if (group.length === 1) return group[0]!.reject(err);
       const half = Math.ceil(group.length / 2);
       await this.commit(group.slice(0, half));
       await this.commit(group.slice(half));
+      return;
+    }
+    let offset = 0;
+    for (const p of group) {
+      const results = staged.value.slice(offset, offset + p.items.length);
+      offset += p.items.length;
+      staged.stored.then(() => p.resolve(results), p.reject);
     }
   }
 

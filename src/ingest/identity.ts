@@ -90,6 +90,8 @@ export async function resolveIdentities(
   const createdPersons: PersonRecord[] = [];
   /** By key: a record copied later in the batch replaces the one that was marked. */
   const changedPersons = new Set<number>();
+  /** Persons given an email (their identifiers changed, not only their traits). */
+  const reidentified = new Set<number>();
   /** Traits and name per person key, merged in input order; the store merges them onto its own. */
   const updates = new Map<number, PersonUpdate>();
   const createdVisitors: (VisitorRecord & { first_seen_at: Date })[] = [];
@@ -134,6 +136,7 @@ export async function resolveIdentities(
         person.email = input.email;
         byEmail.set(input.email, person);
         changedPersons.add(person.person_key);
+        reidentified.add(person.person_key);
       }
     } else if (input.email !== undefined) {
       person = byEmail.get(input.email) ?? createPerson(null, input.email);
@@ -173,6 +176,8 @@ export async function resolveIdentities(
   const changed = [...changedPersons].filter((key) => !created.has(key)).map((key) => byKey.get(key)!);
   await savePersons(tx, ws, createdPersons, changed, updates, now);
   await saveVisitors(tx, ws, createdVisitors, [...relinked.values()], now);
+  const identities = [...createdPersons, ...[...reidentified].filter((key) => !created.has(key)).map((key) => byKey.get(key)!)];
+  await work.analytics.recordIdentities(ws, identities, createdVisitors);
   await work.analytics.linkVisitors(links);
   store.afterCommit(() => cache.remember(ws,
     [...byKey.values()].filter((p) => !shared.has(p)), [...visitors.values()].filter((v) => !shared.has(v))));

@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { invalidRequest } from '../errors.js';
 import {
-  type ChannelFields, type EventRecord, type PageviewRecord, RefusedValue, type UnitOfWork, type VisitorLink,
+  type ChannelFields, type EventRecord, type PageviewRecord, RefusedValue, type Staged, type UnitOfWork, type VisitorLink,
 } from '../store/analytics.js';
 import { claimMessageIds } from '../store/control/messages.js';
 import type { Stores } from '../store/open.js';
@@ -121,9 +121,9 @@ export class Ingest {
     return this.eventWrites.submit(ws, items).catch(asRefusal);
   }
 
-  private async writeEvents(ws: string, items: PreparedEvent[]): Promise<EventResult[]> {
+  private async writeEvents(ws: string, items: PreparedEvent[]): Promise<Staged<EventResult[]>> {
     const known = await this.pathsOf(ws);
-    return this.stores.analytics.unit((work) => this.storeEvents(work, ws, items, this.clock(), known).catch((err) => {
+    return this.stores.analytics.stage((work) => this.storeEvents(work, ws, items, this.clock(), known).catch((err) => {
       // Paths added to the cache were rolled back; forget them before the next transaction runs.
       this.knownPaths.delete(ws);
       throw err;
@@ -187,9 +187,9 @@ export class Ingest {
     return this.pageviewWrites.submit(ws, items).catch(asRefusal);
   }
 
-  private writePageviews(ws: string, items: PreparedPageview[]): Promise<{ pageview_id: string }[]> {
+  private writePageviews(ws: string, items: PreparedPageview[]): Promise<Staged<{ pageview_id: string }[]>> {
     const now = this.clock();
-    return this.stores.analytics.unit(async (work) => {
+    return this.stores.analytics.stage(async (work) => {
       const { resolved } = await resolveIdentities(this.stores.control, work, ws, items.map(({ input, ts }) => ({ visitor_id: input.visitor_id, at: ts })), now);
       const keys = resolved.map((r) => r.visitor_key!);
       const ids = newIds('pv', items.length);

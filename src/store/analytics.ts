@@ -10,6 +10,7 @@
 
 import type { CompiledQuery, PropertyCatalog, SetPlan } from '../criteria/index.js';
 import type { DeliveryRow } from './control/audiences.js';
+import type { PersonRecord, VisitorRecord } from './control/people.js';
 import type { ControlTx } from './control/store.js';
 import type { InvoiceRow, PaymentEventRow, SubscriptionRow } from './layout.js';
 
@@ -150,6 +151,11 @@ export interface AnalyticsWrites {
   /** Each visitor's latest stored page view: its time and channel fields. */
   latestPageviews(ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>>;
   appendPageviews(ws: string, rows: PageviewRecord[]): Promise<void>;
+  /**
+   * Persons created or whose identifiers changed, and visitors first seen (with their person when
+   * linked at once): what member lists show of a profile.
+   */
+  recordIdentities(ws: string, persons: PersonRecord[], visitors: VisitorRecord[]): Promise<void>;
   /** Visitors' links to persons, in order: a visitor's last link wins. */
   linkVisitors(links: VisitorLink[]): Promise<void>;
   /** A customer's person and visitor as decided by attribution. */
@@ -176,6 +182,16 @@ export interface UnitOfWork {
   analytics: AnalyticsWrites;
 }
 
+/** A unit of work whose control transaction has committed. */
+export interface Staged<T> {
+  value: T;
+  /**
+   * Settles once the unit's analytical rows are stored. A rejection never calls for running the
+   * unit again: its control writes are kept, and so are its rows, which the store writes later.
+   */
+  stored: Promise<void>;
+}
+
 export interface AnalyticsStore {
   /**
    * Runs `fn` as one unit of work: its control writes in one control transaction, its analytical
@@ -183,6 +199,12 @@ export interface AnalyticsStore {
    * engine refuses fails the unit with RefusedValue.
    */
   unit<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<T>;
+  /**
+   * `unit` in two phases, for callers that group units (ingest's group commit): resolves once the
+   * control transaction commits (when `fn` or the commit fails, nothing is kept and the unit may be
+   * retried); then `stored` settles when the analytical rows are stored.
+   */
+  stage<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<Staged<T>>;
 
   /** Property paths seen per event name in the workspace: what payload filters may name. */
   propertyCatalog(ws: string): Promise<PropertyCatalog>;

@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import Stripe from 'stripe';
 import type { TestApp } from './app.js';
+import { storedCount } from './stored.js';
 
 const stripe = new Stripe('sk_test_dummy');
 let seq = 0;
@@ -263,7 +264,9 @@ export async function customerRow(t: TestApp, customerId: string, ws = t.ws.work
   return rows[0] as { link_state: string; email: string | null; external_id: string | null; visitor_id: string | null; visitor_person: string | null } | undefined;
 }
 
+/** Rows of `table` in workspace `ws`: the control store's, or the analytical store's for payment_events. */
 export async function count(t: TestApp, table: string, ws = t.ws.workspace_id): Promise<number> {
+  if (table === 'payment_events') return storedCount(t, table, ws);
   const rows = await t.store.query(`SELECT count(*) AS n FROM ${table} WHERE workspace_id = $1`, [ws]);
   return Number(rows[0]?.n ?? 0);
 }

@@ -5,27 +5,36 @@
 
 import type { CompiledQuery, PropertyCatalog, SetPlan } from '../../criteria/index.js';
 import type {
-  AnalyticsStore, DiffMember, EstimateTurn, FirstTouchChannels, Member, MemberRow, SnapshotInput, SnapshotResult, UnitOfWork,
+  AnalyticsStore, DiffMember, EstimateTurn, FirstTouchChannels, Member, MemberRow, SnapshotInput, SnapshotResult, Staged, UnitOfWork,
 } from '../analytics.js';
 import type { DeliveryRow } from '../control/audiences.js';
 import type { ClickHouseContext } from './context.js';
 import { ClickHouseQueries, type EstimateOptions } from './queries.js';
 import { ClickHouseSnapshots } from './snapshots.js';
-import { ClickHouseUnits } from './writes.js';
+import { ClickHouseUnits, type UnitsOptions } from './writes.js';
 
 export class ClickHouseAnalytics implements AnalyticsStore {
   private readonly units: ClickHouseUnits;
   private readonly queries: ClickHouseQueries;
   private readonly snapshots: ClickHouseSnapshots;
 
-  constructor(readonly ctx: ClickHouseContext, estimates: EstimateOptions = {}) {
-    this.units = new ClickHouseUnits(ctx);
+  constructor(readonly ctx: ClickHouseContext, estimates: EstimateOptions = {}, units: Omit<UnitsOptions, 'dropSnapshots'> = {}) {
+    this.units = new ClickHouseUnits(ctx, { ...units, dropSnapshots: (ws, audienceId) => this.snapshots.dropSnapshots(ws, audienceId) });
     this.queries = new ClickHouseQueries(ctx, estimates);
     this.snapshots = new ClickHouseSnapshots(ctx);
   }
 
   unit<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<T> {
     return this.units.unit(fn);
+  }
+
+  stage<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<Staged<T>> {
+    return this.units.stage(fn);
+  }
+
+  /** Inserts the rows of committed units that ClickHouse has not acknowledged yet (also done at open and periodically). */
+  sweepOutbox(): Promise<void> {
+    return this.units.sweep();
   }
 
   propertyCatalog(ws: string): Promise<PropertyCatalog> {

@@ -2,7 +2,7 @@
 // one, the embedded chDB reached through the same client (chdb's connection), so the code path a
 // cluster runs is the one the tests run. chdb is not a dependency of a default install.
 
-import { type ClickHouseClient, createClient } from '@clickhouse/client';
+import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
 
 export interface ClickHouseOptions {
   /** A server or a load balancer over a cluster; unset: the embedded chDB at `path`. */
@@ -45,7 +45,10 @@ export async function chdbAvailable(): Promise<boolean> {
 
 export async function connectClickHouse(options: ClickHouseOptions): Promise<ClickHouseClient> {
   if (options.url !== undefined) {
-    return createClient({ url: options.url, username: options.username, password: options.password, request_timeout: 600_000 });
+    // Failures reach the caller as errors; the client's own log would print them again on stderr.
+    return createClient({
+      url: options.url, username: options.username, password: options.password, request_timeout: 600_000, log: { level: ClickHouseLogLevel.OFF },
+    });
   }
   const chdb = await loadChdb();
   if (chdb === null) throw new ChdbMissing();

@@ -1,17 +1,427 @@
-// Units of work on ClickHouse: control rows in a control transaction, analytical rows inserted into
-// ClickHouse after it commits (being built: issue 16).
+// Units of work on ClickHouse. The control transaction runs first; the unit's analytical rows are
+// buffered while it runs and written into the outbox (outbox.ts) in that same transaction, then
+// inserted into ClickHouse once it has committed: ClickHouse first would keep rows of persons a
+// rollback never created. A unit resolves once ClickHouse has acknowledged its rows.
+//
+// Reads inside a unit (latest page views, payment state) see ClickHouse, the rows of committed
+// units not acknowledged yet, and the unit's own rows. Units run one at a time (the control
+// store's write lock), so a read-then-write decides on everything committed before it. State rows
+// carry their version, so the answer does not depend on the order in which inserts land:
+// subscriptions and invoices by the notification's time (ties: the later arrival), everything else
+// by a clock that only moves forward.
 
+import { randomUUID } from 'node:crypto';
 import type { PropertyCatalog } from '../../criteria/index.js';
-import type { FirstTouchChannels, UnitOfWork } from '../analytics.js';
+import { stringifyWellFormed, wellFormedIn } from '../../well-formed.js';
+import {
+  type AnalyticsWrites, type ChannelFields, type CustomerLink, type EventRecord, type FirstTouchChannels, type InvoiceState, type Money,
+  type PageviewRecord, type PaymentEventKind, RefusedValue, type Staged, type SubscriptionState, type UnitOfWork, type VisitorLink,
+} from '../analytics.js';
+import type { PersonRecord, VisitorRecord } from '../control/people.js';
+import type { ControlTx } from '../control/store.js';
+import { propertyCatalog, recordPropertyPaths } from '../duckdb/properties.js';
+import { refusedValue as duckdbRefusal } from '../duckdb/refused.js';
 import type { ClickHouseContext } from './context.js';
+import { type Batch, isReadTable, Outbox, type OutboxOptions, quote, type ReadTable, type Row } from './outbox.js';
+import { refusedValue } from './refused.js';
+import { CLUSTER_QUERY_SETTINGS, propertyObjects } from './schema.js';
 
-const notYet = (what: string): Error => new Error(`ClickHouse: ${what} is not built yet`);
+export interface UnitsOptions extends Partial<OutboxOptions> {
+  /** Forgets a deleted audience's snapshots in ClickHouse, once its control rows are gone. */
+  dropSnapshots?: (ws: string, audienceId: string) => Promise<void>;
+}
+
+const DEFAULTS: OutboxOptions = { insertRetryMs: 10_000, sweepEveryMs: 30_000 };
+
+/** Year 0 (ISO 8601 allows it) reads back as another time in ClickHouse: refused rather than moved. */
+const FIRST_INSTANT = Date.parse('0001-01-01T00:00:00Z');
+
+/** An instant as DateTime64(6) text, the way ClickHouse prints it back (so texts compare as times). */
+function chTime(at: Date): string {
+  if (at.getTime() < FIRST_INSTANT) throw new RefusedValue(`${at.toISOString()} is before year 1, which ClickHouse cannot store`);
+  return `${at.toISOString().replace('T', ' ').replace('Z', '')}000`;
+}
+const fromChTime = (text: string) => new Date(`${text.replace(' ', 'T').slice(0, 23)}Z`);
+
+/** Versions of a subscription or invoice: its notification's time in ms, then this many arrivals of the same ms. */
+const TIES = 1_000_000n;
+
+let lastVersion = 0n;
+
+/** A version above every one given before: in ns of the clock, or one more than the last. */
+function nextVersion(): string {
+  const now = BigInt(Date.now()) * 1_000_000n;
+  lastVersion = now > lastVersion ? now : lastVersion + 1n;
+  return String(lastVersion);
+}
+
+/** Tables whose versions come from nextVersion. */
+const CLOCKED = ['visitors', 'persons', 'payment_customers', 'payment_events'];
+
+/** Moves the version clock past every version stored, so a restart on a clock that went back still counts up. */
+async function versionsFrom(ctx: ClickHouseContext): Promise<void> {
+  const highest = CLOCKED.map((name) => `(SELECT max(version) FROM ${table(ctx, name)})`).join(', ');
+  const [row] = await select(ctx, `SELECT toString(greatest(${highest})) AS version`, {});
+  const stored = BigInt(row!.version as string);
+  if (stored > lastVersion) lastVersion = stored;
+}
+
+/**
+ * The version of a subscription or invoice announced at `created`, or null when the stored one is
+ * newer (it stays). Announced the same millisecond: the later arrival wins, as on DuckDB.
+ */
+function stateVersion(created: Date, stored: Row | undefined): string | null {
+  const base = BigInt(created.getTime()) * TIES;
+  if (!stored) return String(base);
+  const version = BigInt(stored.version as string);
+  if (version / TIES > BigInt(created.getTime())) return null;
+  return String(version >= base ? version + 1n : base);
+}
+
+/** The row of highest version per key. */
+function newestByKey(rows: Iterable<Row>, key: (r: Row) => string): Map<string, Row> {
+  const newest = new Map<string, Row>();
+  for (const r of rows) {
+    const k = key(r);
+    const seen = newest.get(k);
+    if (!seen || BigInt(r.version as string) > BigInt(seen.version as string)) newest.set(k, r);
+  }
+  return newest;
+}
+
+/**
+ * Refuses properties ClickHouse's JSON type cannot store: two keys of one object that differ only
+ * by a dot and its escape (`a.b` and `a%2Eb`) are one path there (json_type_escape_dots_in_keys).
+ */
+function checkPropertyKeys(value: unknown): void {
+  const stack = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v !== 'object' || v === null) continue;
+    if (!Array.isArray(v)) {
+      const paths = new Map<string, string>();
+      for (const key of Object.keys(v)) {
+        const path = key.replaceAll('.', '%2E');
+        const other = paths.get(path);
+        if (other !== undefined) {
+          throw new RefusedValue(`the property keys ${JSON.stringify(other)} and ${JSON.stringify(key)} are one path in ClickHouse (a dot in a key is stored as %2E)`);
+        }
+        paths.set(path, key);
+      }
+    }
+    stack.push(...Object.values(v));
+  }
+}
+
+/** The value the engine refused, as RefusedValue (DuckDB for control writes, ClickHouse for reads); else `err`. */
+function asRefusal(err: unknown): unknown {
+  if (err instanceof RefusedValue) return err;
+  const reason = duckdbRefusal(err) ?? refusedValue(err);
+  return reason === null ? err : new RefusedValue(reason);
+}
+
+async function select(ctx: ClickHouseContext, query: string, params: Record<string, unknown>): Promise<Row[]> {
+  try {
+    const result = await ctx.client.query({
+      query, query_params: params, format: 'JSONEachRow',
+      ...(ctx.cluster === undefined ? {} : { clickhouse_settings: CLUSTER_QUERY_SETTINGS }),
+    });
+    return await result.json<Row>();
+  } catch (err) {
+    throw asRefusal(err);
+  }
+}
+
+const table = (ctx: ClickHouseContext, name: string) => `${quote(ctx.database)}.${quote(name)}`;
+
+/** The analytical writes of one unit, buffered until its control transaction commits. */
+class ClickHouseWrites implements AnalyticsWrites {
+  private readonly lines = new Map<string, string[]>();
+  private readonly rows = new Map<ReadTable, Row[]>();
+  /** Audiences deleted by the unit: their snapshots are dropped after the commit. */
+  readonly droppedAudiences: [ws: string, audienceId: string][] = [];
+
+  constructor(private readonly ctx: ClickHouseContext, private readonly tx: ControlTx, private readonly outbox: Outbox) {}
+
+  /** The unit's rows as a batch for the outbox; null when it wrote none. */
+  seal(): Batch | null {
+    if (this.lines.size === 0) return null;
+    const bodies = new Map([...this.lines].map(([name, lines]) => [name, `${lines.join('\n')}\n`]));
+    return { token: randomUUID(), bodies, rows: this.rows, stored: new Set(), inFlight: false };
+  }
+
+  private line(name: string, text: string): void {
+    const lines = this.lines.get(name);
+    if (lines) lines.push(text);
+    else this.lines.set(name, [text]);
+  }
+
+  /** Buffers a row; every string well-formed (ClickHouse refuses a lone surrogate). */
+  private add(name: string, row: Row): void {
+    const json = JSON.stringify(row);
+    const fixed = wellFormedIn(json, row);
+    this.line(name, fixed === row ? json : JSON.stringify(fixed));
+    if (isReadTable(name)) {
+      const rows = this.rows.get(name);
+      if (rows) rows.push(fixed);
+      else this.rows.set(name, [fixed]);
+    }
+  }
+
+  /** Rows of `name` committed but not acknowledged yet, and the unit's own. */
+  private unacknowledged(name: ReadTable, match: (r: Row) => boolean): Row[] {
+    return [...this.outbox.rowsOf(name), ...(this.rows.get(name) ?? [])].filter(match);
+  }
+
+  async appendEvents(ws: string, events: EventRecord[], receivedAt: Date): Promise<void> {
+    const received = chTime(receivedAt);
+    for (const e of events) {
+      const properties = JSON.parse(e.properties) as unknown;
+      checkPropertyKeys(properties);
+      const head = stringifyWellFormed({
+        workspace_id: ws, event_id: e.event_id, message_id: e.message_id, event_name: e.event_name, ts: chTime(e.ts),
+        person_key: e.person_key ?? 0, visitor_key: e.visitor_key ?? 0, property_objects: propertyObjects(properties), received_at: received,
+      });
+      // The properties as the text stored (already well-formed), so ClickHouse reads the document as sent.
+      this.line('events', `${head.slice(0, -1)},"properties":${e.properties}}`);
+    }
+  }
+
+  recordPropertyPaths(ws: string, paths: { event_name: string; path: string }[]): Promise<void> {
+    return recordPropertyPaths(this.tx, ws, paths);
+  }
+
+  async latestPageviews(ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>> {
+    const latest = new Map<number, Row>();
+    if (visitorKeys.length === 0) return new Map();
+    const stored = await select(this.ctx, `SELECT visitor_key, latest AS ts, c.1 AS source, c.2 AS medium, c.3 AS campaign, c.4 AS channel,
+        c.5 AS channel_category
+      FROM (SELECT visitor_key, toString(max(ts)) AS latest, argMax(tuple(source, medium, campaign, channel, channel_category), ts) AS c
+        FROM ${table(this.ctx, 'pageviews')} WHERE workspace_id = {ws:String} AND visitor_key IN {keys:Array(Int64)} GROUP BY visitor_key)`,
+    { ws, keys: visitorKeys });
+    const wanted = new Set(visitorKeys);
+    const unacknowledged = this.unacknowledged('pageviews', (r) => r.workspace_id === ws && wanted.has(Number(r.visitor_key)));
+    for (const r of [...stored, ...unacknowledged]) {
+      const key = Number(r.visitor_key);
+      const seen = latest.get(key);
+      if (!seen || (r.ts as string) > (seen.ts as string)) latest.set(key, r);
+    }
+    return new Map([...latest].map(([key, r]) => [key, {
+      ts: fromChTime(r.ts as string),
+      source: r.source as string | null,
+      medium: r.medium as string | null,
+      campaign: r.campaign as string | null,
+      channel: r.channel as string,
+      channel_category: r.channel_category as string,
+    }]));
+  }
+
+  async appendPageviews(ws: string, rows: PageviewRecord[]): Promise<void> {
+    for (const r of rows) {
+      this.add('pageviews', {
+        workspace_id: ws, pageview_id: r.pageview_id, visitor_key: r.visitor_key, ts: chTime(r.ts), url: r.url, referrer: r.referrer,
+        title: r.title, host: r.host, path: r.path, referrer_host: r.referrer_host, source: r.source, medium: r.medium,
+        campaign: r.campaign, channel: r.channel, channel_category: r.channel_category,
+      });
+    }
+  }
+
+  async recordIdentities(ws: string, persons: PersonRecord[], visitors: VisitorRecord[]): Promise<void> {
+    for (const p of persons) {
+      this.add('persons', {
+        workspace_id: ws, person_key: p.person_key, person_id: p.person_id, external_id: p.external_id, email: p.email, version: nextVersion(),
+      });
+    }
+    for (const v of visitors) {
+      this.add('visitors', { workspace_id: ws, visitor_key: v.visitor_key, visitor_id: v.visitor_id, person_key: v.person_key ?? 0, version: nextVersion() });
+    }
+  }
+
+  async linkVisitors(links: VisitorLink[]): Promise<void> {
+    for (const l of links) {
+      this.add('visitors', { workspace_id: l.workspaceId, visitor_key: l.visitorKey, visitor_id: l.visitorId, person_key: l.personKey, version: nextVersion() });
+    }
+  }
+
+  async linkCustomer(ws: string, link: CustomerLink): Promise<void> {
+    this.add('payment_customers', {
+      workspace_id: ws, customer_id: link.customer_id, person_key: link.person_key ?? 0, visitor_key: link.visitor_key ?? 0, version: nextVersion(),
+    });
+  }
+
+  /** The current row of a subscription or an invoice: ClickHouse's, or a newer one not acknowledged yet. */
+  private async currentState(name: 'subscriptions' | 'invoices', ws: string, key: string, id: string, columns: string[]): Promise<Row | undefined> {
+    const stored = await select(this.ctx, `SELECT ${[key, ...columns].join(', ')}, toString(version) AS version
+      FROM ${table(this.ctx, name)} WHERE workspace_id = {ws:String} AND ${key} = {id:String} ORDER BY version DESC LIMIT 1`, { ws, id });
+    const rows = [...stored, ...this.unacknowledged(name, (r) => r.workspace_id === ws && r[key] === id)];
+    return newestByKey(rows, () => id).get(id);
+  }
+
+  async saveSubscription(ws: string, s: SubscriptionState, created: Date): Promise<void> {
+    const version = stateVersion(created, await this.currentState('subscriptions', ws, 'subscription_id', s.subscription_id, []));
+    if (version === null) return;
+    this.add('subscriptions', {
+      workspace_id: ws, subscription_id: s.subscription_id, customer_id: s.customer_id, status: s.status, price_id: s.price_id,
+      product_id: s.product_id, interval: s.interval, amount: s.amount, currency: s.currency, cancel_at_period_end: s.cancel_at_period_end,
+      created_at: chTime(s.created_at), version,
+    });
+  }
+
+  async saveInvoice(ws: string, i: InvoiceState, created: Date): Promise<void> {
+    const stored = await this.currentState('invoices', ws, 'invoice_id', i.invoice_id, ['toString(paid_at) AS paid_at']);
+    const version = stateVersion(created, stored);
+    if (version === null) return;
+    this.add('invoices', {
+      workspace_id: ws, invoice_id: i.invoice_id, customer_id: i.customer_id, subscription_id: i.subscription_id, status: i.status,
+      amount_due: i.amount_due, amount_paid: i.amount_paid, currency: i.currency, created_at: chTime(i.created_at),
+      // A later update that does not show the payment time keeps the one known.
+      paid_at: i.paid_at === null ? (stored?.paid_at as string | null | undefined) ?? null : chTime(i.paid_at),
+      version,
+    });
+  }
+
+  async customerOfInvoice(ws: string, invoiceId: string): Promise<string | null> {
+    const found = await this.currentState('invoices', ws, 'invoice_id', invoiceId, ['customer_id']);
+    return (found?.customer_id as string | undefined) ?? null;
+  }
+
+  /** The payment events of `kind` not withdrawn whose `by` column is `value`. */
+  private async liveEvents(ws: string, kind: PaymentEventKind, by: 'object_id' | 'customer_id', value: string): Promise<Row[]> {
+    const stored = await select(this.ctx, `SELECT workspace_id, kind, customer_id, object_id, toString(ts) AS ts, amount, currency, deleted,
+        toString(version) AS version
+      FROM ${table(this.ctx, 'payment_events')} WHERE workspace_id = {ws:String} AND kind = {kind:String} AND ${by} = {value:String}
+      ORDER BY version DESC LIMIT 1 BY customer_id, object_id`, { ws, kind, value });
+    const unacknowledged = this.unacknowledged('payment_events', (r) => r.workspace_id === ws && r.kind === kind && r[by] === value);
+    const current = newestByKey([...stored, ...unacknowledged], (r) => `${r.customer_id as string}\0${r.object_id as string}`);
+    return [...current.values()].filter((r) => Number(r.deleted) === 0);
+  }
+
+  private addEvent(ws: string, customerId: string, kind: PaymentEventKind, ts: string, objectId: string, money: Money, deleted: 0 | 1): void {
+    this.add('payment_events', {
+      workspace_id: ws, kind, customer_id: customerId, object_id: objectId, ts, amount: money.amount, currency: money.currency,
+      version: nextVersion(), deleted,
+    });
+  }
+
+  private withdraw(rows: Row[]): void {
+    for (const r of rows) {
+      const money = { amount: r.amount === null ? null : Number(r.amount), currency: r.currency as string | null };
+      this.addEvent(r.workspace_id as string, r.customer_id as string, r.kind as PaymentEventKind, r.ts as string, r.object_id as string, money, 1);
+    }
+  }
+
+  async addPaymentEvent(ws: string, customerId: string, kind: PaymentEventKind, at: Date, objectId: string,
+    money: Money = { amount: null, currency: null }): Promise<void> {
+    if ((await this.liveEvents(ws, kind, 'object_id', objectId)).length > 0) return;
+    this.addEvent(ws, customerId, kind, chTime(at), objectId, money, 0);
+  }
+
+  async withdrawPaymentEvent(ws: string, kind: PaymentEventKind, objectId: string): Promise<void> {
+    this.withdraw(await this.liveEvents(ws, kind, 'object_id', objectId));
+  }
+
+  async recordPaidInvoice(ws: string, customerId: string, at: Date, invoiceId: string, money: Money): Promise<void> {
+    const found = await this.liveEvents(ws, 'first_paid_invoice', 'customer_id', customerId);
+    if (found.some((r) => fromChTime(r.ts as string).getTime() <= at.getTime())) return;
+    this.withdraw(found);
+    await this.addPaymentEvent(ws, customerId, 'first_paid_invoice', at, invoiceId, money);
+  }
+
+  async dropSnapshots(ws: string, audienceId: string): Promise<void> {
+    this.droppedAudiences.push([ws, audienceId]);
+  }
+}
 
 export class ClickHouseUnits {
-  constructor(readonly ctx: ClickHouseContext) {}
+  private readonly outbox: Outbox;
+  /** The version clock moved past the stored versions; null until it has been (a failure is tried again). */
+  private clock: Promise<void> | null = null;
 
-  async unit<T>(_fn: (work: UnitOfWork) => Promise<T>): Promise<T> { throw notYet('unit'); }
-  async propertyCatalog(_ws: string): Promise<PropertyCatalog> { throw notYet('propertyCatalog'); }
-  async firstTouchChannels(_ws: string, _of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels> { throw notYet('firstTouchChannels'); }
-  async close(): Promise<void> {}
+  constructor(readonly ctx: ClickHouseContext, private readonly options: UnitsOptions = {}) {
+    this.outbox = new Outbox(ctx, { insertRetryMs: options.insertRetryMs ?? DEFAULTS.insertRetryMs, sweepEveryMs: options.sweepEveryMs ?? DEFAULTS.sweepEveryMs });
+    this.clockReady().catch(() => undefined);
+  }
+
+  private clockReady(): Promise<void> {
+    this.clock ??= versionsFrom(this.ctx).catch((err: unknown) => {
+      this.clock = null;
+      throw err;
+    });
+    return this.clock;
+  }
+
+  async unit<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<T> {
+    const staged = await this.stage(fn);
+    await staged.stored;
+    return staged.value;
+  }
+
+  async stage<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<Staged<T>> {
+    // Units start once the outbox is loaded (their reads see what it holds) and the clock is set.
+    await Promise.all([this.outbox.ready, this.clockReady()]);
+    const { value, batch, dropped } = await this.ctx.control.transaction(async (tx) => {
+      const writes = new ClickHouseWrites(this.ctx, tx, this.outbox);
+      const result = await fn({ control: tx, analytics: writes });
+      const sealed = writes.seal();
+      if (sealed) {
+        // The token is fixed here, with the rows: a retried insert is the same insert.
+        await this.outbox.save(tx, sealed, new Date());
+        this.ctx.control.afterCommit(() => this.outbox.add(sealed));
+      }
+      return { value: result, batch: sealed, dropped: writes.droppedAudiences };
+    }).catch((err: unknown) => {
+      throw asRefusal(err);
+    });
+    const stored = this.store(batch, dropped);
+    // The caller takes `stored` after this resolves; until then a rejection is not unhandled.
+    stored.catch(() => undefined);
+    return { value, stored };
+  }
+
+  private async store(batch: Batch | null, dropped: [string, string][]): Promise<void> {
+    if (batch) await this.outbox.deliver(batch);
+    for (const [ws, audienceId] of dropped) {
+      // Snapshots of a deleted audience are never read again: a failure leaves rows nobody points at.
+      await this.options.dropSnapshots?.(ws, audienceId).catch((err: unknown) => {
+        console.warn(`ClickHouse: the snapshots of deleted audience ${audienceId} stay (${err instanceof Error ? err.message : String(err)})`);
+      });
+    }
+  }
+
+  /** Property paths live in the control store, written by the units' control transactions. */
+  propertyCatalog(ws: string): Promise<PropertyCatalog> {
+    return propertyCatalog(this.ctx.control, ws);
+  }
+
+  async firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels> {
+    const visitors = new Map<number, string>();
+    const persons = new Map<number, string>();
+    const pageviews = table(this.ctx, 'pageviews');
+    if (of.visitorKeys?.length) {
+      const rows = await select(this.ctx, `SELECT visitor_key, argMin(channel_category, ts) AS category FROM ${pageviews}
+        WHERE workspace_id = {ws:String} AND visitor_key IN {keys:Array(Int64)} GROUP BY visitor_key`, { ws, keys: of.visitorKeys });
+      for (const r of rows) visitors.set(Number(r.visitor_key), r.category as string);
+    }
+    if (of.personKeys?.length) {
+      // Over the visitors linked to each person now: the newest link of each visitor.
+      const rows = await select(this.ctx, `SELECT l.person_key AS person_key, argMin(pv.channel_category, pv.ts) AS category
+        FROM ${pageviews} AS pv
+          JOIN (SELECT visitor_key, person_key FROM (SELECT visitor_key, argMax(person_key, version) AS person_key
+              FROM ${table(this.ctx, 'visitors')} WHERE workspace_id = {ws:String} GROUP BY visitor_key)
+            WHERE person_key IN {keys:Array(Int64)}) AS l ON l.visitor_key = pv.visitor_key
+        WHERE pv.workspace_id = {ws:String} GROUP BY l.person_key`, { ws, keys: of.personKeys });
+      for (const r of rows) persons.set(Number(r.person_key), r.category as string);
+    }
+    return { visitors, persons };
+  }
+
+  /** Inserts what is left in the outbox now (the sweeper does it periodically). */
+  sweep(): Promise<void> {
+    return this.outbox.sweep();
+  }
+
+  /** Stops the sweeper and the retries, after the inserts under way. */
+  close(): Promise<void> {
+    return this.outbox.close();
+  }
 }

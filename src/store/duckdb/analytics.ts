@@ -7,9 +7,10 @@ import { type CompiledQuery, printCount, printMembers, type SetPlan } from '../.
 import {
   type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type CustomerLink, type DiffMember, type EstimateTurn, type EventRecord,
   type FirstTouchChannels, type InvoiceState, type Member, type MemberRow, type Money, type PageviewRecord, type PaymentEventKind,
-  RefusedValue, type SnapshotInput, type SnapshotResult, type SubscriptionState, type UnitOfWork, type VisitorLink,
+  RefusedValue, type SnapshotInput, type SnapshotResult, type Staged, type SubscriptionState, type UnitOfWork, type VisitorLink,
 } from '../analytics.js';
 import type { DeliveryRow } from '../control/audiences.js';
+import type { PersonRecord, VisitorRecord } from '../control/people.js';
 import type { Store } from './db.js';
 import { appendEvents } from './events.js';
 import { appendPageviews, firstTouchChannels, latestPageviews } from './pageviews.js';
@@ -49,8 +50,10 @@ class DuckDBWrites implements AnalyticsWrites {
     return appendPageviews(this.tx, ws, rows);
   }
 
-  // The criteria read the control store's visitors and payment_customers, written in this same
-  // transaction: on DuckDB a link is stored by the control write itself.
+  // The criteria and member lists read the control store's persons, visitors and payment_customers,
+  // written in this same transaction: on DuckDB identities and links are stored by the control writes.
+  async recordIdentities(_ws: string, _persons: PersonRecord[], _visitors: VisitorRecord[]): Promise<void> {}
+
   async linkVisitors(_links: VisitorLink[]): Promise<void> {}
 
   async linkCustomer(_ws: string, _link: CustomerLink): Promise<void> {}
@@ -92,6 +95,11 @@ export class DuckDBAnalytics implements AnalyticsStore {
       const reason = refusedValue(err);
       throw reason === null ? err : new RefusedValue(reason);
     });
+  }
+
+  /** One transaction holds both sides: stored once it commits. */
+  async stage<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<Staged<T>> {
+    return { value: await this.unit(fn), stored: Promise.resolve() };
   }
 
   propertyCatalog(ws: string): Promise<Map<string, Set<string>>> {

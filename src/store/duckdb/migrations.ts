@@ -334,4 +334,15 @@ export const MIGRATIONS: readonly string[] = [
   `
   ALTER TABLE workspaces ADD COLUMN payments_mode VARCHAR DEFAULT 'live';
   `,
+  // ANALYTICS_STORE=clickhouse: the analytical rows of each committed unit of work (NDJSON per
+  // table), kept until ClickHouse acknowledges them, so a failure or a crash between the control
+  // commit and the insert is replayed; the token makes a replayed insert one ClickHouse stores once.
+  `
+  CREATE TABLE analytics_outbox (
+    token VARCHAR NOT NULL,
+    table_name VARCHAR NOT NULL,
+    body VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+  );
+  `,
 ];

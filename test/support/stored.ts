@@ -1,0 +1,72 @@
+// What the analytical store of a test app holds, read from the engine it runs on: DuckDB's tables,
+// or ClickHouse's, where state tables give the current row of each key (FINAL: ClickHouse's own
+// merge rule, not the store's argMax) and withdrawn payment events are left out. Values come back
+// alike from both: times as Date, integers as number, a key ClickHouse stores as 0 as null.
+
+import { ClickHouseAnalytics } from '../../src/store/clickhouse/analytics.js';
+import type { TestApp } from './app.js';
+
+export type AnalyticalTable = 'events' | 'pageviews' | 'subscriptions' | 'invoices' | 'payment_events' | 'visitors' | 'persons' | 'payment_customers';
+
+const STATE = new Set<AnalyticalTable>(['subscriptions', 'invoices', 'payment_events', 'visitors', 'persons', 'payment_customers']);
+const TIMES = new Set(['ts', 'created_at', 'paid_at', 'received_at']);
+const INTEGERS = new Set(['amount', 'amount_due', 'amount_paid', 'person_key', 'visitor_key', 'n']);
+const KEYS = new Set(['person_key', 'visitor_key']);
+
+function normalize(row: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [name, value] of Object.entries(row)) {
+    let v = typeof value === 'bigint' ? Number(value) : value;
+    if (TIMES.has(name) && typeof v === 'string') v = new Date(`${v.replace(' ', 'T').slice(0, 23)}Z`);
+    if (INTEGERS.has(name) && typeof v === 'string') v = Number(v);
+    if (KEYS.has(name) && v === 0) v = null;
+    out[name] = v;
+  }
+  return out;
+}
+
+/** The ClickHouse analytical store of the app, or null on DuckDB. */
+export const clickhouseOf = (t: TestApp) => (t.stores.analytics instanceof ClickHouseAnalytics ? t.stores.analytics.ctx : null);
+
+/**
+ * `columns` (plain names, the same on both engines; `"interval"` quoted) of the workspace's rows of
+ * `table`, ordered by `orderBy`. On DuckDB persons, visitors and payment_customers are the control
+ * tables; on ClickHouse their mirrors.
+ */
+export async function storedRows(
+  t: TestApp, table: AnalyticalTable, columns: string[], orderBy: string[] = [], ws = t.ws.workspace_id,
+): Promise<Record<string, unknown>[]> {
+  const order = orderBy.length > 0 ? ` ORDER BY ${orderBy.join(', ')}` : '';
+  const ch = clickhouseOf(t);
+  if (!ch) return (await t.store.query(`SELECT ${columns.join(', ')} FROM ${table} WHERE workspace_id = $1${order}`, [ws])).map(normalize);
+  const current = `(SELECT * FROM ${ch.database}.${table}${STATE.has(table) ? ' FINAL' : ''} WHERE workspace_id = {ws:String})`;
+  const live = table === 'payment_events' ? ' WHERE deleted = 0' : '';
+  const result = await ch.client.query({ query: `SELECT ${columns.join(', ')} FROM ${current}${live}${order}`, query_params: { ws }, format: 'JSONEachRow' });
+  return (await result.json<Record<string, unknown>>()).map(normalize);
+}
+
+/** The number of the workspace's rows of `table` (current ones, for a state table on ClickHouse). */
+export async function storedCount(t: TestApp, table: AnalyticalTable, ws = t.ws.workspace_id): Promise<number> {
+  return (await storedRows(t, table, ['1 AS one'], [], ws)).length;
+}
+
+/** Events stored per event name. */
+export async function eventsByName(t: TestApp): Promise<Map<string, number>> {
+  const counts = new Map<string, number>();
+  for (const { event_name } of await storedRows(t, 'events', ['event_name'])) counts.set(event_name as string, (counts.get(event_name as string) ?? 0) + 1);
+  return counts;
+}
+
+/**
+ * One-time payments (payments not paying a stored invoice), by payment_id: DuckDB's
+ * one_time_payments view, or the same rule over the control store's payments and ClickHouse's invoices.
+ */
+export async function oneTimePayments(t: TestApp): Promise<Record<string, unknown>[]> {
+  if (!clickhouseOf(t)) {
+    return t.store.query('SELECT payment_id, customer_id, amount, currency FROM one_time_payments WHERE workspace_id = $1 ORDER BY payment_id', [t.ws.workspace_id]);
+  }
+  const invoices = new Set((await storedRows(t, 'invoices', ['invoice_id'])).map((r) => r.invoice_id));
+  const payments = await t.store.query(`SELECT payment_id, customer_id, amount, currency, invoice_id FROM payments
+    WHERE workspace_id = $1 AND amount IS NOT NULL AND customer_id IS NOT NULL ORDER BY payment_id`, [t.ws.workspace_id]);
+  return payments.filter((p) => !invoices.has(p.invoice_id)).map(({ invoice_id: _, ...p }) => p);
+}
