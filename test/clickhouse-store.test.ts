@@ -55,6 +55,8 @@ interface Engines {
   duckdb: DuckDBAnalytics;
   clickhouse: ClickHouseAnalytics;
   ctx: ClickHouseContext;
+  /** A temporary directory for the files written. */
+  dir: string;
   close(): Promise<void>;
 }
 
@@ -63,11 +65,13 @@ async function openEngines(): Promise<Engines> {
   const duck = await Store.open(':memory:', { threads: 1 });
   const control = await Store.open(':memory:', { threads: 1 });
   const ctx = { client: chdb!.client, database: DATABASE, control };
+  const dir = await mkdtemp(join(tmpdir(), 'clickhouse-store-'));
   return {
-    duck, control, ctx, duckdb: new DuckDBAnalytics(duck), clickhouse: new ClickHouseAnalytics(ctx, { connections: 2, queueMax: 2 }),
+    duck, control, ctx, dir, duckdb: new DuckDBAnalytics(duck), clickhouse: new ClickHouseAnalytics(ctx, { connections: 2, queueMax: 2 }),
     close: async () => {
       await duck.close();
       await control.close();
+      await rm(dir, { recursive: true, force: true });
     },
   };
 }
@@ -103,15 +107,10 @@ const publicRow = ({ profile: _, ...member }: MemberRow) => member;
 
 describe.skipIf(!chdb)('the ClickHouse store against the DuckDB store', () => {
   let e: Engines;
-  let dir: string;
   beforeAll(async () => {
     e = await openEngines();
-    dir = await mkdtemp(join(tmpdir(), 'clickhouse-store-'));
   });
-  afterAll(async () => {
-    await e.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  afterAll(() => e.close());
 
   it('counts, lists and writes the same members, in the same order, for generated datasets and criteria', async () => {
     let files = 0;
@@ -131,7 +130,7 @@ describe.skipIf(!chdb)('the ClickHouse store against the DuckDB store', () => {
           turn.end();
         }
         for (const format of ['csv', 'parquet'] as const) {
-          const [ch, dk] = [join(dir, `ch${files}.${format}`), join(dir, `dk${files++}.${format}`)];
+          const [ch, dk] = [join(e.dir, `ch${files}.${format}`), join(e.dir, `dk${files++}.${format}`)];
           expect(await e.clickhouse.writeMembers(plan, ws, ch, format)).toBe(listed.length);
           expect(await e.duckdb.writeMembers(plan, ws, dk, format)).toBe(listed.length);
           const rows = await fileRows(e.duck, ch, format);
@@ -157,7 +156,7 @@ describe.skipIf(!chdb)('the ClickHouse store against the DuckDB store', () => {
     const listed = await e.clickhouse.listMembers(plan, ws);
     expect(listed.map((m) => m.external_id)).toEqual(expect.arrayContaining([...odd, null]));
     for (const format of ['csv', 'parquet'] as const) {
-      const path = join(dir, `odd.${format}`);
+      const path = join(e.dir, `odd.${format}`);
       expect(await e.clickhouse.writeMembers(plan, ws, path, format)).toBe(odd.length + 1);
       expect(await fileRows(e.duck, path, format)).toEqual(await e.duckdb.listMembers(plan, ws));
     }
@@ -239,15 +238,10 @@ interface Side {
 
 describe.skipIf(!chdb)('refreshes and deliveries on ClickHouse against DuckDB', () => {
   let e: Engines;
-  let dir: string;
   beforeAll(async () => {
     e = await openEngines();
-    dir = await mkdtemp(join(tmpdir(), 'clickhouse-deliveries-'));
   });
-  afterAll(async () => {
-    await e.close();
-    await rm(dir, { recursive: true, force: true });
-  });
+  afterAll(() => e.close());
 
   const PAGE = 2;
   const AUDIENCE = 'aud_signups';
@@ -370,7 +364,7 @@ describe.skipIf(!chdb)('refreshes and deliveries on ClickHouse against DuckDB', 
       WHERE m.workspace_id = $1 AND m.snapshot_id = $2 ORDER BY m.profile`, [ws, current]);
     expect(expected.length).toBeGreaterThan(PAGE);
     for (const format of ['csv', 'parquet'] as const) {
-      const [ch, dk] = [join(dir, `ch.${format}`), join(dir, `dk.${format}`)];
+      const [ch, dk] = [join(e.dir, `ch.${format}`), join(e.dir, `dk.${format}`)];
       await e.clickhouse.exportSnapshot(ws, current, ch, format);
       await e.duckdb.exportSnapshot(ws, current, dk, format);
       expect(await fileRows(e.duck, ch, format)).toEqual(await fileRows(e.duck, dk, format));
