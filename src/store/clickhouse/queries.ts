@@ -21,7 +21,7 @@ export interface EstimateOptions {
  * Each count is already parallel inside the server (max_threads): more at once only share its
  * cores. Four leave room in the client's socket pool (10) for ingest and refreshes.
  */
-export const DEFAULT_CLICKHOUSE_ESTIMATES = 4;
+const DEFAULT_CLICKHOUSE_ESTIMATES = 4;
 
 interface Place {
   deadline: number;
