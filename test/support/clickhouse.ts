@@ -78,10 +78,11 @@ let lastKey = 0;
  * in its own insert (its own part), so reads must pick the newest version whatever the merge state:
  * visitors linked elsewhere, persons and customers with other values, subscriptions and invoices
  * with shifted fields (NULLs becoming values and back), and a payment event withdrawn later.
+ * `keys`: the keys another store gave the public ids (the same profiles in both); else new ones.
  */
-export async function loadDataset(client: ClickHouseClient, ws: string, ds: Dataset): Promise<LoadedKeys> {
-  const personKey = new Map(ds.persons.map((p) => [p.person_id, ++lastKey]));
-  const visitorKey = new Map(ds.visitors.map((v) => [v.visitor_id, ++lastKey]));
+export async function loadDataset(client: ClickHouseClient, ws: string, ds: Dataset, keys?: LoadedKeys): Promise<LoadedKeys> {
+  const personKey = keys?.personKey ?? new Map(ds.persons.map((p) => [p.person_id, ++lastKey]));
+  const visitorKey = keys?.visitorKey ?? new Map(ds.visitors.map((v) => [v.visitor_id, ++lastKey]));
   const pk = (id: string | null) => (id === null ? 0 : personKey.get(id) ?? 0);
   const vk = (id: string | null) => (id === null ? 0 : visitorKey.get(id) ?? 0);
   const insert = (table: string, values: Record<string, unknown>[]) =>

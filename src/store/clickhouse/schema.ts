@@ -183,6 +183,35 @@ const TABLES: readonly TableSpec[] = [
     engine: 'MergeTree',
     orderBy: '(workspace_id, audience_id, snapshot_id, seq)',
   },
+  {
+    // A delivery's own work list (its snapshot against what the destination acknowledged), numbered
+    // in page order. Each build of the list has a higher `build`; the newest is the one sent, so a
+    // build interrupted before the delivery recorded its start is harmless.
+    name: 'audience_delivery_items',
+    columns: `
+    workspace_id String,
+    audience_id String,
+    delivery_id UInt64,
+    build UInt64,
+    seq UInt64,
+    change LowCardinality(String),
+    profile Int64`,
+    engine: 'MergeTree',
+    orderBy: '(workspace_id, delivery_id, build, seq)',
+  },
+  {
+    // The destination's acknowledged changes (control store) copied for one build of a work list.
+    name: 'audience_delivery_acked',
+    columns: `
+    workspace_id String,
+    audience_id String,
+    delivery_id UInt64,
+    build UInt64,
+    change LowCardinality(String),
+    profile Int64`,
+    engine: 'MergeTree',
+    orderBy: '(workspace_id, delivery_id, build, profile)',
+  },
 ];
 
 /** The analytical tables' names, as the criteria queries read them (Distributed ones on a cluster). */

@@ -264,3 +264,147 @@ export async function deliveryLog(store: ControlStore, ws: string, audienceId: s
     })),
   }));
 }
+
+// Snapshots and deliveries whose profiles are in an analytical store of their own (ClickHouse):
+// the control rows written around that store's statements. Every function works on the control
+// store alone; the caller orders them with the analytical writes.
+
+/** A new snapshot id, taken before the snapshot's members are written. */
+export async function takeSnapshotId(store: ControlStore): Promise<number> {
+  return store.transaction(async (tx) => Number((await one(tx, "SELECT nextval('audience_snapshot_ids') AS id", []))!.id));
+}
+
+/** Records a snapshot and its counts; in its refresh's control transaction, with adoptSnapshot. */
+export async function recordSnapshot(tx: ControlTx, s: { ws: string; audienceId: string; snapshot: SnapshotResult; previous: number | null; at: Date }): Promise<void> {
+  await tx.run(`INSERT INTO audience_snapshots (workspace_id, audience_id, snapshot_id, previous_snapshot_id, taken_at, member_count, added_count, removed_count)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+  [s.ws, s.audienceId, s.snapshot.snapshot_id, s.previous, timestamp(s.at), s.snapshot.member_count, s.snapshot.added, s.snapshot.removed]);
+}
+
+/**
+ * What an audience's snapshots still need: members for the current snapshot and the one before
+ * it, and for every snapshot a destination's acknowledged state or a pending delivery refers to;
+ * diffs for the current snapshot and pending deliveries' ones. `released`: the others' ids.
+ */
+export async function releasedSnapshots(tx: ControlTx, ws: string, id: string): Promise<{ released: number[]; diffsKept: number[] }> {
+  const pending = `SELECT snapshot_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending'`;
+  const released = (await tx.runAndReadAll(`SELECT s.snapshot_id FROM audience_snapshots s
+      JOIN audiences a ON a.workspace_id = s.workspace_id AND a.audience_id = s.audience_id
+    WHERE s.workspace_id = $1 AND s.audience_id = $2 AND s.snapshot_id <> a.snapshot_id
+      AND s.snapshot_id IS DISTINCT FROM (SELECT c.previous_snapshot_id FROM audience_snapshots c WHERE c.workspace_id = $1 AND c.snapshot_id = a.snapshot_id)
+      AND s.snapshot_id NOT IN (SELECT acked_snapshot_id FROM audience_destinations WHERE workspace_id = $1 AND audience_id = $2)
+      AND s.snapshot_id NOT IN (${pending})
+    ORDER BY s.snapshot_id`, [ws, id])).getRowObjectsJS();
+  const kept = (await tx.runAndReadAll(`SELECT snapshot_id FROM audiences WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id IS NOT NULL
+    UNION ${pending}`, [ws, id])).getRowObjectsJS();
+  return { released: released.map((r) => Number(r.snapshot_id)), diffsKept: kept.map((r) => Number(r.snapshot_id)) };
+}
+
+/** Every snapshot id of an audience, its members dropped or not. */
+export async function audienceSnapshotIds(store: ControlStore, ws: string, id: string): Promise<number[]> {
+  const rows = await store.query('SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2 ORDER BY snapshot_id', [ws, id]);
+  return rows.map((r) => Number(r.snapshot_id));
+}
+
+/** Forgets an audience's snapshots (once their members and diffs are gone). */
+export async function forgetSnapshots(store: ControlStore, ws: string, id: string): Promise<void> {
+  await store.transaction((tx) => tx.run('DELETE FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2', [ws, id]));
+}
+
+/** What a delivery starts from: what its destination has acknowledged, and its snapshot's counts. */
+export interface DeliveryBasis {
+  /** The snapshot the destination has acknowledged (null: none). */
+  base: number | null;
+  /** Profiles the destination acknowledged differently from its base since. */
+  changes: number;
+  previous: number | null;
+  added: number;
+  removed: number;
+  members: number;
+  /** Members of the base snapshot (null: no base). */
+  baseMembers: number | null;
+}
+
+/** The basis of a delivery; null when its snapshot no longer exists. */
+export async function deliveryBasis(tx: ControlTx, d: DeliveryRow): Promise<DeliveryBasis | null> {
+  const acked = 'SELECT max(acked_snapshot_id) FROM audience_destinations WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3';
+  const row = await one(tx, `SELECT (${acked}) AS base,
+      (SELECT count(*) FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3) AS changes,
+      (SELECT b.member_count FROM audience_snapshots b WHERE b.workspace_id = $1 AND b.snapshot_id = (${acked})) AS base_members,
+      s.previous_snapshot_id AS previous, s.added_count, s.removed_count, s.member_count
+    FROM audience_snapshots s WHERE s.workspace_id = $1 AND s.snapshot_id = $4`, [d.workspace_id, d.audience_id, d.destination_id, d.snapshot_id]);
+  if (!row) return null;
+  return {
+    base: num(row.base), changes: Number(row.changes), previous: num(row.previous), added: Number(row.added_count),
+    removed: Number(row.removed_count), members: Number(row.member_count), baseMembers: num(row.base_members),
+  };
+}
+
+/** The profiles a destination acknowledged differently from its base, chunk by chunk. */
+export function destinationChanges(store: ControlStore, d: DeliveryRow): AsyncGenerator<Row[]> {
+  return store.streamRows(`SELECT change, profile FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3`,
+    [d.workspace_id, d.audience_id, d.destination_id]);
+}
+
+/**
+ * Records a delivery's start (its work list's shape, progress at page 0), and supersedes the
+ * destination's pending deliveries that never started, of this snapshot or older ones: this one
+ * carries their changes.
+ */
+export async function recordDeliveryStart(tx: ControlTx, started: DeliveryRow, at: Date): Promise<void> {
+  const ws = started.workspace_id;
+  await tx.run(`UPDATE audience_deliveries SET base_snapshot_id = $3, sends_diff = $4, page_size = $5, page_count = $6,
+      added_count = $7, removed_count = $8, next_page = 0, skipped = 0
+    WHERE workspace_id = $1 AND delivery_id = $2`,
+  [ws, started.delivery_id, started.base_snapshot_id, started.sends_diff, started.page_size, started.page_count, started.added_count, started.removed_count]);
+  await tx.run(`UPDATE audience_deliveries SET status = 'canceled', last_error = $5, finished_at = $6
+    WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3 AND status = 'pending' AND page_count IS NULL
+      AND delivery_id <> $4 AND snapshot_id <= $7`,
+  [ws, started.audience_id, started.destination_id, started.delivery_id, `superseded by delivery ${started.delivery_id}`, timestamp(at), started.snapshot_id]);
+}
+
+/** A row of an acknowledged page, with whether its profile is a member of the delivery's base snapshot. */
+export interface AcknowledgedRow {
+  change: 'added' | 'removed';
+  profile: number;
+  in_base: boolean;
+}
+
+/**
+ * Records a page as acknowledged: the destination now has each added profile and lacks each
+ * removed one, kept as changes against its base where they differ from it. One transaction with
+ * the delivery's progress, so a page is never half recorded.
+ */
+export async function recordAcknowledgedPage(store: ControlStore, d: DeliveryRow, page: number, rows: AcknowledgedRow[], skipped: number): Promise<void> {
+  const key = [d.workspace_id, d.audience_id, d.destination_id];
+  const listed = JSON.stringify(rows);
+  await store.transaction(async (tx) => {
+    await tx.run(`DELETE FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3
+      AND profile IN (SELECT r.profile FROM (SELECT unnest(from_json($4, '[{"profile":"BIGINT"}]'), recursive := true)) r)`, [...key, listed]);
+    await tx.run(`INSERT INTO audience_destination_changes (workspace_id, audience_id, destination_id, change, profile)
+      SELECT $1, $2, $3, r.change, r.profile
+      FROM (SELECT unnest(from_json($4, '[{"change":"VARCHAR","profile":"BIGINT","in_base":"BOOLEAN"}]'), recursive := true)) r
+      WHERE (r.change = 'added') <> r.in_base`, [...key, listed]);
+    await tx.run('UPDATE audience_deliveries SET next_page = $3, skipped = $4 WHERE workspace_id = $1 AND delivery_id = $2',
+      [d.workspace_id, d.delivery_id, page + 1, skipped]);
+  });
+}
+
+/**
+ * Ends a delivery. Delivered: every page is acknowledged, so the destination has exactly its
+ * snapshot, which becomes its base. Failed or canceled: what it acknowledged stays recorded and the
+ * next delivery carries the rest.
+ */
+export async function endDelivery(tx: ControlTx, d: DeliveryRow, status: Exclude<DeliveryRow['status'], 'pending'>, error: string | null, at: Date): Promise<void> {
+  const key = [d.workspace_id, d.audience_id, d.destination_id];
+  if (status === 'delivered') {
+    for (const table of ['audience_destinations', 'audience_destination_changes']) {
+      await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3`, key);
+    }
+    await tx.run(`INSERT INTO audience_destinations SELECT $1, $2, $3, $4
+      WHERE EXISTS (SELECT 1 FROM audiences WHERE workspace_id = $1 AND audience_id = $2)`, [...key, d.snapshot_id]);
+  }
+  await tx.run('DELETE FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2', [d.workspace_id, d.delivery_id]);
+  await tx.run('UPDATE audience_deliveries SET status = $3, last_error = $4, finished_at = $5 WHERE workspace_id = $1 AND delivery_id = $2',
+    [d.workspace_id, d.delivery_id, status, error, timestamp(at)]);
+}
