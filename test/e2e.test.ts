@@ -1,9 +1,13 @@
-// End to end through the API: page views and events sent as an app and a browser would send them
-// make a compile estimate come out right.
+// End to end through the API, on every analytical store: page views and events sent as an app and
+// a browser would send them make a compile estimate come out right; with payment notifications and
+// a relinked visitor, a saved audience refreshes, exports its members and delivers its diff.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { firstTouchChannels } from '../src/store/duckdb/pageviews.js';
+import { type AnalyticsEngine } from '../src/store/open.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { ENGINES } from './support/engines.js';
+import { startReceiver } from './support/receiver.js';
+import { checkoutSession, deliver, invoice, notification } from './support/stripe.js';
 
 const ever = { kind: 'ever' };
 const did = (leaf: Record<string, unknown>) => ({ ...leaf, occurrence: { op: 'did', count: null, window: ever } });
@@ -11,10 +15,10 @@ const fromAi = did({ source: 'pageview', filter: { channel_category: { op: '=', 
 const signedUp = did({ source: 'product_event', name: 'signup' });
 const churned = did({ source: 'product_event', name: 'churned' });
 
-describe('events and page views through the API feed the estimates', () => {
+describe.each(ENGINES)('%s: events and page views through the API feed the estimates', (engine: AnalyticsEngine) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp({ at: new Date(Date.now() + 60_000) });
+    t = await startTestApp({ engine, at: new Date(Date.now() + 60_000) });
     const events = (batch: unknown[]) => t.post('/v1/events', { batch });
     // As the tracker sends them: a beacon's text/plain body, the publishable key in the query.
     for (const [visitor_id, url, referrer] of [
@@ -67,7 +71,7 @@ describe('events and page views through the API feed the estimates', () => {
     const res = await t.app.inject({ method: 'POST', url: `/v1/pageviews?key=${t.ws.publishable_key}`, headers: { 'content-type': 'application/json' },
       payload: { visitor_id: 'va', url: 'https://shop.example/', referrer: 'https://www.google.com/', timestamp: later } });
     expect(res.statusCode).toBe(200);
-    const touch = await firstTouchChannels(t.store, t.ws.workspace_id, {
+    const touch = await t.stores.analytics.firstTouchChannels(t.ws.workspace_id, {
       visitorKeys: ['va', 'vb', 'vc', 'vd'].map((v) => Number(key(v).visitor_key)),
       personKeys: [Number(key('va').person_key), Number(key('vc').person_key)],
     });
@@ -76,5 +80,71 @@ describe('events and page views through the API feed the estimates', () => {
     expect(touch.visitors.get(Number(key('vc').visitor_key))).toBe('Organic Search');
     expect(touch.persons.get(Number(key('va').person_key))).toBe('AI');
     expect(touch.persons.get(Number(key('vc').person_key))).toBe('Organic Search');
+  });
+});
+
+describe.each(ENGINES)('%s: from ingest to a delivered audience', (engine: AnalyticsEngine) => {
+  let t: TestApp;
+  const send = (method: 'GET' | 'POST', url: string, body?: unknown) =>
+    t.app.inject({ method, url, headers: { authorization: `Bearer ${t.ws.secret_key}` }, ...(body === undefined ? {} : { payload: body as object }) });
+  afterAll(() => t.close());
+
+  it('ingests, relinks, attributes a payment, refreshes, exports and delivers the same members on every store', async () => {
+    const at = new Date(Date.now() + 60_000);
+    t = await startTestApp({ engine, at });
+    const view = (visitor_id: string, referrer: string) => t.app.inject({ method: 'POST', url: `/v1/pageviews?key=${t.ws.publishable_key}`,
+      headers: { 'content-type': 'application/json' }, payload: { visitor_id, url: 'https://shop.example/', referrer } });
+    for (const [visitor, referrer] of [['v_ada', 'https://chatgpt.com/'], ['v_bo', 'https://claude.ai/'], ['v_cy', 'https://www.google.com/']]) {
+      expect((await view(visitor!, referrer!)).statusCode).toBe(200);
+    }
+    // Anonymous sign-ups, then the person each visitor turns out to be: the history moves with the link.
+    const events = (batch: unknown[]) => t.post('/v1/events', { batch });
+    expect((await events([{ event_name: 'signup', visitor_id: 'v_ada' }, { event_name: 'signup', visitor_id: 'v_bo' }])).statusCode).toBe(200);
+    expect((await t.post('/v1/persons', { external_id: 'ada', email: 'ada@example.com', visitor_id: 'v_ada' })).statusCode).toBe(200);
+    expect((await t.post('/v1/persons', { external_id: 'bo', email: 'bo@example.com', visitor_id: 'v_bo' })).statusCode).toBe(200);
+    expect((await events([{ event_name: 'churned', external_id: 'bo' }])).statusCode).toBe(200);
+    // Ada pays: the checkout carries her user id, the invoice is her first paid one.
+    expect((await deliver(t, notification('checkout.session.completed', checkoutSession('cus_ada', { tr_user_id: 'ada' })))).statusCode).toBe(200);
+    expect((await deliver(t, notification('invoice.paid', invoice('cus_ada')))).statusCode).toBe(200);
+
+    const aiSignups = { version: 1, root: { op: 'and', children: [
+      { source: 'pageview', filter: { channel_category: { op: '=', value: 'AI' } }, occurrence: { op: 'did', count: null, window: { kind: 'ever' } } },
+      { source: 'product_event', name: 'signup', occurrence: { op: 'did', count: null, window: { kind: 'ever' } } },
+      { op: 'not', child: { source: 'product_event', name: 'churned', occurrence: { op: 'did', count: null, window: { kind: 'ever' } } } },
+    ] } };
+    const payers = { version: 1, root: { source: 'payments', event: 'first_paid_invoice', occurrence: { window: { kind: 'ever' } } } };
+    expect((await t.compile(aiSignups)).json().estimated_count.count).toBe(1);
+    expect((await t.compile(payers)).json().estimated_count.count).toBe(1);
+
+    const receiver = await startReceiver();
+    try {
+      const created = await t.post('/v1/audiences', {
+        name: 'AI sign-ups who stayed', criteria_json: aiSignups, destinations: [{ type: 'webhook', url: receiver.url, secret: 'shh' }],
+      });
+      expect(created.statusCode, created.body).toBe(201);
+      const id = created.json().id as string;
+      const refreshed = await send('POST', `/v1/audiences/${id}/refresh`);
+      expect(refreshed.json(), refreshed.body).toMatchObject({ status: 'ready', member_count: 1 });
+      const members = await send('GET', `/v1/audiences/${id}/members`);
+      expect(members.json().data).toEqual([{ person_id: expect.stringMatching(/^per_/), visitor_id: null, external_id: 'ada', email: 'ada@example.com' }]);
+      const csv = await send('GET', `/v1/audiences/${id}/members?format=csv`);
+      // ClickHouse quotes every string field, DuckDB only those that need it: the same rows either way.
+      const rows = csv.body.trim().split('\n').map((line) => line.split(',').map((field) => field.replace(/^"(.*)"$/, '$1')));
+      expect(rows).toEqual([['person_id', 'visitor_id', 'external_id', 'email'], [members.json().data[0].person_id, '', 'ada', 'ada@example.com']]);
+
+      await t.app.audiences.scheduler.tick(at);
+      await t.app.audiences.deliverer.idle();
+      expect(receiver.accepted.map((p) => ({ added: p.added.map((m) => m.external_id), removed: p.removed }))).toEqual([{ added: ['ada'], removed: [] }]);
+
+      // Ada churns: the next refresh removes her, and the receiver is told.
+      expect((await events([{ event_name: 'churned', external_id: 'ada' }])).statusCode).toBe(200);
+      expect((await send('POST', `/v1/audiences/${id}/refresh`)).json()).toMatchObject({ status: 'ready', member_count: 0 });
+      await t.app.audiences.scheduler.tick(at);
+      await t.app.audiences.deliverer.idle();
+      expect(receiver.accepted.map((p) => ({ added: p.added.length, removed: p.removed.map((m) => m.external_id) })))
+        .toEqual([{ added: 1, removed: [] }, { added: 0, removed: ['ada'] }]);
+    } finally {
+      receiver.close();
+    }
   });
 });
