@@ -3,8 +3,9 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUDIENCE_DEFAULTS } from '../src/audiences/service.js';
-import { importDataset } from '../src/store/duckdb/import.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { ENGINES } from './support/engines.js';
+import { importRows } from './support/stored.js';
 
 const AT = new Date('2026-06-15T12:00:00Z');
 const sha = (email: string) => createHash('sha256').update(email).digest('hex');
@@ -12,7 +13,7 @@ const signedUp = { version: 1, root: { source: 'product_event', name: 'signup', 
 
 interface Seen { method: string; url: string; authorization: string | undefined; body: unknown }
 
-describe('ad platform destinations', () => {
+describe.each(ENGINES)('%s: ad platform destinations', (engine) => {
   let t: TestApp;
   let server: Server;
   const seen: Seen[] = [];
@@ -30,11 +31,11 @@ describe('ad platform destinations', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     t = await startTestApp({
-      at: AT,
+      engine, at: AT,
       audiences: { delivery: { ...AUDIENCE_DEFAULTS.delivery, metaBaseUrl: `${base}/meta`, googleBaseUrl: `${base}/google`, backoffBaseMs: 5 } },
     });
     const person = (id: string, email: string | null) => ({ person_id: id, external_id: null, email, name: null, traits: null, created_at: AT });
-    await importDataset(t.store, t.ws.workspace_id, {
+    await importRows(t, {
       persons: [person('p1', '  Ann@Example.com '), person('p2', null)],
       visitors: [],
       events: ['p1', 'p2'].map((id) => ({ event_id: `e_${id}`, event_name: 'signup', ts: AT, person_id: id, visitor_id: null, properties: '{}' })),

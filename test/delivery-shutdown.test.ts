@@ -2,37 +2,49 @@
 // sleep at once; the delivery stays pending with its page unacknowledged, and the next start on the
 // same database delivers it.
 
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { ClickHouseClient } from '@clickhouse/client';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { AUDIENCE_DEFAULTS } from '../src/audiences/service.js';
-import { importDataset } from '../src/store/duckdb/import.js';
+import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import type { CreatedWorkspace } from '../src/store/control/workspaces.js';
 import { startReceiver } from './support/receiver.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { ENGINES } from './support/engines.js';
+import { importRows } from './support/stored.js';
 
 const AT = new Date('2026-06-15T12:00:00Z');
 const HOUR = 3_600_000;
 const signedUp = { version: 1, root: { source: 'product_event', name: 'signup', occurrence: { op: 'did', count: null, window: { kind: 'ever' } } } };
 
-describe('shutdown with a delivery under way', () => {
+describe.each(ENGINES)('%s: shutdown with a delivery under way', (engine) => {
   let dir: string;
   let path: string;
+  let database: string;
+  // chDB's in-memory data is dropped when its last connection closes: one is held across the restart.
+  let holder: ClickHouseClient | null;
   beforeEach(async () => {
     dir = await mkdtemp(join(tmpdir(), 'delivery-shutdown-'));
     path = join(dir, 'service.duckdb');
+    database = `test_${randomUUID().replaceAll('-', '')}`;
+    holder = engine === 'clickhouse' ? await connectClickHouse({ path: ':memory:', database }) : null;
   });
-  afterEach(() => rm(dir, { recursive: true, force: true }));
+  afterEach(async () => {
+    await holder?.close();
+    await rm(dir, { recursive: true, force: true });
+  });
 
-  /** An app on the database file whose requests and backoff sleeps would each last an hour. */
+  /** An app on the database file (and ClickHouse database) whose requests and backoff sleeps would each last an hour. */
   const start = () => startTestApp({
-    path, at: AT,
+    engine, path, clickhouseDatabase: database, at: AT,
     audiences: { delivery: { ...AUDIENCE_DEFAULTS.delivery, requestTimeoutMs: HOUR, backoffBaseMs: HOUR, backoffMaxMs: HOUR } },
   });
 
   async function audienceWithHook(t: TestApp, url: string) {
-    await importDataset(t.store, t.ws.workspace_id, {
+    await importRows(t, {
       persons: [{ person_id: 'p1', external_id: 'u_1', email: null, name: null, traits: null, created_at: AT }],
       events: [{ event_id: 'e1', event_name: 'signup', ts: AT, person_id: 'p1', visitor_id: null, properties: '{}' }],
     });
@@ -74,7 +86,7 @@ describe('shutdown with a delivery under way', () => {
       expect(response.writableEnded).toBe(false);
       expect(hook.accepted).toEqual([]);
       expect(await pending(t, id)).toEqual([['pending', 0]]);
-      await t.store.close();
+      await t.stores.close();
 
       const attempts = await restartDelivers(t.ws, id, hook);
       // The aborted attempt was not the receiver's failure: only the delivering one is logged.
@@ -97,7 +109,7 @@ describe('shutdown with a delivery under way', () => {
       await t.app.close();
       expect(hook.requests).toBe(1);
       expect(await pending(t, id)).toEqual([['pending', 0]]);
-      await t.store.close();
+      await t.stores.close();
 
       const attempts = await restartDelivers(t.ws, id, hook);
       expect(attempts).toMatchObject([{ ok: false, http_status: 503 }, { ok: true, http_status: 200 }]);

@@ -6,8 +6,10 @@ import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AUDIENCE_DEFAULTS } from '../src/audiences/service.js';
-import { importDataset } from '../src/store/duckdb/import.js';
+import type { AnalyticsEngine } from '../src/store/open.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { ENGINES } from './support/engines.js';
+import { importRows } from './support/stored.js';
 
 const AT = new Date('2026-06-15T12:00:00Z');
 const signedUp = { version: 1, root: { source: 'product_event', name: 'signup', occurrence: { op: 'did', count: null, window: { kind: 'ever' } } } };
@@ -70,13 +72,13 @@ async function receiver(behave: (n: number) => Behaviour) {
 interface Attempt { ok: boolean; http_status: number | null; error: string | null }
 interface Delivery { destination_id: string; snapshot_id: number; status: string; last_error: string | null; attempts: Attempt[] }
 
-async function withApp(requestTimeoutMs: number, body: (t: TestApp) => Promise<void>) {
+async function withApp(engine: AnalyticsEngine, requestTimeoutMs: number, body: (t: TestApp) => Promise<void>) {
   const t = await startTestApp({
-    at: AT,
+    engine, at: AT,
     audiences: { delivery: { ...AUDIENCE_DEFAULTS.delivery, requestTimeoutMs, maxTries: 3, backoffBaseMs: 5, backoffMaxMs: 10 } },
   });
   try {
-    await importDataset(t.store, t.ws.workspace_id, {
+    await importRows(t, {
       persons: [{ person_id: 'p1', external_id: 'u_1', email: null, name: null, traits: null, created_at: AT }],
       events: [{ event_id: 'e1', event_name: 'signup', ts: AT, person_id: 'p1', visitor_id: null, properties: '{}' }],
     });
@@ -109,8 +111,8 @@ async function signUpAndRefresh(t: TestApp, id: string) {
 const TIMED_OUT = { ok: false, http_status: null, error: expect.stringMatching(/^timeout: no complete answer within 150 ms$/) };
 const ACCEPTED = { ok: true, http_status: 200, error: null };
 
-describe('delivery request time limit', () => {
-  it('logs a receiver that accepts and never answers as a timed-out attempt, and retries it like a 503', () => withApp(150, async (t) => {
+describe.each(ENGINES)('%s: delivery request time limit', (engine) => {
+  it('logs a receiver that accepts and never answers as a timed-out attempt, and retries it like a 503', () => withApp(engine, 150, async (t) => {
     const { url, accepted, close } = await receiver((n) => (n <= 2 ? 'hang' : 'answer'));
     try {
       const a = await createAudience(t, [url]);
@@ -127,7 +129,7 @@ describe('delivery request time limit', () => {
     }
   }));
 
-  it('times out a receiver that sends its headers and then stalls the body', () => withApp(150, async (t) => {
+  it('times out a receiver that sends its headers and then stalls the body', () => withApp(engine, 150, async (t) => {
     const { url, accepted, close } = await receiver((n) => (n === 1 ? 'stall-body' : 'answer'));
     try {
       const a = await createAudience(t, [url]);
@@ -142,7 +144,7 @@ describe('delivery request time limit', () => {
     }
   }));
 
-  it('gives up a diff hung past every try; once the receiver answers, the next delivery carries the missed member too; another destination gets both diffs', () => withApp(150, async (t) => {
+  it('gives up a diff hung past every try; once the receiver answers, the next delivery carries the missed member too; another destination gets both diffs', () => withApp(engine, 150, async (t) => {
     let recovered = false;
     const hung = await receiver(() => (recovered ? 'answer' : 'hang'));
     const healthy = await receiver(() => 'answer');
@@ -170,7 +172,7 @@ describe('delivery request time limit', () => {
     }
   }));
 
-  it("does not hold back another destination's later diffs while one receiver hangs", () => withApp(60_000, async (t) => {
+  it("does not hold back another destination's later diffs while one receiver hangs", () => withApp(engine, 60_000, async (t) => {
     // The time limit is never reached here: the hung receiver is released by the test.
     let released = false;
     const hung = await receiver(() => (released ? 'answer' : 'hang'));
@@ -199,7 +201,7 @@ describe('delivery request time limit', () => {
       healthy.close();
     }
   }), 20_000);
-  it('lets a scheduler tick end while a receiver hangs, so the next tick still refreshes the audiences due', () => withApp(60_000, async (t) => {
+  it('lets a scheduler tick end while a receiver hangs, so the next tick still refreshes the audiences due', () => withApp(engine, 60_000, async (t) => {
     let released = false;
     const hung = await receiver(() => (released ? 'answer' : 'hang'));
     try {

@@ -23,6 +23,8 @@ export interface TestApp {
 export interface TestAppOptions extends StoreOptions {
   /** The analytical store (test/support/engines.ts); DuckDB unless given. */
   engine?: AnalyticsEngine;
+  /** On ClickHouse, the database of an app before (a restart on the same data); a new one unless given. */
+  clickhouseDatabase?: string;
   budgetMs?: number;
   at?: Date;
   /** A moving clock, for tests that let time pass; `at` fixes it instead. */
@@ -37,7 +39,9 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const stores = await openStores({
     ...options, analyticsStore: engine, databasePath: options.path ?? ':memory:',
     // chDB holds one data directory per process: each app gets a database of its own in it.
-    clickhouse: engine === 'clickhouse' ? { path: ':memory:', database: `test_${randomUUID().replaceAll('-', '')}` } : undefined,
+    clickhouse: engine === 'clickhouse'
+      ? { path: ':memory:', database: options.clickhouseDatabase ?? `test_${randomUUID().replaceAll('-', '')}` }
+      : undefined,
   });
   const store = stores.control;
   const workspaces = new Workspaces(store);

@@ -4,7 +4,11 @@
 // alike from both: times as Date, integers as number, a key ClickHouse stores as 0 as null.
 
 import { ClickHouseAnalytics } from '../../src/store/clickhouse/analytics.js';
+import { quote } from '../../src/store/clickhouse/run.js';
+import { importDataset } from '../../src/store/duckdb/import.js';
+import { DATASET_TABLES, type Dataset } from '../../src/store/layout.js';
 import type { TestApp } from './app.js';
+import { loadDataset } from './clickhouse.js';
 
 export type AnalyticalTable = 'events' | 'pageviews' | 'subscriptions' | 'invoices' | 'payment_events' | 'visitors' | 'persons' | 'payment_customers';
 
@@ -69,4 +73,24 @@ export async function oneTimePayments(t: TestApp): Promise<Record<string, unknow
   const payments = await t.store.query(`SELECT payment_id, customer_id, amount, currency, invoice_id FROM payments
     WHERE workspace_id = $1 AND amount IS NOT NULL AND customer_id IS NOT NULL ORDER BY payment_id`, [t.ws.workspace_id]);
   return payments.filter((p) => !invoices.has(p.invoice_id)).map(({ invoice_id: _, ...p }) => p);
+}
+
+/**
+ * Loads rows of the export layout into workspace `ws` of the app's stores. On ClickHouse the control
+ * store gets them too (persons' and visitors' keys, the property catalog), then the analytical
+ * tables get them under those keys.
+ */
+export async function importRows(t: TestApp, data: Partial<Dataset>, ws = t.ws.workspace_id): Promise<void> {
+  await importDataset(t.store, ws, data);
+  const ch = clickhouseOf(t);
+  if (!ch) return;
+  const keyOf = async (sql: string) => new Map((await t.store.query(sql, [ws])).map((r) => [String(r.id), Number(r.k)]));
+  const keys = {
+    personKey: await keyOf('SELECT person_id AS id, person_key AS k FROM persons WHERE workspace_id = $1'),
+    visitorKey: await keyOf('SELECT visitor_id AS id, visitor_key AS k FROM visitors WHERE workspace_id = $1'),
+  };
+  const full = Object.fromEntries(DATASET_TABLES.map((table) => [table, data[table] ?? []])) as unknown as Dataset;
+  // The loader names tables unqualified; chDB's one session keeps USE (the store qualifies its own).
+  await ch.client.command({ query: `USE ${quote(ch.database)}` });
+  await loadDataset(ch.client, ws, full, keys);
 }
