@@ -125,6 +125,23 @@ export class RefusedValue extends Error {
 }
 
 /**
+ * What the estimates have done since the store opened (tests and operators read it). A place to run
+ * is a connection on DuckDB, a slot of the store's own queue on ClickHouse.
+ */
+export interface EstimateStats {
+  /** Estimates running their query now. */
+  running: number;
+  /** Estimates under way without a place to run: before their query, or waiting for one. */
+  waiting: number;
+  /** Estimates that got a place and ran their query. */
+  started: number;
+  /** Estimates whose budget ran out before they got a place: their query never ran. */
+  expired: number;
+  /** Estimates turned away at once because the queue was full. */
+  refused: number;
+}
+
+/**
  * An estimate's place, taken when its request starts: its budget runs from then, and a full queue
  * refuses it before any work. End it on every path.
  */
@@ -217,6 +234,8 @@ export interface AnalyticsStore {
   estimateTurn(budgetMs: number): EstimateTurn;
   /** A count within `budgetMs`, in a place of its own (explain: one count per subtree). */
   countWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<number | null>;
+  /** The estimates' state and counters since the store opened (tests and operators read them). */
+  estimateStats(): EstimateStats;
   /** The engine's query for the count of `plan`, as it runs, with its parameters. */
   countQuery(plan: SetPlan, ws: string): CompiledQuery;
   /** The engine's profile of the count of `plan` as it ran, operator by operator; null past `budgetMs`. */

@@ -1,11 +1,14 @@
 // What the analytical store of a test app holds, read from the engine it runs on: DuckDB's tables,
 // or ClickHouse's, where state tables give the current row of each key (FINAL: ClickHouse's own
 // merge rule, not the store's argMax) and withdrawn payment events are left out. Values come back
-// alike from both: times as Date, integers as number, a key ClickHouse stores as 0 as null.
+// alike from both: times as Date, integers as number, a key ClickHouse stores as 0 as null. And
+// rows of the export layout loaded into the engine in use.
 
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { ClickHouseAnalytics } from '../../src/store/clickhouse/analytics.js';
 import { quote } from '../../src/store/clickhouse/run.js';
-import { importDataset } from '../../src/store/duckdb/import.js';
+import { importDataset, importParquetDir } from '../../src/store/duckdb/import.js';
 import { DATASET_TABLES, type Dataset } from '../../src/store/layout.js';
 import type { TestApp } from './app.js';
 import { loadDataset } from './clickhouse.js';
@@ -93,4 +96,20 @@ export async function importRows(t: TestApp, data: Partial<Dataset>, ws = t.ws.w
   // The loader names tables unqualified; chDB's one session keeps USE (the store qualifies its own).
   await ch.client.command({ query: `USE ${quote(ch.database)}` });
   await loadDataset(ch.client, ws, full, keys);
+}
+
+/**
+ * Imports a directory of export-layout parquet files (the fixture generator's) into workspace `ws`:
+ * on ClickHouse, their rows as importRows loads them, read with DuckDB.
+ */
+export async function importParquet(t: TestApp, dir: string, ws = t.ws.workspace_id): Promise<void> {
+  if (!clickhouseOf(t)) return importParquetDir(t.store, ws, dir);
+  const data: Partial<Record<string, unknown[]>> = {};
+  for (const table of DATASET_TABLES) {
+    const file = join(dir, `${table}.parquet`);
+    if (!existsSync(file)) continue;
+    const rows = await t.store.query('SELECT * FROM read_parquet($1)', [file]);
+    data[table] = rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === 'bigint' ? Number(v) : v])));
+  }
+  await importRows(t, data as Partial<Dataset>, ws);
 }

@@ -5,7 +5,7 @@
 
 import type { CompiledQuery, PropertyCatalog, SetPlan } from '../../criteria/index.js';
 import type {
-  AnalyticsStore, DiffMember, EstimateTurn, FirstTouchChannels, Member, MemberRow, SnapshotInput, SnapshotResult, Staged, UnitOfWork,
+  AnalyticsStore, DiffMember, EstimateStats, EstimateTurn, FirstTouchChannels, Member, MemberRow, SnapshotInput, SnapshotResult, Staged, UnitOfWork,
 } from '../analytics.js';
 import type { DeliveryRow } from '../control/audiences.js';
 import type { ClickHouseContext } from './context.js';
@@ -15,7 +15,8 @@ import { ClickHouseUnits, type UnitsOptions } from './writes.js';
 
 export class ClickHouseAnalytics implements AnalyticsStore {
   private readonly units: ClickHouseUnits;
-  private readonly queries: ClickHouseQueries;
+  /** The criteria queries and the estimate queue (tests hold its places with statements of their own). */
+  readonly queries: ClickHouseQueries;
   private readonly snapshots: ClickHouseSnapshots;
 
   constructor(readonly ctx: ClickHouseContext, estimates: EstimateOptions = {}, units: Omit<UnitsOptions, 'dropSnapshots'> = {}) {
@@ -51,6 +52,10 @@ export class ClickHouseAnalytics implements AnalyticsStore {
 
   countWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<number | null> {
     return this.queries.countWithin(plan, ws, budgetMs);
+  }
+
+  estimateStats(): EstimateStats {
+    return this.queries.estimateStats();
   }
 
   countQuery(plan: SetPlan, ws: string): CompiledQuery {

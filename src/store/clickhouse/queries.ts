@@ -5,8 +5,7 @@
 import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { type ClickHouseQuery, clickhousePrinter, type CompiledQuery, type SetPlan, type SqlParam } from '../../criteria/index.js';
-import { type EstimateTurn, EstimatesBusy, type Member } from '../analytics.js';
-import type { EstimateStats } from '../duckdb/db.js';
+import { type EstimateStats, type EstimateTurn, EstimatesBusy, type Member } from '../analytics.js';
 import type { ClickHouseContext } from './context.js';
 import { bounded, num, settings, STOPPED } from './run.js';
 

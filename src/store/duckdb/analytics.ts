@@ -5,9 +5,10 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { type CompiledQuery, printCount, printMembers, type SetPlan } from '../../criteria/index.js';
 import {
-  type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type CustomerLink, type DiffMember, type EstimateTurn, type EventRecord,
-  type FirstTouchChannels, type InvoiceState, type Member, type MemberRow, type Money, type PageviewRecord, type PaymentEventKind,
-  RefusedValue, type SnapshotInput, type SnapshotResult, type Staged, type SubscriptionState, type UnitOfWork, type VisitorLink,
+  type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type CustomerLink, type DiffMember, type EstimateStats, type EstimateTurn,
+  type EventRecord, type FirstTouchChannels, type InvoiceState, type Member, type MemberRow, type Money, type PageviewRecord,
+  type PaymentEventKind, RefusedValue, type SnapshotInput, type SnapshotResult, type Staged, type SubscriptionState, type UnitOfWork,
+  type VisitorLink,
 } from '../analytics.js';
 import type { DeliveryRow } from '../control/audiences.js';
 import type { PersonRecord, VisitorRecord } from '../control/people.js';
@@ -120,6 +121,10 @@ export class DuckDBAnalytics implements AnalyticsStore {
   countWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<number | null> {
     const query = printCount(plan, ws);
     return this.store.countWithin(query.sql, query.params, budgetMs);
+  }
+
+  estimateStats(): EstimateStats {
+    return this.store.estimateStats();
   }
 
   countQuery(plan: SetPlan, ws: string): CompiledQuery {

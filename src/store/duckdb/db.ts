@@ -6,7 +6,7 @@ import { mkdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
-import { EstimatesBusy } from '../analytics.js';
+import { type EstimateStats, EstimatesBusy } from '../analytics.js';
 import { MIGRATIONS } from './migrations.js';
 
 export type Row = Record<string, unknown>;
@@ -21,20 +21,6 @@ class Lock {
     this.tail = result.catch(() => undefined);
     return result;
   }
-}
-
-/** What the estimates have done since the store opened (tests and operators read it). */
-export interface EstimateStats {
-  /** Estimates holding a connection now. */
-  running: number;
-  /** Estimates under way without a connection: before their query, or waiting for one. */
-  waiting: number;
-  /** Estimates that got a connection and ran their query. */
-  started: number;
-  /** Estimates whose budget ran out before they got a connection: their query never ran. */
-  expired: number;
-  /** Estimates turned away at once because the queue was full. */
-  refused: number;
 }
 
 /**
