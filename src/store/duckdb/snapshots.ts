@@ -7,7 +7,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { printProfiles } from '../../criteria/index.js';
 import type { DiffMember, Member, MemberRow, SnapshotInput, SnapshotResult } from '../analytics.js';
-import { adoptSnapshot, currentSnapshot, type DeliveryRow } from '../control/audiences.js';
+import { adoptSnapshot, currentSnapshot, type DeliveryRow, endDelivery } from '../control/audiences.js';
 import type { Params, Row, Store } from './db.js';
 import { timestamp } from './time.js';
 
@@ -233,23 +233,7 @@ export async function acknowledgePage(store: Store, d: DeliveryRow, page: number
   });
 }
 
-/**
- * Ends a delivery. Delivered: every page is acknowledged, so the destination has exactly its
- * snapshot, which becomes its base. Failed or canceled: what it acknowledged stays recorded and the
- * next delivery carries the rest.
- */
+/** Ends a delivery (control/audiences.ts endDelivery), in a transaction of its own. */
 export async function finishDelivery(store: Store, d: DeliveryRow, status: Exclude<DeliveryRow['status'], 'pending'>, error: string | null, at: Date): Promise<void> {
-  const key = [d.workspace_id, d.audience_id, d.destination_id];
-  await store.transaction(async (tx) => {
-    if (status === 'delivered') {
-      for (const table of ['audience_destinations', 'audience_destination_changes']) {
-        await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3`, key);
-      }
-      await tx.run(`INSERT INTO audience_destinations SELECT $1, $2, $3, $4
-        WHERE EXISTS (SELECT 1 FROM audiences WHERE workspace_id = $1 AND audience_id = $2)`, [...key, d.snapshot_id]);
-    }
-    await tx.run('DELETE FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2', [d.workspace_id, d.delivery_id]);
-    await tx.run('UPDATE audience_deliveries SET status = $3, last_error = $4, finished_at = $5 WHERE workspace_id = $1 AND delivery_id = $2',
-      [d.workspace_id, d.delivery_id, status, error, timestamp(at)]);
-  });
+  await store.transaction((tx) => endDelivery(tx, d, status, error, at));
 }
