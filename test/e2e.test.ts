@@ -59,6 +59,14 @@ describe.each(ENGINES)('%s: events and page views through the API feed the estim
     expect(await estimate(pricingFromAi)).toBe(2);
   });
 
+  it('compares payload numbers beyond 64 bits instead of failing', async () => {
+    expect((await t.post('/v1/events', { batch: [{ event_name: 'measured', external_id: 'a', properties: { big: 1e300 } }] })).statusCode).toBe(200);
+    const measured = (op: string, value: number) => did({ source: 'product_event', name: 'measured', filter: { 'payload.big': { op, value } } });
+    expect(await estimate(measured('=', 1e300))).toBe(1);
+    expect(await estimate(measured('>', 2 ** 64))).toBe(1);
+    expect(await estimate(measured('<', 2 ** 63))).toBe(0);
+  });
+
   it('matches host filters written as URLs', async () => {
     expect(await estimate(did({ source: 'pageview', filter: { referrer_host: { op: '=', value: 'https://www.Google.com/' } } }))).toBe(1);
   });

@@ -19,13 +19,18 @@ class Params {
   readonly values: SqlParam[] = [];
   private readonly index = new Map<string, string>();
 
-  /** A placeholder for `value`; equal values share one. */
+  /**
+   * A placeholder for `value`; equal values share one. An integer past 2^53 (1e300, 2^64) is bound
+   * as its decimal text read as DOUBLE: DuckDB would bind it as BIGINT and refuse it past 2^63, and
+   * numbers compare as DOUBLE anyway.
+   */
   add(value: SqlParam): string {
     const key = `${typeof value}:${String(value)}`;
     let ref = this.index.get(key);
     if (!ref) {
-      this.values.push(value);
-      ref = `$${this.values.length}`;
+      const huge = typeof value === 'number' && !Number.isSafeInteger(value) && Number.isInteger(value);
+      this.values.push(huge ? String(value) : value);
+      ref = huge ? `CAST($${this.values.length} AS DOUBLE)` : `$${this.values.length}`;
       this.index.set(key, ref);
     }
     return ref;
