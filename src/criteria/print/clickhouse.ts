@@ -161,12 +161,12 @@ function current(table: string, key: string, columns: string[], w: string, param
 }
 
 /**
- * Visitors linked to a person now, among `candidates` (the visitors of rows without a person): the
- * only ones a row's profile needs looking up. The candidates are a key range of the sort key, so
- * only their granules are read, not every link of the workspace.
+ * Visitors linked to a person now, among `candidates` when given (the visitors of rows without a
+ * person): the only ones a row's profile needs looking up. Candidates are keys of the links' sort
+ * key, so only their granules are read.
  */
-const linkedVisitors = (w: string, params: Params, candidates: string[]) => `(SELECT visitor_key, person_key
-      FROM ${current('visitors', 'visitor_key', ['person_key'], w, params, candidates.join('\n      UNION ALL '))} WHERE person_key != 0)`;
+const linkedVisitors = (w: string, params: Params, candidates: string[] | undefined) => `(SELECT visitor_key, person_key
+      FROM ${current('visitors', 'visitor_key', ['person_key'], w, params, candidates?.join('\n      UNION ALL '))} WHERE person_key != 0)`;
 
 /** A key that is 0 or NULL (a LEFT JOIN miss, whatever join_use_nulls) is no key. */
 const key = (column: string) => `nullIf(${column}, 0)`;
@@ -229,14 +229,18 @@ function counted(owner: [expression: string, name: string][], source: string, le
 const anyLeaf = (leaves: NumberedScan[], params: Params): string => `(${leaves.map((l) => condition(l.scan, params)).join(' OR ')})`;
 
 /**
- * Rows `(person_key, visitor_key, leaf, n)` of the leaves, each table read once; and `candidates`,
- * queries of the visitors whose rows have no person (a superset of those a profile looks up).
+ * Rows `(person_key, visitor_key, leaf, n)` of the leaves, each table read once; and, when only
+ * events are read, `candidates`: the visitors of events without a person (a superset of those a
+ * profile looks up), so that the links read are theirs, not every link of the workspace.
  */
-function ownerRows(leaves: NumberedScan[], w: string, params: Params): { parts: string[]; candidates: string[] } {
+function ownerRows(leaves: NumberedScan[], w: string, params: Params): { parts: string[]; candidates: string[] | undefined } {
   const of = (...tables: LeafScan['table'][]) => leaves.filter((l) => tables.includes(l.scan.table));
   const ranges = (ls: NumberedScan[]) => ls.map((l) => ('range' in l.scan ? l.scan.range : { toExclusive: false }));
   const parts: string[] = [];
   const candidates: string[] = [];
+  // Page views never carry a person, and customers' rows come through a join: a candidate list of
+  // theirs costs a second read of the table and measured slower than reading every link.
+  let unrestricted = false;
   const events = of('events');
   if (events.length > 0) {
     const names = [...new Set(events.map((l) => (l.scan as { name: string }).name))].map((n) => params.add(n, 'String'));
@@ -250,7 +254,7 @@ function ownerRows(leaves: NumberedScan[], w: string, params: Params): { parts: 
     const where = [`pv.workspace_id = ${w}`, ...hull('pv.ts', ranges(pageviews), params)];
     parts.push(counted([['toInt64(0)', 'person_key'], ['pv.visitor_key', 'visitor_key']],
       `${params.table('pageviews')} AS pv\n      WHERE ${where.join(' AND ')}`, pageviews, params));
-    candidates.push(`SELECT pv.visitor_key FROM ${params.table('pageviews')} AS pv WHERE ${where.join(' AND ')} AND ${anyLeaf(pageviews, params)}`);
+    unrestricted = true;
   }
   const customers: string[] = [];
   const paymentEvents = of('payment_events');
@@ -273,9 +277,9 @@ function ownerRows(leaves: NumberedScan[], w: string, params: Params): { parts: 
     parts.push(`SELECT c.person_key AS person_key, c.visitor_key AS visitor_key, o.leaf AS leaf, o.n AS n
     FROM (${customers.join('\n    UNION ALL ')}) AS o
       JOIN ${current('payment_customers', 'customer_id', ['person_key', 'visitor_key'], w, params)} AS c ON c.customer_id = o.customer_id`);
-    candidates.push(`SELECT visitor_key FROM ${current('payment_customers', 'customer_id', ['person_key', 'visitor_key'], w, params)} WHERE person_key = 0`);
+    unrestricted = true;
   }
-  return { parts, candidates };
+  return { parts, candidates: unrestricted ? undefined : candidates };
 }
 
 /** A count a profile's rows must have for a leaf, as `lo <= n <= hi` (or outside it, for `!=`); n >= 1 always. */
