@@ -120,7 +120,7 @@ export class SiteIndex {
   }
 
   addSites(sites: readonly Site[]): this {
-    for (const s of sites) this.add(s.list, s.name, s.domains, [s.name, ...(s.aliases ?? []), ...s.domains], s.anySuffix);
+    for (const s of sites) this.add(s.list, s.name, s.domains, [s.name, ...(s.aliases ?? [])], s.anySuffix);
     return this;
   }
 

@@ -5,7 +5,8 @@
 import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { type ClickHouseQuery, clickhousePrinter, type CompiledQuery, type SetPlan, type SqlParam } from '../../criteria/index.js';
-import { type EstimateStats, type EstimateTurn, EstimatesBusy, type Member } from '../analytics.js';
+import type { EstimateStats, EstimateTurn, Member } from '../analytics.js';
+import { EstimateAdmission } from '../estimate-admission.js';
 import type { ClickHouseContext } from './context.js';
 import { bounded, num, settings, STOPPED } from './run.js';
 
@@ -22,101 +23,15 @@ export interface EstimateOptions {
  */
 const DEFAULT_CLICKHOUSE_ESTIMATES = 4;
 
-interface Place {
-  deadline: number;
-}
-
-interface Waiter extends Place {
-  grant: (running: boolean) => void;
-  timer: NodeJS.Timeout;
-}
-
-/**
- * The estimates under way: at most `running` queries at once and `waiting` more estimates, each
- * waiting only until its deadline (the wait spends its budget). The semantics of DuckDB's
- * estimate pool (store/duckdb/db.ts), with places to run instead of connections.
- */
-class EstimateQueue {
-  private readonly places = new Set<Place>();
-  private readonly waiters: Waiter[] = [];
-  private running = 0;
-  private started = 0;
-  private expired = 0;
-  private refused = 0;
-
-  constructor(private readonly size: number, private readonly waiting: number) {}
-
-  /** A place for an estimate ending by `deadline`; EstimatesBusy when every place is taken. */
-  admit(deadline: number): Place {
-    if (this.places.size >= this.size + this.waiting) {
-      this.refused++;
-      // Every estimate under way ends by its deadline (stopped if need be).
-      throw new EstimatesBusy(Math.max(...[...this.places].map((p) => p.deadline)) - performance.now());
-    }
-    const place = { deadline };
-    this.places.add(place);
-    return place;
-  }
-
-  leave(place: Place): void {
-    this.places.delete(place);
-  }
-
-  /** Whether the estimate may run its query now; false once its deadline has passed waiting (it never runs). */
-  start(deadline: number): Promise<boolean> {
-    const left = deadline - performance.now();
-    if (left <= 0) {
-      this.expired++;
-      return Promise.resolve(false);
-    }
-    if (this.running < this.size) return Promise.resolve(this.run());
-    return new Promise((grant) => {
-      const waiter: Waiter = {
-        deadline,
-        grant,
-        timer: setTimeout(() => {
-          this.waiters.splice(this.waiters.indexOf(waiter), 1);
-          this.expired++;
-          grant(false);
-        }, left),
-      };
-      this.waiters.push(waiter);
-    });
-  }
-
-  /** A query has ended: the oldest waiter still within its deadline runs next. */
-  done(): void {
-    this.running--;
-    for (let next = this.waiters.shift(); next; next = this.waiters.shift()) {
-      clearTimeout(next.timer);
-      if (performance.now() < next.deadline) {
-        next.grant(this.run());
-        return;
-      }
-      this.expired++;
-      next.grant(false);
-    }
-  }
-
-  stats(): EstimateStats {
-    return { running: this.running, waiting: this.places.size - this.running, started: this.started, expired: this.expired, refused: this.refused };
-  }
-
-  private run(): true {
-    this.running++;
-    this.started++;
-    return true;
-  }
-}
-
 const CSV_SETTINGS = { format_csv_null_representation: '', output_format_csv_crlf_end_of_line: 0 } as const;
 
 export class ClickHouseQueries {
-  private readonly queue: EstimateQueue;
+  /** Run slots instead of connections: a ClickHouse query needs none of its own. */
+  private readonly queue: EstimateAdmission<true>;
 
   constructor(readonly ctx: ClickHouseContext, options: EstimateOptions) {
     const connections = options.connections ?? DEFAULT_CLICKHOUSE_ESTIMATES;
-    this.queue = new EstimateQueue(connections, options.queueMax ?? 4 * connections);
+    this.queue = new EstimateAdmission(connections, options.queueMax ?? 4 * connections);
   }
 
   estimateTurn(budgetMs: number): EstimateTurn {
@@ -192,7 +107,7 @@ export class ClickHouseQueries {
 
   /** The rows of a statement run in its turn before `deadline`; null once it has passed, waiting or running. */
   private async readBy<T>(query: ClickHouseQuery, deadline: number): Promise<T[] | null> {
-    if (!(await this.queue.start(deadline))) return null;
+    if ((await this.queue.acquire(deadline, () => true)) === null) return null;
     try {
       const rows = await bounded(this.ctx, { deadline }, async (run) => {
         const result = await this.ctx.client.query({
@@ -203,7 +118,7 @@ export class ClickHouseQueries {
       });
       return rows === STOPPED ? null : rows;
     } finally {
-      this.queue.done();
+      this.queue.release(true);
     }
   }
 }

@@ -6,7 +6,8 @@ import { mkdirSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { dirname } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
-import { type EstimateStats, EstimatesBusy } from '../analytics.js';
+import type { EstimateStats } from '../analytics.js';
+import { EstimateAdmission } from '../estimate-admission.js';
 import { MIGRATIONS } from './migrations.js';
 
 export type Row = Record<string, unknown>;
@@ -34,90 +35,38 @@ export interface QueryTurn {
   end(): void;
 }
 
-interface Waiter {
-  deadline: number;
-  grant: (conn: DuckDBConnection | null) => void;
-  timer: NodeJS.Timeout;
-}
-
 /**
- * Connections for estimates, reused (a connection whose query was interrupted comes back usable).
- * At most `size + maxWaiting` estimates are under way at once; each waits for a connection only
- * until its deadline, so the wait is part of its budget.
+ * Connections for estimates, reused (a connection whose query was interrupted comes back usable),
+ * admitted as every engine admits estimates (store/estimate-admission.ts).
  */
 class EstimatePool {
   private readonly idle: DuckDBConnection[] = [];
-  private readonly waiting: Waiter[] = [];
-  /** The deadlines of the estimates under way, one entry each. */
-  private readonly underWay = new Set<{ deadline: number }>();
+  private readonly admission: EstimateAdmission<DuckDBConnection>;
   private open = 0;
-  private busy = 0;
-  private started = 0;
-  private expired = 0;
-  private refused = 0;
 
-  constructor(private readonly instance: DuckDBInstance, private readonly size: number, private readonly maxWaiting: number) {}
+  constructor(private readonly instance: DuckDBInstance, size: number, maxWaiting: number) {
+    this.admission = new EstimateAdmission(size, maxWaiting);
+  }
 
-  /** Takes a place for an estimate ending by `deadline`; throws EstimatesBusy when none is left. */
   admit(deadline: number): { deadline: number } {
-    if (this.underWay.size >= this.size + this.maxWaiting) {
-      this.refused++;
-      // Every estimate under way ends by its deadline, interrupted if need be.
-      const drained = Math.max(...[...this.underWay].map((e) => e.deadline));
-      throw new EstimatesBusy(drained - performance.now());
-    }
-    const place = { deadline };
-    this.underWay.add(place);
-    return place;
+    return this.admission.admit(deadline);
   }
 
   leave(place: { deadline: number }): void {
-    this.underWay.delete(place);
+    this.admission.leave(place);
   }
 
   /** A connection before `deadline`, or null once it has passed (the caller's query never runs). */
-  async acquire(deadline: number): Promise<DuckDBConnection | null> {
-    const now = performance.now();
-    if (now >= deadline) {
-      this.expired++;
-      return null;
-    }
-    const conn = this.idle.pop() ?? (this.open < this.size ? await this.connect() : undefined);
-    if (conn) return this.hand(conn);
-    return new Promise((grant) => {
-      const waiter: Waiter = {
-        deadline,
-        grant,
-        timer: setTimeout(() => {
-          this.waiting.splice(this.waiting.indexOf(waiter), 1);
-          this.expired++;
-          grant(null);
-        }, deadline - now),
-      };
-      this.waiting.push(waiter);
-    });
+  acquire(deadline: number): Promise<DuckDBConnection | null> {
+    return this.admission.acquire(deadline, () => this.idle.pop() ?? (this.open < this.admission.size ? this.connect() : undefined));
   }
 
   release(conn: DuckDBConnection): void {
-    this.busy--;
-    for (let next = this.waiting.shift(); next; next = this.waiting.shift()) {
-      clearTimeout(next.timer);
-      if (performance.now() < next.deadline) {
-        next.grant(this.hand(conn));
-        return;
-      }
-      // A deadline that passed before its timer ran: that waiter answers over budget.
-      this.expired++;
-      next.grant(null);
-    }
-    this.idle.push(conn);
+    if (!this.admission.release(conn)) this.idle.push(conn);
   }
 
   stats(): EstimateStats {
-    return {
-      running: this.busy, waiting: this.underWay.size - this.busy,
-      started: this.started, expired: this.expired, refused: this.refused,
-    };
+    return this.admission.stats();
   }
 
   closeAll(): void {
@@ -132,12 +81,6 @@ class EstimatePool {
       this.open--;
       throw err;
     }
-  }
-
-  private hand(conn: DuckDBConnection): DuckDBConnection {
-    this.busy++;
-    this.started++;
-    return conn;
   }
 }
 
