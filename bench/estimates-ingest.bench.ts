@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { generateFixtures } from '../fixtures/generate.js';
 import { Store } from '../src/store/duckdb/db.js';
+import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { importParquetDir } from '../src/store/duckdb/import.js';
 import { Workspaces } from '../src/store/control/workspaces.js';
 import { HEAVY_CRITERIA } from '../test/support/heavy-criteria.js';
@@ -45,7 +46,7 @@ if (!existsSync(join(fixtureDir, 'payment_events.parquet'))) {
 if (!existsSync(templatePath)) {
   mkdirSync(join('data', 'bench'), { recursive: true });
   const store = await Store.open(templatePath);
-  const ws = await new Workspaces(store).ensure('default', { secret_key: SECRET_KEY });
+  const ws = await new Workspaces(new DuckDBControl(store)).ensure('default', { secret_key: SECRET_KEY });
   await importParquetDir(store, ws.workspace_id, fixtureDir);
   await store.close();
 }

@@ -11,6 +11,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import Stripe from 'stripe';
 import { Store } from '../src/store/duckdb/db.js';
+import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { Workspaces } from '../src/store/control/workspaces.js';
 import { percentile, startServer } from './support/server.js';
 
@@ -22,8 +23,8 @@ const dbPath = join('data', 'bench', 'soak.duckdb');
 rmSync(dbPath, { force: true });
 rmSync(`${dbPath}.wal`, { force: true });
 const setup = await Store.open(dbPath);
-const normal = await new Workspaces(setup).create('normal');
-const hostile = await new Workspaces(setup).create('hostile');
+const normal = await new Workspaces(new DuckDBControl(setup)).create('normal');
+const hostile = await new Workspaces(new DuckDBControl(setup)).create('hostile');
 await setup.close();
 
 // Receivers: the normal workspace's answers at once and notes when each user arrives; the hostile

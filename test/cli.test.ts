@@ -17,6 +17,7 @@ import { keysCollide, parquetSource } from '../src/store/duckdb/attach.js';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import { CLICKHOUSE_TABLES } from '../src/store/clickhouse/schema.js';
 import { Store } from '../src/store/duckdb/db.js';
+import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
 import { importParquetDir } from '../src/store/duckdb/import.js';
 import { Workspaces } from '../src/store/control/workspaces.js';
@@ -384,7 +385,7 @@ describe('reading a directory in place, and importing it', () => {
   it('the import reports its progress through the events, in increasing rows up to the total', async () => {
     const store = await Store.open(':memory:');
     try {
-      const ws = (await new Workspaces(store).create('progress')).workspace_id;
+      const ws = (await new Workspaces(new DuckDBControl(store)).create('progress')).workspace_id;
       const seen: { done: number; total: number; name: string }[] = [];
       const tables: { table: string; rows: number }[] = [];
       await importParquetDir(store, ws, fx, {
@@ -431,7 +432,7 @@ describe('workspace and keys commands on the service database', () => {
   const secretOwner = async (key: string) => {
     const store = await Store.open(service);
     try {
-      return await new Workspaces(store).authenticate(key);
+      return await new Workspaces(new DuckDBControl(store)).authenticate(key);
     } finally {
       await store.close();
     }
@@ -558,7 +559,7 @@ describe('workspace and keys commands on the service database', () => {
   it('rotate in a process that has looked a key up: the cached old key stops authenticating at once', async () => {
     const store = await Store.open(':memory:');
     try {
-      const workspaces = new Workspaces(store);
+      const workspaces = new Workspaces(new DuckDBControl(store));
       const ws = await workspaces.create('cached');
       expect(await workspaces.authenticate(ws.secret_key)).toEqual({ workspaceId: ws.workspace_id, kind: 'secret' });
       const rotated = await workspaces.rotate(ws.workspace_id, ['secret']);

@@ -18,6 +18,8 @@ import { ClickHouseSnapshots } from '../src/store/clickhouse/snapshots.js';
 import {
   type AudienceRow, type DeliveryRow, getAudience, insertAudience, pendingDeliveries, queueDeliveries, updateAudience,
 } from '../src/store/control/audiences.js';
+import type { ControlStore } from '../src/store/control/store.js';
+import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { DuckDBAnalytics } from '../src/store/duckdb/analytics.js';
 import { Store } from '../src/store/duckdb/db.js';
 import { importDataset } from '../src/store/duckdb/import.js';
@@ -51,7 +53,7 @@ const HEAVY: AudienceCriteria = {
 
 interface Engines {
   duck: Store;
-  control: Store;
+  control: ControlStore;
   duckdb: DuckDBAnalytics;
   clickhouse: ClickHouseAnalytics;
   ctx: ClickHouseContext;
@@ -63,7 +65,7 @@ interface Engines {
 /** A DuckDB store (data and control) and a ClickHouse store (data in chDB, control in a DuckDB of its own). */
 async function openEngines(): Promise<Engines> {
   const duck = await Store.open(':memory:', { threads: 1 });
-  const control = await Store.open(':memory:', { threads: 1 });
+  const control = new DuckDBControl(await Store.open(':memory:', { threads: 1 }));
   const ctx = { client: chdb!.client, database: DATABASE, control };
   const dir = await mkdtemp(join(tmpdir(), 'clickhouse-store-'));
   return {
@@ -232,7 +234,7 @@ function audienceRow(ws: string, id: string, destinations: string[]): AudienceRo
 
 interface Side {
   analytics: AnalyticsStore;
-  control: Store;
+  control: ControlStore;
   log: unknown[];
 }
 
@@ -284,11 +286,11 @@ describe.skipIf(!chdb)('refreshes and deliveries on ClickHouse against DuckDB', 
     s.log.push({ state: await destinationState(s.control, ws) });
   }
 
-  async function destinationState(control: Store, ws: string): Promise<unknown> {
+  async function destinationState(control: ControlStore, ws: string): Promise<unknown> {
     return {
-      acked: await control.query('SELECT destination_id, acked_snapshot_id FROM audience_destinations WHERE workspace_id = $1 ORDER BY ALL', [ws]),
-      changes: await control.query('SELECT destination_id, change, profile FROM audience_destination_changes WHERE workspace_id = $1 ORDER BY ALL', [ws]),
-      deliveries: await control.query(`SELECT delivery_id, destination_id, snapshot_id, status, last_error, next_page
+      acked: await control.all('SELECT destination_id, acked_snapshot_id FROM audience_destinations WHERE workspace_id = $1 ORDER BY ALL', [ws]),
+      changes: await control.all('SELECT destination_id, change, profile FROM audience_destination_changes WHERE workspace_id = $1 ORDER BY ALL', [ws]),
+      deliveries: await control.all(`SELECT delivery_id, destination_id, snapshot_id, status, last_error, next_page
         FROM audience_deliveries WHERE workspace_id = $1 ORDER BY delivery_id`, [ws]),
     };
   }
@@ -319,7 +321,7 @@ describe.skipIf(!chdb)('refreshes and deliveries on ClickHouse against DuckDB', 
     await queueDeliveries(s.control, ws, AUDIENCE, ['d3'], later);
     await deliver(s, ws, 'd3', later);
     const third = await refresh(s, ws, later);
-    s.log.push({ audience: await s.control.query('SELECT snapshot_id, member_count, status FROM audiences WHERE workspace_id = $1', [ws]) });
+    s.log.push({ audience: await s.control.all('SELECT snapshot_id, member_count, status FROM audiences WHERE workspace_id = $1', [ws]) });
     s.log.push({ members: (await pagesOf(s, ws, third.snapshot_id)).map(publicRow) });
     s.log.push({ state: await destinationState(s.control, ws) });
   }
@@ -331,7 +333,7 @@ describe.skipIf(!chdb)('refreshes and deliveries on ClickHouse against DuckDB', 
     const more: EventRow[] = ['p5', 'p6', 'p7'].map((person_id, i) => ({
       event_id: `later${i}`, event_name: 'signup', ts: new Date(AT.getTime() + (6 - i) * DAY), person_id, visitor_id: null, properties: '{}',
     }));
-    const duckdb: Side = { analytics: e.duckdb, control: e.duck, log: [] };
+    const duckdb: Side = { analytics: e.duckdb, control: new DuckDBControl(e.duck), log: [] };
     const clickhouse: Side = { analytics: e.clickhouse, control: e.control, log: [] };
     await scenario(duckdb, ws, (w) => importDataset(e.duck, w, { events: more }));
     await scenario(clickhouse, ws, (w) => loadDataset(chdb!.client, w, { ...ds, persons: [], visitors: [], events: more }, keys).then(() => undefined));
@@ -377,7 +379,7 @@ describe.skipIf(!chdb)('refreshes and deliveries on ClickHouse against DuckDB', 
     // Dropping the audience's snapshots leaves nothing of them in ClickHouse or in the control store.
     await new ClickHouseSnapshots(e.ctx).dropSnapshots(ws, AUDIENCE);
     for (const table of ['audience_members', 'audience_diffs']) expect(await stored(table)).toEqual([]);
-    expect(await e.control.query('SELECT * FROM audience_snapshots WHERE workspace_id = $1', [ws])).toEqual([]);
+    expect(await e.control.all('SELECT * FROM audience_snapshots WHERE workspace_id = $1', [ws])).toEqual([]);
   });
 
   it('keeps the previous snapshot current when a refresh is stopped by its limit or the service stopping', async () => {
@@ -398,7 +400,7 @@ describe.skipIf(!chdb)('refreshes and deliveries on ClickHouse against DuckDB', 
     // The next refresh diffs against the snapshot that stayed current.
     const again = await refresh(s, ws, AT);
     expect(again).toMatchObject({ member_count: first.member_count, added: 0, removed: 0 });
-    expect(await e.control.query('SELECT previous_snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND snapshot_id = $2', [ws, again.snapshot_id]))
+    expect(await e.control.all('SELECT previous_snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND snapshot_id = $2', [ws, again.snapshot_id]))
       .toEqual([{ previous_snapshot_id: BigInt(first.snapshot_id) }]);
   });
 });

@@ -14,6 +14,8 @@ import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import type { ClickHouseContext } from '../src/store/clickhouse/context.js';
 import { migrateClickHouse } from '../src/store/clickhouse/migrate.js';
 import type { UnitsOptions } from '../src/store/clickhouse/writes.js';
+import type { ControlStore } from '../src/store/control/store.js';
+import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { Workspaces } from '../src/store/control/workspaces.js';
 import { Store } from '../src/store/duckdb/db.js';
 import type { Stores } from '../src/store/open.js';
@@ -22,7 +24,7 @@ import { CHDB_INSTALLED } from './support/engines.js';
 import { clickhouseOf, eventsByName, storedRows } from './support/stored.js';
 import { deliver, invoice, notification, nowS, paymentIntent } from './support/stripe.js';
 
-const outboxRows = async (control: Store) => Number((await control.query('SELECT count(*) AS n FROM analytics_outbox'))[0]!.n);
+const outboxRows = async (control: ControlStore) => Number((await control.all('SELECT count(*) AS n FROM analytics_outbox'))[0]!.n);
 
 const dropTable = (ctx: Pick<ClickHouseContext, 'client' | 'database'>, table: string) =>
   ctx.client.command({ query: `DROP TABLE ${ctx.database}.${table}` });
@@ -44,14 +46,14 @@ describe.skipIf(!CHDB_INSTALLED)('ClickHouse units of work through the app', () 
     const batch = (r: number) => ({ batch: Array.from({ length: 10 }, (_, i) => ({ event_name: `r${r}`, external_id: `u${i}`, message_id: `m${r}_${i}` })) });
     const answers = Promise.all([0, 1, 2].map((r) => t.post('/v1/events', batch(r))));
     // The control transactions commit and their rows wait in the outbox while the inserts fail.
-    await vi.waitFor(async () => expect(await outboxRows(t.store)).toBeGreaterThan(0), { timeout: 5000, interval: 20 });
+    await vi.waitFor(async () => expect(await outboxRows(t.stores.control)).toBeGreaterThan(0), { timeout: 5000, interval: 20 });
     await migrateClickHouse(ch);
     for (const res of await answers) {
       expect(res.statusCode, res.body).toBe(200);
       expect(res.json().results.filter((r: { duplicate: boolean }) => r.duplicate)).toEqual([]);
     }
     expect(await eventsByName(t)).toEqual(new Map([['r0', 10], ['r1', 10], ['r2', 10]]));
-    expect(await outboxRows(t.store)).toBe(0);
+    expect(await outboxRows(t.stores.control)).toBe(0);
     const again = await t.post('/v1/events', batch(1));
     expect(again.json().results.every((r: { duplicate: boolean }) => r.duplicate)).toBe(true);
     expect((await eventsByName(t)).get('r1')).toBe(10);
@@ -64,7 +66,7 @@ describe.skipIf(!CHDB_INSTALLED)('ClickHouse units of work through the app', () 
     expect((await deliver(t, notification('payment_intent.succeeded', paymentIntent('cus_p', { tr_user_id: 'up' }), T))).statusCode).toBe(200);
     await refuseInserts(ch, 'payment_events');
     const later = deliver(t, notification('invoice.paid', invoice('cus_p', { id: 'in_late', paid_at: T + 50 }), T + 50));
-    await vi.waitFor(async () => expect(await outboxRows(t.store)).toBeGreaterThan(0), { timeout: 5000, interval: 20 });
+    await vi.waitFor(async () => expect(await outboxRows(t.stores.control)).toBeGreaterThan(0), { timeout: 5000, interval: 20 });
     const earlier = deliver(t, notification('invoice.paid', invoice('cus_p', { id: 'in_early', paid_at: T + 10 }), T + 10));
     // Both units committed: in_early's read saw in_late's first_paid_invoice before ClickHouse had it.
     await vi.waitFor(async () => {
@@ -115,13 +117,14 @@ describe.skipIf(!CHDB_INSTALLED)('ClickHouse rows left by a failure or a crash',
   });
 
   /** The stores as openStores builds them for ClickHouse, with the unit options under test. */
-  async function open(path: string, units: UnitsOptions, Analytics = ClickHouseAnalytics): Promise<Stores & { analytics: ClickHouseAnalytics; control: Store }> {
-    const control = await Store.open(path);
+  async function open(path: string, units: UnitsOptions, Analytics = ClickHouseAnalytics): Promise<Stores & { analytics: ClickHouseAnalytics }> {
+    const duckdb = await Store.open(path);
+    const control = new DuckDBControl(duckdb);
     const client = await connectClickHouse({ path: ':memory:', database });
     const ctx = { client, database, control };
     await migrateClickHouse(ctx);
     const analytics = new Analytics(ctx, {}, units);
-    return { control, analytics, close: async () => { await analytics.close(); await control.close(); } };
+    return { control, analytics, duckdb, close: async () => { await analytics.close(); await control.close(); } };
   }
 
   const events = async (ctx: ClickHouseContext) => {
@@ -139,7 +142,7 @@ describe.skipIf(!CHDB_INSTALLED)('ClickHouse rows left by a failure or a crash',
     await expect(ingest.events(ws, [{ event_name: 'kept', external_id: 'c', message_id: 'm_kept' }])).rejects.toThrow(/kept and inserted again later/);
     // Committed all the same: the message id is claimed, the person exists, the rows wait.
     expect(await ingest.events(ws, [{ event_name: 'kept', external_id: 'c', message_id: 'm_kept' }])).toEqual([{ event_id: null, person_id: null, duplicate: true }]);
-    const [kept] = await first.control.query("SELECT token, table_name, body FROM analytics_outbox WHERE table_name = 'events'");
+    const [kept] = await first.control.all("SELECT token, table_name, body FROM analytics_outbox WHERE table_name = 'events'");
     expect(kept).toBeDefined();
     await first.close();
 
@@ -148,7 +151,7 @@ describe.skipIf(!CHDB_INSTALLED)('ClickHouse rows left by a failure or a crash',
     await vi.waitFor(async () => expect(await outboxRows(second.control)).toBe(0), { timeout: 10_000, interval: 20 });
     expect(await events(second.analytics.ctx)).toEqual(['m_kept']);
     // A crash after ClickHouse acknowledged, before the outbox row was deleted: replayed, stored once (same token).
-    await second.control.transaction((tx) => tx.run('INSERT INTO analytics_outbox VALUES ($1, $2, $3, current_timestamp)',
+    await second.control.transaction((tx) => tx.run('INSERT INTO analytics_outbox (token, table_name, body, created_at) VALUES ($1, $2, $3, current_timestamp)',
       [kept!.token as string, kept!.table_name as string, kept!.body as string]));
     await second.close();
     const third = await open(path, { sweepEveryMs: 3_600_000 });
@@ -203,7 +206,7 @@ describe.skipIf(!CHDB_INSTALLED)('ClickHouse rows left by a failure or a crash',
       const second = await open(path, {}, fresh.ClickHouseAnalytics);
       try {
         const { person_id } = await new FreshIngest(second).person(ws, { external_id: 'after', visitor_id: 'v_clock' });
-        const [owner] = await second.control.query('SELECT person_key FROM persons WHERE person_id = $1', [person_id]);
+        const [owner] = await second.control.all('SELECT person_key FROM persons WHERE person_id = $1', [person_id]);
         const link = await second.analytics.ctx.client.query({
           query: `SELECT argMax(person_key, version) AS person_key FROM ${database}.visitors WHERE workspace_id = {ws:String} AND visitor_id = 'v_clock'`,
           query_params: { ws }, format: 'JSONEachRow',

@@ -34,7 +34,7 @@ async function persons(from: number, to: number): Promise<void> {
 
 describe('identity cache', () => {
   it('stays at its bound of entries after many distinct persons', async () => {
-    const cache = identityCacheOf(t.store);
+    const cache = identityCacheOf(t.stores.control);
     cache.resize(100);
     await persons(0, 400);
     // Each person is 3 keys (external id, email, person key) and 1 visitor: 1,600 seen, 100 kept.
@@ -42,7 +42,7 @@ describe('identity cache', () => {
   });
 
   it('resolves identifiers it has evicted to the same person, from the store', async () => {
-    const cache = identityCacheOf(t.store);
+    const cache = identityCacheOf(t.stores.control);
     cache.resize(40);
     const first = await ok('/v1/persons', { external_id: 'early', email: 'early@example.com', visitor_id: 'v_early', name: 'Ada' });
     await persons(0, 100);
@@ -58,7 +58,7 @@ describe('identity cache', () => {
   });
 
   it('holds keys, never traits or names, after trait-heavy updates', async () => {
-    const cache = identityCacheOf(t.store);
+    const cache = identityCacheOf(t.stores.control);
     const heavy = (n: number) => ({ [`t${n}`]: 'x'.repeat(INGEST_LIMITS.traitsBytes - 100) });
     const ids: string[] = [];
     for (let n = 0; n < 20; n++) {

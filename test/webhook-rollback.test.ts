@@ -4,6 +4,7 @@ import { afterEach, beforeEach, expect, it } from 'vitest';
 import { PaymentWebhook } from '../src/attribution/webhook.js';
 import { parseNotification } from '../src/attribution/notification.js';
 import { Ingest } from '../src/ingest/ingest.js';
+import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { DuckDBAnalytics } from '../src/store/duckdb/analytics.js';
 import type { Store } from '../src/store/duckdb/db.js';
 import type { Stores } from '../src/store/open.js';
@@ -16,7 +17,7 @@ afterEach(async () => { await t.close(); });
 
 /** The same stores, whose units of work fail on the first write to payment_events. */
 function failingOnPaymentEvents(stores: Stores): Stores {
-  const store = stores.control;
+  const store = stores.duckdb!;
   const failing = Object.create(store) as Store;
   failing.transaction = (fn) => store.transaction((tx) => fn(new Proxy(tx, {
     get(target, prop) {
@@ -29,7 +30,7 @@ function failingOnPaymentEvents(stores: Stores): Stores {
       return typeof value === 'function' ? value.bind(target) : value;
     },
   })));
-  return { ...stores, control: failing, analytics: new DuckDBAnalytics(failing) };
+  return { ...stores, control: new DuckDBControl(failing), analytics: new DuckDBAnalytics(failing), duckdb: failing };
 }
 
 it('rolls back everything, and the retry succeeds', async () => {

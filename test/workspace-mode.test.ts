@@ -8,6 +8,7 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Store } from '../src/store/duckdb/db.js';
+import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { type CreatedWorkspace, Workspaces } from '../src/store/control/workspaces.js';
 import { startTestApp } from './support/app.js';
 import { checkoutSession, count, deliver, notification } from './support/stripe.js';
@@ -34,7 +35,7 @@ beforeAll(async () => {
   db = join(dir, 'attribution.duckdb');
   const store = await Store.open(db);
   try {
-    shop = await new Workspaces(store).create('shop');
+    shop = await new Workspaces(new DuckDBControl(store)).create('shop');
   } finally {
     await store.close();
   }
@@ -96,7 +97,7 @@ it('refuses an unknown mode (usage, exit 2) and an unknown workspace (exit 1), c
   expect(help.stdout).toMatch(/^usage: audiences workspace mode <workspace> live\|test/);
   const store = await Store.open(db);
   try {
-    expect((await new Workspaces(store).get(shop.workspace_id))?.payments_mode).toBe('live');
+    expect((await new Workspaces(new DuckDBControl(store)).get(shop.workspace_id))?.payments_mode).toBe('live');
   } finally {
     await store.close();
   }

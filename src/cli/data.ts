@@ -11,7 +11,7 @@ import { Workspaces } from '../store/control/workspaces.js';
 import { attachParquetDir } from '../store/duckdb/attach.js';
 import { type ImportProgress, importParquetDir } from '../store/duckdb/import.js';
 import type { ClickHouseOptions } from '../store/clickhouse/client.js';
-import { type AnalyticsEngine, openStores, type Stores, StoreUnavailable } from '../store/open.js';
+import { type AnalyticsEngine, duckdbOf, openStores, type Stores, StoreUnavailable } from '../store/open.js';
 import { stringOption, type Values } from './args.js';
 import { CliError, oneLine, UsageError } from './errors.js';
 import { assertImportable, checkParquetDir } from './layout-check.js';
@@ -53,7 +53,7 @@ export async function openDatabase(
 /** Imports a parquet directory, checked against the layout, into `ws` of `stores`. */
 export async function importDir(stores: Stores, ws: string, dir: string, progress?: ImportProgress): Promise<void> {
   try {
-    await importParquetDir(stores.control, ws, dir, progress);
+    await importParquetDir(duckdbOf(stores), ws, dir, progress);
   } catch (err) {
     throw new CliError(`${dir}: import failed (${oneLine(err)})`);
   }
@@ -74,7 +74,7 @@ export function payloadEventNames(criteria: unknown): string[] {
 async function readInPlace(stores: Stores, ws: string, dir: string, criteria: unknown): Promise<'views' | 'imported'> {
   let attached: Awaited<ReturnType<typeof attachParquetDir>>;
   try {
-    attached = await attachParquetDir(stores.control, ws, dir, payloadEventNames(criteria));
+    attached = await attachParquetDir(duckdbOf(stores), ws, dir, payloadEventNames(criteria));
   } catch (err) {
     throw new CliError(`${dir}: cannot read the parquet files (${oneLine(err)})`);
   }
@@ -88,7 +88,7 @@ async function openDir(dir: string, criteria: unknown, copy: boolean): Promise<O
   const stores = await openStores({ analyticsStore: 'duckdb', databasePath: ':memory:' });
   try {
     const ws = (await new Workspaces(stores.control).create(ANALYST_WORKSPACE)).workspace_id;
-    assertImportable(await checkParquetDir(stores.control, dir));
+    assertImportable(await checkParquetDir(duckdbOf(stores), dir));
     const kind = copy ? 'imported' : await readInPlace(stores, ws, dir, criteria);
     if (kind === 'imported') await importDir(stores, ws, dir);
     return { stores, workspaceId: ws, kind, close: () => stores.close() };
@@ -120,7 +120,7 @@ export async function openData(values: Values, command: string, criteria: unknow
 }
 
 async function findWorkspace(stores: Stores, path: string, id: string | undefined): Promise<string> {
-  const rows = await stores.control.query('SELECT workspace_id, name FROM workspaces ORDER BY created_at') as { workspace_id: string; name: string }[];
+  const rows = await stores.control.all('SELECT workspace_id, name FROM workspaces ORDER BY created_at') as { workspace_id: string; name: string }[];
   const found = id !== undefined ? rows.find((r) => r.workspace_id === id) : rows.find((r) => r.name === ANALYST_WORKSPACE);
   if (found) return found.workspace_id;
   const known = rows.length === 0 ? 'it has none' : `it has ${rows.map((r) => `${r.workspace_id} (${r.name})`).join(', ')}`;

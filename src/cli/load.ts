@@ -4,7 +4,7 @@
 import cliProgress from 'cli-progress';
 import { Workspaces } from '../store/control/workspaces.js';
 import type { ImportProgress } from '../store/duckdb/import.js';
-import { openStores } from '../store/open.js';
+import { duckdbOf, openStores } from '../store/open.js';
 import { type Command, stringOption } from './args.js';
 import { ANALYST_WORKSPACE, importDir, openDatabase } from './data.js';
 import { CliError } from './errors.js';
@@ -94,7 +94,7 @@ async function run([dir]: string[], values: Record<string, string | boolean | un
   const scratch = await openStores({ analyticsStore: 'duckdb', databasePath: ':memory:' });
   let check: DirCheck;
   try {
-    check = await checkParquetDir(scratch.control, dir!);
+    check = await checkParquetDir(duckdbOf(scratch), dir!);
   } finally {
     await scratch.close();
   }
@@ -112,7 +112,7 @@ async function run([dir]: string[], values: Record<string, string | boolean | un
   const stores = await openDatabase(into);
   try {
     const ws = await new Workspaces(stores.control).ensure(ANALYST_WORKSPACE, {});
-    const held = await stores.control.query(
+    const held = await duckdbOf(stores).query(
       'SELECT (SELECT count(*) FROM persons WHERE workspace_id = $1) + (SELECT count(*) FROM events WHERE workspace_id = $1) AS n',
       [ws.workspace_id]);
     if (Number(held[0]?.n ?? 0) > 0) {

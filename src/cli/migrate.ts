@@ -27,7 +27,7 @@ async function migrate(_: string[], values: Values): Promise<number> {
   const config = loadConfig();
   const db = await openServiceDatabase(values, 'migrate', true);
   try {
-    const [row] = await db.stores.control.query('SELECT max(version) AS v FROM schema_migrations');
+    const [row] = await db.stores.control.all('SELECT max(version) AS v FROM schema_migrations');
     const version = Number(row?.v ?? 0);
     const ch = config.clickhouse;
     const clickhouse: { database: string; url?: string; path?: string; cluster?: string } | undefined = config.analyticsStore === 'clickhouse'

@@ -6,7 +6,8 @@
 // Entries are only ever the state of committed rows: resolution copies a record before changing it
 // and hands its changes back after its transaction commits (ControlStore.afterCommit). Every writer of
 // persons and visitors resolves through here, so an entry is never stale; an identifier missing
-// from the cache (never seen, or evicted) is looked up.
+// from the cache (never seen, or evicted) is looked up. A control store shared by several nodes
+// has writers elsewhere, so there the cache keeps nothing.
 
 import type { PersonRecord, VisitorRecord } from '../store/control/people.js';
 import type { ControlStore } from '../store/control/store.js';
@@ -140,6 +141,6 @@ const caches = new WeakMap<ControlStore, IdentityCache>();
 /** The one cache of a store: two caches over the same rows could disagree. */
 export function identityCacheOf(store: ControlStore): IdentityCache {
   let cache = caches.get(store);
-  if (!cache) caches.set(store, (cache = new IdentityCache()));
+  if (!cache) caches.set(store, (cache = new IdentityCache(store.shared ? 0 : IDENTITY_CACHE_ENTRIES)));
   return cache;
 }

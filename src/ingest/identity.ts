@@ -179,7 +179,7 @@ export async function resolveIdentities(
   const identities = [...createdPersons, ...[...reidentified].filter((key) => !created.has(key)).map((key) => byKey.get(key)!)];
   await work.analytics.recordIdentities(ws, identities, createdVisitors);
   await work.analytics.linkVisitors(links);
-  store.afterCommit(() => cache.remember(ws,
+  tx.afterCommit(() => cache.remember(ws,
     [...byKey.values()].filter((p) => !shared.has(p)), [...visitors.values()].filter((v) => !shared.has(v))));
   return { resolved, links };
 }

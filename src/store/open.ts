@@ -7,6 +7,7 @@ import { type ClickHouseOptions, connectClickHouse } from './clickhouse/client.j
 import { migrateClickHouse } from './clickhouse/migrate.js';
 import type { ControlStore } from './control/store.js';
 import { DuckDBAnalytics } from './duckdb/analytics.js';
+import { DuckDBControl } from './duckdb/control.js';
 import { Store, type StoreOptions } from './duckdb/db.js';
 
 export const ANALYTICS_ENGINES = ['duckdb', 'clickhouse'] as const;
@@ -23,8 +24,16 @@ export interface StoresOptions extends StoreOptions {
 export interface Stores {
   control: ControlStore;
   analytics: AnalyticsStore;
+  /** The embedded DuckDB database, when it holds the control state (the command line's imports and checks use it). */
+  duckdb?: Store;
   /** Finishes writes and closes both. */
   close(): Promise<void>;
+}
+
+/** The embedded DuckDB database of `stores`, for work that only it can do (parquet imports and checks). */
+export function duckdbOf(stores: Stores): Store {
+  if (!stores.duckdb) throw new StoreUnavailable('this works on the embedded DuckDB database only; the control state is in PostgreSQL');
+  return stores.duckdb;
 }
 
 /** The configured engine cannot be reached or loaded; the message is the whole answer, one line. */
@@ -34,18 +43,20 @@ export const DEFAULT_CLICKHOUSE: ClickHouseOptions = { path: './data/clickhouse'
 
 export async function openStores(options: StoresOptions): Promise<Stores> {
   const store = await Store.open(options.databasePath, options);
+  const control = new DuckDBControl(store);
   if (options.analyticsStore === 'duckdb') {
-    return { control: store, analytics: new DuckDBAnalytics(store), close: () => store.close() };
+    return { control, analytics: new DuckDBAnalytics(store), duckdb: store, close: () => store.close() };
   }
   try {
     const clickhouse = options.clickhouse ?? DEFAULT_CLICKHOUSE;
     const client = await connectClickHouse(clickhouse);
-    const ctx = { client, database: clickhouse.database, cluster: clickhouse.cluster, control: store };
+    const ctx = { client, database: clickhouse.database, cluster: clickhouse.cluster, control };
     await migrateClickHouse(ctx);
     const analytics = new ClickHouseAnalytics(ctx, { connections: options.estimateConnections, queueMax: options.estimateQueueMax });
     return {
-      control: store,
+      control,
       analytics,
+      duckdb: store,
       close: async () => {
         await analytics.close();
         await store.close();

@@ -11,7 +11,7 @@ import { type AnalyticsEngine, openStores, type Stores } from '../../src/store/o
 export interface TestApp {
   app: FastifyInstance;
   stores: Stores;
-  /** The DuckDB database: the control store, holding the analytical tables too. */
+  /** The DuckDB database of the control store (holding the analytical tables too on DuckDB). */
   store: Store;
   workspaces: Workspaces;
   ws: CreatedWorkspace;
@@ -43,8 +43,8 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
       ? { path: ':memory:', database: options.clickhouseDatabase ?? `test_${randomUUID().replaceAll('-', '')}` }
       : undefined,
   });
-  const store = stores.control;
-  const workspaces = new Workspaces(store);
+  const store = stores.duckdb!;
+  const workspaces = new Workspaces(stores.control);
   const ws = await workspaces.create('test');
   const at = options.at;
   // Tests deliver to loopback receivers: private destinations are allowed unless a test says otherwise.

@@ -13,7 +13,6 @@ import { finished } from 'node:stream/promises';
 import type { ClickHouseContext } from './context.js';
 import { refusedValue } from './refused.js';
 import { EVENT_INSERT_SETTINGS } from './schema.js';
-import { utc } from '../duckdb/time.js';
 import type { ControlTx } from '../control/store.js';
 
 /** A row as ClickHouse's JSONEachRow reads it: times as text, 64-bit versions as decimal strings. */
@@ -65,8 +64,8 @@ export class Outbox {
   /** Writes a unit's batch into the outbox, inside its control transaction. */
   async save(tx: ControlTx, batch: Batch, at: Date): Promise<void> {
     for (const [table, body] of batch.bodies) {
-      await tx.run('INSERT INTO analytics_outbox (token, table_name, body, created_at) VALUES ($1, $2, $3, CAST($4 AS TIMESTAMP))',
-        [batch.token, table, body, utc(at)]);
+      await tx.run('INSERT INTO analytics_outbox (token, table_name, body, created_at) VALUES ($1, $2, $3, $4)',
+        [batch.token, table, body, at]);
     }
   }
 
@@ -113,7 +112,7 @@ export class Outbox {
   }
 
   private async load(): Promise<void> {
-    const rows = await this.ctx.control.query('SELECT token, table_name, body FROM analytics_outbox ORDER BY created_at');
+    const rows = await this.ctx.control.all('SELECT token, table_name, body FROM analytics_outbox ORDER BY created_at');
     for (const r of rows) {
       const token = r.token as string;
       const table = r.table_name as string;
@@ -152,7 +151,7 @@ export class Outbox {
         await this.insert(table, body, `${batch.token}:${table}`);
         batch.stored.add(table);
       }));
-      await this.ctx.control.transaction((tx) => tx.run('DELETE FROM analytics_outbox WHERE token = $1', [batch.token]));
+      await this.ctx.control.run('DELETE FROM analytics_outbox WHERE token = $1', [batch.token]);
       this.pending.delete(batch.token);
     } finally {
       batch.inFlight = false;

@@ -66,7 +66,7 @@ export class ClickHouseSnapshots {
     const { control } = this.ctx;
     const bound = { deadline: performance.now() + input.limitMs, signal: input.signal };
     const interrupted = () => new Error(input.signal?.aborted ? 'interrupted: the service stopped during the refresh' : `interrupted after the ${input.limitMs} ms limit`);
-    const previous = await control.withConnection((conn) => currentSnapshot(conn, ws, id));
+    const previous = await currentSnapshot(control, ws, id);
     const snapshot = await takeSnapshotId(control);
     let result: SnapshotResult;
     try {
@@ -119,7 +119,7 @@ export class ClickHouseSnapshots {
    * releasedSnapshots), and the diffs no pending delivery and not the current snapshot needs.
    */
   private async release(ws: string, id: string): Promise<void> {
-    const { released, diffsKept } = await this.ctx.control.withConnection((conn) => releasedSnapshots(conn, ws, id));
+    const { released, diffsKept } = await releasedSnapshots(this.ctx.control, ws, id);
     for (const ids of chunks(released, IDS_PER_STATEMENT)) {
       await deleteWhere(this.ctx, 'audience_members', 'workspace_id = {ws:String} AND snapshot_id IN {ids:Array(UInt64)}', { ws, ids });
     }
@@ -218,7 +218,7 @@ export class ClickHouseSnapshots {
     const { control } = this.ctx;
     const bound = { deadline: performance.now() + limitMs };
     const interrupted = () => new Error(`interrupted after the ${limitMs} ms limit`);
-    const basis = await control.withConnection((conn) => deliveryBasis(conn, d));
+    const basis = await deliveryBasis(control, d);
     if (!basis) throw new Error(`snapshot ${d.snapshot_id} no longer exists`);
     const sendsDiff = basis.changes === 0 && basis.base === basis.previous;
     const { added, removed } = sendsDiff ? basis : await this.buildWorkList(d, basis, bound, interrupted);
@@ -281,8 +281,8 @@ export class ClickHouseSnapshots {
       await this.client.insert({ table: table(this.ctx, 'audience_delivery_acked'), values: batch, format: 'JSONEachRow', clickhouse_settings: consistentSettings(this.ctx) });
       batch = [];
     };
-    for await (const changes of destinationChanges(this.ctx.control, d)) {
-      for (const c of changes) batch.push({ ...key, change: c.change, profile: Number(c.profile) });
+    for (const c of await destinationChanges(this.ctx.control, d)) {
+      batch.push({ ...key, change: c.change, profile: Number(c.profile) });
       if (batch.length >= ROWS_PER_INSERT) await flush();
     }
     await flush();

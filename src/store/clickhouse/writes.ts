@@ -19,7 +19,7 @@ import {
 } from '../analytics.js';
 import type { PersonRecord, VisitorRecord } from '../control/people.js';
 import type { ControlTx } from '../control/store.js';
-import { propertyCatalog, recordPropertyPaths } from '../duckdb/properties.js';
+import { propertyCatalog, recordPropertyPaths } from '../control/properties.js';
 import { refusedValue as duckdbRefusal } from '../duckdb/refused.js';
 import type { ClickHouseContext } from './context.js';
 import { type Batch, isReadTable, Outbox, type OutboxOptions, quote, type ReadTable, type Row } from './outbox.js';
@@ -366,7 +366,7 @@ export class ClickHouseUnits {
       if (sealed) {
         // The token is fixed here, with the rows: a retried insert is the same insert.
         await this.outbox.save(tx, sealed, new Date());
-        this.ctx.control.afterCommit(() => this.outbox.add(sealed));
+        tx.afterCommit(() => this.outbox.add(sealed));
       }
       return { value: result, batch: sealed, dropped: writes.droppedAudiences };
     }).catch((err: unknown) => {

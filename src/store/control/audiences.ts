@@ -3,9 +3,7 @@
 // acknowledged. The snapshots themselves (members, diffs) are analytical: store/analytics.ts.
 
 import type { SnapshotResult, UnitOfWork } from '../analytics.js';
-import type { Params, Row } from '../duckdb/db.js';
-import { timestamp } from '../duckdb/time.js';
-import type { ControlStore, ControlTx } from './store.js';
+import { columnOf, type ControlRow as Row, type ControlSql, type ControlStore, type ControlValue } from './store.js';
 
 export type AudienceStatus = 'pending' | 'refreshing' | 'ready' | 'failed';
 
@@ -38,7 +36,7 @@ const CHANGEABLE: readonly (keyof AudienceChanges)[] = [
   'name', 'criteria', 'is_time_windowed', 'refresh_every', 'refresh_every_ms', 'destinations', 'status', 'next_refresh_at', 'last_error', 'updated_at',
 ];
 
-const bound = (value: unknown) => (value instanceof Date ? timestamp(value) : value) as Params[number];
+const bound = (value: unknown) => value as ControlValue;
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
 function toAudience(r: Row): AudienceRow {
@@ -60,12 +58,12 @@ export async function insertAudience(store: ControlStore, a: AudienceRow): Promi
 }
 
 export async function listAudiences(store: ControlStore, ws: string): Promise<AudienceRow[]> {
-  const rows = await store.query('SELECT * FROM audiences WHERE workspace_id = $1 ORDER BY created_at, audience_id', [ws]);
+  const rows = await store.all('SELECT * FROM audiences WHERE workspace_id = $1 ORDER BY created_at, audience_id', [ws]);
   return rows.map(toAudience);
 }
 
-export async function getAudience(store: ControlStore, ws: string, id: string): Promise<AudienceRow | null> {
-  const rows = await store.query('SELECT * FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
+export async function getAudience(store: ControlSql, ws: string, id: string): Promise<AudienceRow | null> {
+  const rows = await store.all('SELECT * FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
   return rows[0] ? toAudience(rows[0]) : null;
 }
 
@@ -75,22 +73,20 @@ export async function updateAudience(store: ControlStore, ws: string, id: string
   if (columns.length === 0) return (await getAudience(store, ws, id)) !== null;
   const sets = columns.map((c, i) => `${c} = $${i + 3}`).join(', ');
   return store.transaction(async (tx) => {
-    const result = await tx.run(`UPDATE audiences SET ${sets} WHERE workspace_id = $1 AND audience_id = $2`,
+    const changed = await tx.run(`UPDATE audiences SET ${sets} WHERE workspace_id = $1 AND audience_id = $2`,
       [ws, id, ...columns.map((c) => bound(changes[c]))]);
-    return result.rowsChanged > 0;
+    return changed > 0;
   });
 }
 
 /** Deletes the audience with its snapshots, diffs and delivery log. */
 export async function deleteAudience(work: UnitOfWork, ws: string, id: string): Promise<boolean> {
   const tx = work.control;
-  const result = await tx.run('DELETE FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
-  if (result.rowsChanged === 0) return false;
+  if ((await tx.run('DELETE FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id])) === 0) return false;
+  // Before the deliveries go: the analytical store finds the work lists of the audience through them.
   await work.analytics.dropSnapshots(ws, id);
-  for (const table of ['audience_delivery_attempts', 'audience_delivery_items']) {
-    await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND delivery_id IN (
-      SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
-  }
+  await tx.run(`DELETE FROM audience_delivery_attempts WHERE workspace_id = $1 AND delivery_id IN (
+    SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
   for (const table of ['audience_deliveries', 'audience_destinations', 'audience_destination_changes']) {
     await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2`, [ws, id]);
   }
@@ -98,12 +94,12 @@ export async function deleteAudience(work: UnitOfWork, ws: string, id: string): 
 }
 
 export async function dueAudiences(store: ControlStore, now: Date): Promise<{ workspace_id: string; audience_id: string }[]> {
-  const rows = await store.query('SELECT workspace_id, audience_id FROM audiences WHERE next_refresh_at <= $1 ORDER BY next_refresh_at', [timestamp(now)]);
+  const rows = await store.all('SELECT workspace_id, audience_id FROM audiences WHERE next_refresh_at <= $1 ORDER BY next_refresh_at', [now]);
   return rows as { workspace_id: string; audience_id: string }[];
 }
 
 /** The audience's current snapshot (null: none yet); fails when the audience was deleted meanwhile. */
-export async function currentSnapshot(tx: ControlTx, ws: string, id: string): Promise<number | null> {
+export async function currentSnapshot(tx: ControlSql, ws: string, id: string): Promise<number | null> {
   const current = await one(tx, 'SELECT snapshot_id FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
   if (!current) throw new Error('the audience was deleted during its refresh');
   return num(current.snapshot_id);
@@ -114,7 +110,7 @@ export async function currentSnapshot(tx: ControlTx, ws: string, id: string): Pr
  * destination that has something to receive, then the audience points at it; destinations taken
  * off the audience forget their acknowledged state.
  */
-export async function adoptSnapshot(tx: ControlTx, a: {
+export async function adoptSnapshot(tx: ControlSql, a: {
   ws: string; audienceId: string; snapshot: SnapshotResult; previous: number | null; destinationIds: string[]; at: Date; nextRefreshAt: Date;
 }): Promise<void> {
   const { ws, audienceId: id, previous, at } = a;
@@ -123,13 +119,13 @@ export async function adoptSnapshot(tx: ControlTx, a: {
   for (const destination of a.destinationIds) await queueForDestination(tx, { ws, audienceId: id, destination, snapshot, previous, changed, at });
   await tx.run(`UPDATE audiences SET snapshot_id = $3, member_count = $4, status = 'ready', last_error = NULL,
       last_refreshed_at = $5, next_refresh_at = $6, updated_at = $5
-    WHERE workspace_id = $1 AND audience_id = $2`, [ws, id, snapshot, a.snapshot.member_count, timestamp(at), timestamp(a.nextRefreshAt)]);
+    WHERE workspace_id = $1 AND audience_id = $2`, [ws, id, snapshot, a.snapshot.member_count, at, a.nextRefreshAt]);
   // Destinations taken off the audience, once no delivery of theirs is pending (their runs only
   // write while one is): their acknowledged state no longer holds a snapshot back.
-  const listed = JSON.stringify(a.destinationIds);
+  const listed = columnOf(a.destinationIds);
   for (const table of ['audience_destination_changes', 'audience_destinations']) {
     await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2
-      AND NOT list_contains(from_json($3, '["VARCHAR"]'), destination_id)
+      AND destination_id NOT IN (SELECT ${tx.dialect.texts('$3')})
       AND destination_id NOT IN (SELECT destination_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending')`,
     [ws, id, listed]);
   }
@@ -143,7 +139,7 @@ export async function adoptSnapshot(tx: ControlTx, a: {
  * unchanged refresh sends nothing and keeps no snapshot alive. (Its base is written by delivery
  * runs only while one of its deliveries is pending, so this write never meets a run's.)
  */
-async function queueForDestination(tx: ControlTx, q: {
+async function queueForDestination(tx: ControlSql, q: {
   ws: string; audienceId: string; destination: string; snapshot: number; previous: number | null; changed: boolean; at: Date;
 }): Promise<void> {
   const key = [q.ws, q.audienceId, q.destination];
@@ -159,9 +155,9 @@ async function queueForDestination(tx: ControlTx, q: {
   }
 }
 
-const insertDelivery = (tx: ControlTx, ws: string, audienceId: string, destination: string, snapshot: number, at: Date) =>
+const insertDelivery = (tx: ControlSql, ws: string, audienceId: string, destination: string, snapshot: number, at: Date) =>
   tx.run(`INSERT INTO audience_deliveries (workspace_id, delivery_id, audience_id, destination_id, snapshot_id, status, created_at)
-    VALUES ($1, nextval('audience_delivery_ids'), $2, $3, $4, 'pending', $5)`, [ws, audienceId, destination, snapshot, timestamp(at)]);
+    VALUES ($1, nextval('audience_delivery_ids'), $2, $3, $4, 'pending', $5)`, [ws, audienceId, destination, snapshot, at]);
 
 /**
  * A pending delivery of the audience's current snapshot to each of `destinationIds` (destinations
@@ -178,8 +174,8 @@ export async function queueDeliveries(store: ControlStore, ws: string, audienceI
   });
 }
 
-async function one(tx: ControlTx, sql: string, params: Params): Promise<Row | undefined> {
-  return (await tx.runAndReadAll(sql, params)).getRowObjectsJS()[0] as Row | undefined;
+async function one(tx: ControlSql, sql: string, params: ControlValue[]): Promise<Row | undefined> {
+  return (await tx.all(sql, params))[0];
 }
 
 // Deliveries
@@ -216,14 +212,14 @@ const toDelivery = (r: Row): DeliveryRow => ({
 });
 
 /** Pending deliveries of an audience, oldest first per destination. */
-export async function pendingDeliveries(store: ControlStore, ws: string, audienceId: string): Promise<DeliveryRow[]> {
-  const rows = await store.query(`SELECT * FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending'
+export async function pendingDeliveries(store: ControlSql, ws: string, audienceId: string): Promise<DeliveryRow[]> {
+  const rows = await store.all(`SELECT * FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending'
     ORDER BY destination_id, delivery_id`, [ws, audienceId]);
   return rows.map(toDelivery);
 }
 
-export async function audiencesWithPendingDeliveries(store: ControlStore): Promise<{ workspace_id: string; audience_id: string }[]> {
-  const rows = await store.query(`SELECT DISTINCT a.workspace_id, a.audience_id FROM audience_deliveries d
+export async function audiencesWithPendingDeliveries(store: ControlSql): Promise<{ workspace_id: string; audience_id: string }[]> {
+  const rows = await store.all(`SELECT DISTINCT a.workspace_id, a.audience_id FROM audience_deliveries d
     JOIN audiences a ON a.workspace_id = d.workspace_id AND a.audience_id = d.audience_id WHERE d.status = 'pending'`);
   return rows as { workspace_id: string; audience_id: string }[];
 }
@@ -240,8 +236,8 @@ export interface AttemptRecord {
 }
 
 export async function recordAttempt(store: ControlStore, ws: string, a: AttemptRecord): Promise<void> {
-  await store.transaction((tx) => tx.run('INSERT INTO audience_delivery_attempts VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)',
-    [ws, a.delivery_id, a.page, a.request, a.attempt, a.ok, a.http_status, a.error, timestamp(a.attempted_at)]));
+  await store.run(`INSERT INTO audience_delivery_attempts (workspace_id, delivery_id, page, request, attempt, ok, http_status, error, attempted_at)
+    VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`, [ws, a.delivery_id, a.page, a.request, a.attempt, a.ok, a.http_status, a.error, a.attempted_at]);
 }
 
 export interface DeliveryLog extends DeliveryRow {
@@ -249,13 +245,13 @@ export interface DeliveryLog extends DeliveryRow {
 }
 
 /** The latest deliveries of an audience with their attempts, newest first. */
-export async function deliveryLog(store: ControlStore, ws: string, audienceId: string, limit: number): Promise<DeliveryLog[]> {
-  const deliveries = (await store.query(`SELECT * FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2
+export async function deliveryLog(store: ControlSql, ws: string, audienceId: string, limit: number): Promise<DeliveryLog[]> {
+  const deliveries = (await store.all(`SELECT * FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2
     ORDER BY delivery_id DESC LIMIT $3`, [ws, audienceId, limit])).map(toDelivery);
   if (deliveries.length === 0) return [];
-  const attempts = await store.query(`SELECT * FROM audience_delivery_attempts WHERE workspace_id = $1 AND delivery_id IN (
+  const attempts = await store.all(`SELECT * FROM audience_delivery_attempts WHERE workspace_id = $1 AND delivery_id IN (
       SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 ORDER BY delivery_id DESC LIMIT $3)
-    ORDER BY rowid`, [ws, audienceId, limit]);
+    ORDER BY attempted_at, page, attempt`, [ws, audienceId, limit]);
   return deliveries.map((d) => ({
     ...d,
     attempts: attempts.filter((a) => Number(a.delivery_id) === d.delivery_id).map((a) => ({
@@ -275,10 +271,10 @@ export async function takeSnapshotId(store: ControlStore): Promise<number> {
 }
 
 /** Records a snapshot and its counts; in its refresh's control transaction, with adoptSnapshot. */
-export async function recordSnapshot(tx: ControlTx, s: { ws: string; audienceId: string; snapshot: SnapshotResult; previous: number | null; at: Date }): Promise<void> {
+export async function recordSnapshot(tx: ControlSql, s: { ws: string; audienceId: string; snapshot: SnapshotResult; previous: number | null; at: Date }): Promise<void> {
   await tx.run(`INSERT INTO audience_snapshots (workspace_id, audience_id, snapshot_id, previous_snapshot_id, taken_at, member_count, added_count, removed_count)
     VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-  [s.ws, s.audienceId, s.snapshot.snapshot_id, s.previous, timestamp(s.at), s.snapshot.member_count, s.snapshot.added, s.snapshot.removed]);
+  [s.ws, s.audienceId, s.snapshot.snapshot_id, s.previous, s.at, s.snapshot.member_count, s.snapshot.added, s.snapshot.removed]);
 }
 
 /**
@@ -286,29 +282,29 @@ export async function recordSnapshot(tx: ControlTx, s: { ws: string; audienceId:
  * it, and for every snapshot a destination's acknowledged state or a pending delivery refers to;
  * diffs for the current snapshot and pending deliveries' ones. `released`: the others' ids.
  */
-export async function releasedSnapshots(tx: ControlTx, ws: string, id: string): Promise<{ released: number[]; diffsKept: number[] }> {
+export async function releasedSnapshots(tx: ControlSql, ws: string, id: string): Promise<{ released: number[]; diffsKept: number[] }> {
   const pending = `SELECT snapshot_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending'`;
-  const released = (await tx.runAndReadAll(`SELECT s.snapshot_id FROM audience_snapshots s
+  const released = await tx.all(`SELECT s.snapshot_id FROM audience_snapshots s
       JOIN audiences a ON a.workspace_id = s.workspace_id AND a.audience_id = s.audience_id
     WHERE s.workspace_id = $1 AND s.audience_id = $2 AND s.snapshot_id <> a.snapshot_id
       AND s.snapshot_id IS DISTINCT FROM (SELECT c.previous_snapshot_id FROM audience_snapshots c WHERE c.workspace_id = $1 AND c.snapshot_id = a.snapshot_id)
       AND s.snapshot_id NOT IN (SELECT acked_snapshot_id FROM audience_destinations WHERE workspace_id = $1 AND audience_id = $2)
       AND s.snapshot_id NOT IN (${pending})
-    ORDER BY s.snapshot_id`, [ws, id])).getRowObjectsJS();
-  const kept = (await tx.runAndReadAll(`SELECT snapshot_id FROM audiences WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id IS NOT NULL
-    UNION ${pending}`, [ws, id])).getRowObjectsJS();
+    ORDER BY s.snapshot_id`, [ws, id]);
+  const kept = await tx.all(`SELECT snapshot_id FROM audiences WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id IS NOT NULL
+    UNION ${pending}`, [ws, id]);
   return { released: released.map((r) => Number(r.snapshot_id)), diffsKept: kept.map((r) => Number(r.snapshot_id)) };
 }
 
 /** Every snapshot id of an audience, its members dropped or not. */
-export async function audienceSnapshotIds(store: ControlStore, ws: string, id: string): Promise<number[]> {
-  const rows = await store.query('SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2 ORDER BY snapshot_id', [ws, id]);
+export async function audienceSnapshotIds(store: ControlSql, ws: string, id: string): Promise<number[]> {
+  const rows = await store.all('SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2 ORDER BY snapshot_id', [ws, id]);
   return rows.map((r) => Number(r.snapshot_id));
 }
 
 /** Forgets an audience's snapshots (once their members and diffs are gone). */
 export async function forgetSnapshots(store: ControlStore, ws: string, id: string): Promise<void> {
-  await store.transaction((tx) => tx.run('DELETE FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2', [ws, id]));
+  await store.run('DELETE FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
 }
 
 /** What a delivery starts from: what its destination has acknowledged, and its snapshot's counts. */
@@ -326,7 +322,7 @@ export interface DeliveryBasis {
 }
 
 /** The basis of a delivery; null when its snapshot no longer exists. */
-export async function deliveryBasis(tx: ControlTx, d: DeliveryRow): Promise<DeliveryBasis | null> {
+export async function deliveryBasis(tx: ControlSql, d: DeliveryRow): Promise<DeliveryBasis | null> {
   const acked = 'SELECT max(acked_snapshot_id) FROM audience_destinations WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3';
   const row = await one(tx, `SELECT (${acked}) AS base,
       (SELECT count(*) FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3) AS changes,
@@ -340,9 +336,9 @@ export async function deliveryBasis(tx: ControlTx, d: DeliveryRow): Promise<Deli
   };
 }
 
-/** The profiles a destination acknowledged differently from its base, chunk by chunk. */
-export function destinationChanges(store: ControlStore, d: DeliveryRow): AsyncGenerator<Row[]> {
-  return store.streamRows(`SELECT change, profile FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3`,
+/** The profiles a destination acknowledged differently from its base. */
+export async function destinationChanges(store: ControlSql, d: DeliveryRow): Promise<Row[]> {
+  return store.all(`SELECT change, profile FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3`,
     [d.workspace_id, d.audience_id, d.destination_id]);
 }
 
@@ -351,7 +347,7 @@ export function destinationChanges(store: ControlStore, d: DeliveryRow): AsyncGe
  * destination's pending deliveries that never started, of this snapshot or older ones: this one
  * carries their changes.
  */
-export async function recordDeliveryStart(tx: ControlTx, started: DeliveryRow, at: Date): Promise<void> {
+export async function recordDeliveryStart(tx: ControlSql, started: DeliveryRow, at: Date): Promise<void> {
   const ws = started.workspace_id;
   await tx.run(`UPDATE audience_deliveries SET base_snapshot_id = $3, sends_diff = $4, page_size = $5, page_count = $6,
       added_count = $7, removed_count = $8, next_page = 0, skipped = 0
@@ -360,7 +356,7 @@ export async function recordDeliveryStart(tx: ControlTx, started: DeliveryRow, a
   await tx.run(`UPDATE audience_deliveries SET status = 'canceled', last_error = $5, finished_at = $6
     WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3 AND status = 'pending' AND page_count IS NULL
       AND delivery_id <> $4 AND snapshot_id <= $7`,
-  [ws, started.audience_id, started.destination_id, started.delivery_id, `superseded by delivery ${started.delivery_id}`, timestamp(at), started.snapshot_id]);
+  [ws, started.audience_id, started.destination_id, started.delivery_id, `superseded by delivery ${started.delivery_id}`, at, started.snapshot_id]);
 }
 
 /** A row of an acknowledged page, with whether its profile is a member of the delivery's base snapshot. */
@@ -378,12 +374,13 @@ export interface AcknowledgedRow {
 export async function recordAcknowledgedPage(store: ControlStore, d: DeliveryRow, page: number, rows: AcknowledgedRow[], skipped: number): Promise<void> {
   const key = [d.workspace_id, d.audience_id, d.destination_id];
   const listed = JSON.stringify(rows);
+  const { jsonRows } = store.dialect;
   await store.transaction(async (tx) => {
     await tx.run(`DELETE FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3
-      AND profile IN (SELECT r.profile FROM (SELECT unnest(from_json($4, '[{"profile":"BIGINT"}]'), recursive := true)) r)`, [...key, listed]);
+      AND profile IN (SELECT r.profile FROM ${jsonRows('$4', 'r', { profile: 'bigint' })})`, [...key, listed]);
     await tx.run(`INSERT INTO audience_destination_changes (workspace_id, audience_id, destination_id, change, profile)
       SELECT $1, $2, $3, r.change, r.profile
-      FROM (SELECT unnest(from_json($4, '[{"change":"VARCHAR","profile":"BIGINT","in_base":"BOOLEAN"}]'), recursive := true)) r
+      FROM ${jsonRows('$4', 'r', { change: 'text', profile: 'bigint', in_base: 'boolean' })}
       WHERE (r.change = 'added') <> r.in_base`, [...key, listed]);
     await tx.run('UPDATE audience_deliveries SET next_page = $3, skipped = $4 WHERE workspace_id = $1 AND delivery_id = $2',
       [d.workspace_id, d.delivery_id, page + 1, skipped]);
@@ -395,16 +392,15 @@ export async function recordAcknowledgedPage(store: ControlStore, d: DeliveryRow
  * snapshot, which becomes its base. Failed or canceled: what it acknowledged stays recorded and the
  * next delivery carries the rest.
  */
-export async function endDelivery(tx: ControlTx, d: DeliveryRow, status: Exclude<DeliveryRow['status'], 'pending'>, error: string | null, at: Date): Promise<void> {
+export async function endDelivery(tx: ControlSql, d: DeliveryRow, status: Exclude<DeliveryRow['status'], 'pending'>, error: string | null, at: Date): Promise<void> {
   const key = [d.workspace_id, d.audience_id, d.destination_id];
   if (status === 'delivered') {
     for (const table of ['audience_destinations', 'audience_destination_changes']) {
       await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3`, key);
     }
-    await tx.run(`INSERT INTO audience_destinations SELECT $1, $2, $3, $4
+    await tx.run(`INSERT INTO audience_destinations (workspace_id, audience_id, destination_id, acked_snapshot_id) SELECT $1, $2, $3, $4
       WHERE EXISTS (SELECT 1 FROM audiences WHERE workspace_id = $1 AND audience_id = $2)`, [...key, d.snapshot_id]);
   }
-  await tx.run('DELETE FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2', [d.workspace_id, d.delivery_id]);
   await tx.run('UPDATE audience_deliveries SET status = $3, last_error = $4, finished_at = $5 WHERE workspace_id = $1 AND delivery_id = $2',
-    [d.workspace_id, d.delivery_id, status, error, timestamp(at)]);
+    [d.workspace_id, d.delivery_id, status, error, at]);
 }

@@ -1,7 +1,7 @@
 // People lookup (GET /people): persons, and paying customers attributed to no person yet, whose
 // email, external_id, name or customer id contains the term. Keyset-paginated on `sort_key`.
 
-import type { ControlStore } from './store.js';
+import type { ControlDialect, ControlSql } from './store.js';
 
 export interface LookupRow {
   sort_key: string;
@@ -24,12 +24,12 @@ const CUSTOMERS = `SELECT c.customer_id, c.email, c.visitor_key, coalesce(c.pers
       ON v.visitor_key = c.visitor_key
   WHERE c.workspace_id = $1`;
 
-const has = (column: string) => `contains(lower(coalesce(${column}, '')), $2)`;
-
-export async function lookupPeople(store: ControlStore, ws: string, q: string, after: string, limit: number): Promise<LookupRow[]> {
-  const rows = await store.query(`WITH customers AS (${CUSTOMERS}),
+export async function lookupPeople(store: ControlSql, ws: string, q: string, after: string, limit: number): Promise<LookupRow[]> {
+  const d: ControlDialect = store.dialect;
+  const has = (column: string) => d.contains(`lower(coalesce(${column}, ''))`, '$2');
+  const rows = await store.all(`WITH customers AS (${CUSTOMERS}),
     owned AS (
-      SELECT owner, list(customer_id ORDER BY customer_id) AS customer_ids,
+      SELECT owner, ${d.listAgg('customer_id')} AS customer_ids,
         CASE WHEN bool_or(link_state = 'linked') THEN 'linked' WHEN bool_or(link_state = 'email_matched') THEN 'email_matched'
           ELSE min(link_state) END AS link_state
       FROM customers WHERE owner IS NOT NULL GROUP BY owner
@@ -43,11 +43,11 @@ export async function lookupPeople(store: ControlStore, ws: string, q: string, a
     ),
     people AS (
       SELECT 'p' || lpad(CAST(p.person_key AS VARCHAR), 20, '0') AS sort_key, p.person_key, p.person_id, p.external_id,
-        p.email, p.name, NULL::BIGINT AS visitor_key, coalesce(o.customer_ids, []) AS customer_ids, o.link_state
+        p.email, p.name, CAST(NULL AS BIGINT) AS visitor_key, coalesce(o.customer_ids, ${d.listOf(null)}) AS customer_ids, o.link_state
       FROM matches m JOIN persons p ON p.person_key = m.person_key AND p.workspace_id = $1
         LEFT JOIN owned o ON o.owner = p.person_key
       UNION ALL
-      SELECT 'c' || c.customer_id, NULL, NULL, NULL, c.email, NULL, c.visitor_key, [c.customer_id], c.link_state
+      SELECT 'c' || c.customer_id, NULL, NULL, NULL, c.email, NULL, c.visitor_key, ${d.listOf('c.customer_id')}, c.link_state
       FROM customers c
       WHERE c.owner IS NULL AND (${has('c.email')} OR ${has('c.customer_id')})
     )

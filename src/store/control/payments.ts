@@ -3,10 +3,9 @@
 // the payment state the criteria read (subscriptions, invoices, lifecycle events) is analytical.
 
 import type { Money, UnitOfWork } from '../analytics.js';
-import { column, keys, texts } from '../duckdb/columns.js';
-import { isOlder, utc } from '../duckdb/time.js';
+import { isOlder } from '../instants.js';
 import type { CustomerRow } from '../layout.js';
-import type { ControlStore, ControlTx } from './store.js';
+import { columnOf as column, type ControlSql, type ControlTx } from './store.js';
 import type { PaymentsMode } from './workspaces.js';
 
 export type LinkState = CustomerRow['link_state'];
@@ -53,12 +52,9 @@ export interface PaymentState extends Money {
   invoice_id: string | null;
 }
 
-async function rows(tx: ControlTx, sql: string, params: (string | number | null)[]): Promise<Record<string, unknown>[]> {
-  return (await tx.runAndReadAll(sql, params)).getRowObjectsJS() as Record<string, unknown>[];
-}
+const rows = (tx: ControlSql, sql: string, params: (string | number | Date | null)[]) => tx.all(sql, params);
 
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
-const ts = (d: Date | null) => (d === null ? null : utc(d));
 
 /** Claims a notification id: false when it was processed before (the caller then does nothing). */
 export async function claimNotification(tx: ControlTx, ws: string, id: string): Promise<boolean> {
@@ -68,7 +64,7 @@ export async function claimNotification(tx: ControlTx, ws: string, id: string): 
   return true;
 }
 
-export async function getCustomer(tx: ControlTx, ws: string, customerId: string): Promise<CustomerRecord | null> {
+export async function getCustomer(tx: ControlSql, ws: string, customerId: string): Promise<CustomerRecord | null> {
   // An email stored without either source (imported, or from before the sources were kept) counts
   // as a payment object's, so that a later notification does not drop it.
   const found = await rows(tx, `SELECT customer_id, email, customer_email, customer_email_created,
@@ -98,20 +94,19 @@ export async function getCustomer(tx: ControlTx, ws: string, customerId: string)
 
 export async function saveCustomer(tx: ControlTx, ws: string, c: CustomerRecord, isNew: boolean, now: Date): Promise<void> {
   const values = [c.email, c.person_key, c.visitor_key, c.tr_user_id, c.tr_visitor_id,
-    ts(c.tr_user_id_created), ts(c.tr_visitor_id_created), c.link_state, utc(now),
-    c.customer_email, ts(c.customer_email_created), c.payment_email, ts(c.payment_email_created)];
+    c.tr_user_id_created, c.tr_visitor_id_created, c.link_state, now,
+    c.customer_email, c.customer_email_created, c.payment_email, c.payment_email_created];
   if (isNew) {
     await tx.run(`INSERT INTO payment_customers (workspace_id, customer_id, email, person_key, visitor_key, tr_user_id,
         tr_visitor_id, tr_user_id_created, tr_visitor_id_created, link_state, updated_at,
         customer_email, customer_email_created, payment_email, payment_email_created)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, CAST($8 AS TIMESTAMP), CAST($9 AS TIMESTAMP), $10, CAST($11 AS TIMESTAMP),
-        $12, CAST($13 AS TIMESTAMP), $14, CAST($15 AS TIMESTAMP))`,
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
     [ws, c.customer_id, ...values]);
   } else {
     await tx.run(`UPDATE payment_customers SET email = $3, person_key = $4, visitor_key = $5, tr_user_id = $6,
-        tr_visitor_id = $7, tr_user_id_created = CAST($8 AS TIMESTAMP), tr_visitor_id_created = CAST($9 AS TIMESTAMP),
-        link_state = $10, updated_at = CAST($11 AS TIMESTAMP), customer_email = $12,
-        customer_email_created = CAST($13 AS TIMESTAMP), payment_email = $14, payment_email_created = CAST($15 AS TIMESTAMP)
+        tr_visitor_id = $7, tr_user_id_created = $8, tr_visitor_id_created = $9,
+        link_state = $10, updated_at = $11, customer_email = $12,
+        customer_email_created = $13, payment_email = $14, payment_email_created = $15
       WHERE workspace_id = $1 AND customer_id = $2`, [ws, c.customer_id, ...values]);
   }
 }
@@ -119,9 +114,9 @@ export async function saveCustomer(tx: ControlTx, ws: string, c: CustomerRecord,
 /** Deferred customers of these visitors become linked (the visitor now has a person). */
 export async function linkDeferredCustomers(tx: ControlTx, ws: string, visitorKeys: number[], now: Date): Promise<void> {
   if (visitorKeys.length === 0) return;
-  await tx.run(`UPDATE payment_customers SET link_state = 'linked', updated_at = CAST($2 AS TIMESTAMP)
-    WHERE workspace_id = $1 AND link_state = 'deferred' AND visitor_key IN (SELECT unnest(${keys('$3')}))`,
-  [ws, utc(now), column(visitorKeys)]);
+  await tx.run(`UPDATE payment_customers SET link_state = 'linked', updated_at = $2
+    WHERE workspace_id = $1 AND link_state = 'deferred' AND visitor_key IN (SELECT ${tx.dialect.keys('$3')})`,
+  [ws, now, column(visitorKeys)]);
 }
 
 /** A refund stops counting when the processor reports it failed or canceled. */
@@ -134,15 +129,15 @@ const issued = (status: unknown) => status !== 'failed' && status !== 'canceled'
 export async function saveRefund(work: UnitOfWork, ws: string, r: RefundState, created: Date): Promise<void> {
   const tx = work.control;
   const found = await rows(tx, 'SELECT source_created FROM refunds WHERE workspace_id = $1 AND refund_id = $2', [ws, r.refund_id]);
-  const values = [r.customer_id, r.charge_id, r.payment_intent_id, r.amount, r.currency, r.status, utc(r.created_at), utc(created)];
+  const values = [r.customer_id, r.charge_id, r.payment_intent_id, r.amount, r.currency, r.status, r.created_at, created];
   if (found.length === 0) {
     await tx.run(`INSERT INTO refunds (workspace_id, refund_id, customer_id, charge_id, payment_intent_id, amount, currency, status,
         created_at, source_created)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9 AS TIMESTAMP), CAST($10 AS TIMESTAMP))`, [ws, r.refund_id, ...values]);
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`, [ws, r.refund_id, ...values]);
   } else if (isOlder(found[0]!.source_created, created)) {
     await tx.run(`UPDATE refunds SET customer_id = coalesce(customer_id, $3), charge_id = coalesce($4, charge_id),
         payment_intent_id = coalesce($5, payment_intent_id), amount = coalesce($6, amount), currency = coalesce($7, currency),
-        status = $8, created_at = CAST($9 AS TIMESTAMP), source_created = CAST($10 AS TIMESTAMP)
+        status = $8, created_at = $9, source_created = $10
       WHERE workspace_id = $1 AND refund_id = $2`, [ws, r.refund_id, ...values]);
   } else {
     await tx.run(`UPDATE refunds SET customer_id = coalesce(customer_id, $3), charge_id = coalesce(charge_id, $4),
@@ -167,7 +162,7 @@ async function syncRefundEvent(work: UnitOfWork, ws: string, refundId: string): 
 export async function attributeRefunds(work: UnitOfWork, ws: string, customerId: string, objectIds: string[]): Promise<void> {
   if (objectIds.length === 0) return;
   const waiting = await rows(work.control, `SELECT refund_id FROM refunds WHERE workspace_id = $1 AND customer_id IS NULL
-      AND (charge_id IN (SELECT unnest(${texts('$2')})) OR payment_intent_id IN (SELECT unnest(${texts('$2')})))`,
+      AND (charge_id IN (SELECT ${work.control.dialect.texts('$2')}) OR payment_intent_id IN (SELECT ${work.control.dialect.texts('$2')}))`,
   [ws, column(objectIds)]);
   for (const { refund_id } of waiting) {
     await work.control.run('UPDATE refunds SET customer_id = $3 WHERE workspace_id = $1 AND refund_id = $2', [ws, refund_id as string, customerId]);
@@ -184,18 +179,18 @@ export async function recordPayment(tx: ControlTx, ws: string, p: PaymentState):
     [ws, p.payment_id]);
   if (!found) {
     await tx.run(`INSERT INTO payments (workspace_id, payment_id, customer_id, amount, currency, paid_at, source, invoice_id)
-      VALUES ($1, $2, $3, $4, $5, CAST($6 AS TIMESTAMP), $7, $8)`,
-    [ws, p.payment_id, p.customer_id, p.amount, p.currency, utc(p.paid_at), p.source, p.invoice_id]);
+      VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
+    [ws, p.payment_id, p.customer_id, p.amount, p.currency, p.paid_at, p.source, p.invoice_id]);
     return;
   }
   const stored = found.source as PaymentSource | null;
   const replaces = stored === null || found.amount === null || SOURCE_RANK[p.source] >= SOURCE_RANK[stored];
   const paidAt = found.paid_at instanceof Date && found.paid_at.getTime() < p.paid_at.getTime() ? found.paid_at : p.paid_at;
-  await tx.run(`UPDATE payments SET customer_id = coalesce(customer_id, $3), amount = $4, currency = $5, paid_at = CAST($6 AS TIMESTAMP),
+  await tx.run(`UPDATE payments SET customer_id = coalesce(customer_id, $3), amount = $4, currency = $5, paid_at = $6,
       source = $7, invoice_id = coalesce(invoice_id, $8)
     WHERE workspace_id = $1 AND payment_id = $2`,
   [ws, p.payment_id, p.customer_id, replaces ? p.amount : num(found.amount), replaces ? p.currency : (found.currency as string | null),
-    utc(paidAt), replaces ? p.source : stored, p.invoice_id]);
+    paidAt, replaces ? p.source : stored, p.invoice_id]);
 }
 
 /** These payments paid `invoiceId` (named by the invoice, the payment or an invoice payment, in any order). */
@@ -218,7 +213,7 @@ export async function rememberObjects(tx: ControlTx, ws: string, customerId: str
   }
 }
 
-export async function customerOfObject(tx: ControlTx, ws: string, objectIds: string[]): Promise<string | null> {
+export async function customerOfObject(tx: ControlSql, ws: string, objectIds: string[]): Promise<string | null> {
   for (const id of objectIds) {
     const found = await rows(tx, 'SELECT customer_id FROM payment_objects WHERE workspace_id = $1 AND object_id = $2', [ws, id]);
     if (found[0]) return found[0].customer_id as string;
@@ -227,8 +222,8 @@ export async function customerOfObject(tx: ControlTx, ws: string, objectIds: str
 }
 
 /** The workspace's webhook secret and payments mode; null when it does not exist. */
-export async function webhookSettings(store: ControlStore, ws: string): Promise<{ secret: string | null; mode: PaymentsMode } | null> {
-  const found = await store.query(`SELECT stripe_webhook_secret, coalesce(payments_mode, 'live') AS payments_mode
+export async function webhookSettings(store: ControlSql, ws: string): Promise<{ secret: string | null; mode: PaymentsMode } | null> {
+  const found = await store.all(`SELECT stripe_webhook_secret, coalesce(payments_mode, 'live') AS payments_mode
     FROM workspaces WHERE workspace_id = $1`, [ws]);
   const r = found[0];
   return r ? { secret: (r.stripe_webhook_secret as string | null) ?? null, mode: r.payments_mode as PaymentsMode } : null;

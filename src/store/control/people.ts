@@ -1,10 +1,8 @@
 // Persons and visitors: the reads identity resolution needs for a batch, and its writes, each one
 // statement for the whole batch.
 
-import type { DuckDBValue } from '@duckdb/node-api';
-import { column, keys, texts } from '../duckdb/columns.js';
-import { utc } from '../duckdb/time.js';
-import type { ControlStore, ControlTx } from './store.js';
+import { instantText as utc } from '../instants.js';
+import { columnOf as column, type ControlSql, type ControlStore, type ControlTx, type KeySequence } from './store.js';
 
 
 /** A person's identifiers: what resolution reads and the identity cache keeps (never traits). */
@@ -32,10 +30,6 @@ export interface VisitorRecord {
 
 const PERSON_COLUMNS = 'person_key, person_id, external_id, email';
 
-async function rows(tx: ControlTx, sql: string, params: DuckDBValue[]): Promise<Record<string, unknown>[]> {
-  return (await tx.runAndReadAll(sql, params)).getRowObjectsJS() as Record<string, unknown>[];
-}
-
 function toPerson(row: Record<string, unknown>): PersonRecord {
   return {
     person_key: Number(row.person_key),
@@ -46,22 +40,21 @@ function toPerson(row: Record<string, unknown>): PersonRecord {
 }
 
 /** Persons of the workspace whose `by` column is one of `values`. */
-export async function personsBy(tx: ControlTx, ws: string, by: 'external_id' | 'email' | 'person_key', values: (string | number)[]): Promise<PersonRecord[]> {
+export async function personsBy(tx: ControlSql, ws: string, by: 'external_id' | 'email' | 'person_key', values: (string | number)[]): Promise<PersonRecord[]> {
   if (values.length === 0) return [];
-  const list = by === 'person_key' ? keys('$2') : texts('$2');
-  const found = await rows(tx, `SELECT ${PERSON_COLUMNS} FROM persons WHERE workspace_id = $1 AND ${by} IN (SELECT unnest(${list}))`,
+  const list = by === 'person_key' ? tx.dialect.keys('$2') : tx.dialect.texts('$2');
+  const found = await tx.all(`SELECT ${PERSON_COLUMNS} FROM persons WHERE workspace_id = $1 AND ${by} IN (SELECT ${list})`,
     [ws, column(values)]);
   return found.map(toPerson);
 }
 
-export async function visitorsById(tx: ControlTx, ws: string, visitorIds: string[]): Promise<VisitorRecord[]> {
+export async function visitorsById(tx: ControlSql, ws: string, visitorIds: string[]): Promise<VisitorRecord[]> {
   if (visitorIds.length === 0) return [];
-  const found = await rows(tx, `SELECT visitor_key, visitor_id, person_key FROM visitors WHERE workspace_id = $1 AND visitor_id IN (SELECT unnest(${texts('$2')}))`,
+  const found = await tx.all(`SELECT visitor_key, visitor_id, person_key FROM visitors WHERE workspace_id = $1 AND visitor_id IN (SELECT ${tx.dialect.texts('$2')})`,
     [ws, column(visitorIds)]);
   return found.map((r) => ({ visitor_key: Number(r.visitor_key), visitor_id: r.visitor_id as string, person_key: r.person_key === null ? null : Number(r.person_key) }));
 }
 
-type KeySequence = 'person_keys' | 'visitor_keys';
 /** Keys are reserved this many at a time: a statement costs about the same for one as for 10,000. */
 const KEY_BLOCK = 10_000;
 const reservedKeys = new WeakMap<ControlStore, Record<KeySequence, number[]>>();
@@ -76,7 +69,7 @@ export async function nextKeys(store: ControlStore, sequence: KeySequence, n: nu
   if (!free) reservedKeys.set(store, (free = { person_keys: [], visitor_keys: [] }));
   const pool = free[sequence];
   if (pool.length < n) {
-    const block = await store.query(`SELECT nextval('${sequence}') AS k FROM range(${Math.max(Math.trunc(n), KEY_BLOCK)})`);
+    const block = await store.all(store.dialect.nextKeys(sequence, Math.max(Math.trunc(n), KEY_BLOCK)));
     for (let i = block.length - 1; i >= 0; i--) pool.push(Number(block[i]!.k));
   }
   return pool.splice(pool.length - n, n);
@@ -84,8 +77,8 @@ export async function nextKeys(store: ControlStore, sequence: KeySequence, n: nu
 
 /**
  * Inserts `created` and writes the email of `changed` and their `updates`, a statement each. The
- * traits are merged inside DuckDB (map_concat: keys sent replace, others stay, null is stored as
- * null), so a person's traits never pass through this process whole.
+ * traits are merged inside the engine (keys sent replace, others stay, null is stored as null), so
+ * a person's traits never pass through this process whole.
  */
 export async function savePersons(
   tx: ControlTx, ws: string, created: PersonRecord[], changed: PersonRecord[], updates: ReadonlyMap<number, PersonUpdate>, at: Date,
@@ -94,40 +87,39 @@ export async function savePersons(
     column(people.map((p) => p.person_key)), column(people.map((p) => p.email)), column(people.map((p) => updates.get(p.person_key)?.name ?? null)),
     column(people.map((p) => JSON.stringify(updates.get(p.person_key)?.traits ?? {}))),
   ];
+  const { keys, texts, json, mergeObject } = tx.dialect;
   if (created.length > 0) {
     await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at)
-      SELECT $1, k, id, ext, email, name, CAST(traits AS JSON), CAST($2 AS TIMESTAMP), CAST($2 AS TIMESTAMP)
-      FROM (SELECT unnest(${keys('$3')}) AS k, unnest(${texts('$4')}) AS email, unnest(${texts('$5')}) AS name,
-        unnest(${texts('$6')}) AS traits, unnest(${texts('$7')}) AS id, unnest(${texts('$8')}) AS ext)`,
-    [ws, utc(at), ...columns(created), column(created.map((p) => p.person_id)), column(created.map((p) => p.external_id))]);
+      SELECT $1, k, id, ext, email, name, ${json('traits')}, $2, $2
+      FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS email, ${texts('$5')} AS name,
+        ${texts('$6')} AS traits, ${texts('$7')} AS id, ${texts('$8')} AS ext) AS c`,
+    [ws, at, ...columns(created), column(created.map((p) => p.person_id)), column(created.map((p) => p.external_id))]);
   }
   if (changed.length > 0) {
     // Stored traits that are not an object (an import may bring any JSON) are replaced.
     await tx.run(`UPDATE persons SET email = coalesce(persons.email, u.email), name = coalesce(u.name, persons.name),
-        traits = CAST(map_concat(
-          CAST(CASE WHEN json_type(persons.traits) = 'OBJECT' THEN persons.traits ELSE '{}' END AS MAP(VARCHAR, JSON)),
-          CAST(CAST(u.traits AS JSON) AS MAP(VARCHAR, JSON))) AS JSON),
-        updated_at = CAST($2 AS TIMESTAMP)
-      FROM (SELECT unnest(${keys('$3')}) AS k, unnest(${texts('$4')}) AS email, unnest(${texts('$5')}) AS name,
-        unnest(${texts('$6')}) AS traits) AS u
+        traits = ${mergeObject('persons.traits', 'u.traits')}, updated_at = $2
+      FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS email, ${texts('$5')} AS name,
+        ${texts('$6')} AS traits) AS u
       WHERE persons.workspace_id = $1 AND persons.person_key = u.k`,
-    [ws, utc(at), ...columns(changed)]);
+    [ws, at, ...columns(changed)]);
   }
 }
 
 /** Inserts `created` visitors and moves the links of `relinked` ones, a statement each. */
 export async function saveVisitors(tx: ControlTx, ws: string, created: (VisitorRecord & { first_seen_at: Date })[], relinked: VisitorRecord[], at: Date): Promise<void> {
+  const { keys, texts } = tx.dialect;
   if (created.length > 0) {
     await tx.run(`INSERT INTO visitors (workspace_id, visitor_key, visitor_id, person_key, first_seen_at, linked_at)
-      SELECT $1, k, id, p, CAST(seen AS TIMESTAMP), CASE WHEN p IS NULL THEN NULL ELSE CAST($2 AS TIMESTAMP) END
-      FROM (SELECT unnest(${keys('$3')}) AS k, unnest(${texts('$4')}) AS id, unnest(${keys('$5')}) AS p, unnest(${texts('$6')}) AS seen)`,
-    [ws, utc(at), column(created.map((v) => v.visitor_key)), column(created.map((v) => v.visitor_id)),
+      SELECT $1, k, id, p, CAST(seen AS TIMESTAMP), CASE WHEN p IS NULL THEN NULL ELSE $2 END
+      FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS id, ${keys('$5')} AS p, ${texts('$6')} AS seen) AS c`,
+    [ws, at, column(created.map((v) => v.visitor_key)), column(created.map((v) => v.visitor_id)),
       column(created.map((v) => v.person_key)), column(created.map((v) => utc(v.first_seen_at)))]);
   }
   if (relinked.length > 0) {
-    await tx.run(`UPDATE visitors SET person_key = u.p, linked_at = CAST($2 AS TIMESTAMP)
-      FROM (SELECT unnest(${keys('$3')}) AS k, unnest(${keys('$4')}) AS p) AS u
+    await tx.run(`UPDATE visitors SET person_key = u.p, linked_at = $2
+      FROM (SELECT ${keys('$3')} AS k, ${keys('$4')} AS p) AS u
       WHERE visitors.workspace_id = $1 AND visitors.visitor_key = u.k`,
-    [ws, utc(at), column(relinked.map((v) => v.visitor_key)), column(relinked.map((v) => v.person_key))]);
+    [ws, at, column(relinked.map((v) => v.visitor_key)), column(relinked.map((v) => v.person_key))]);
   }
 }

@@ -1,12 +1,72 @@
 // The control store: the mutable state read and written in transactions (workspaces, keys, persons
-// and the visitor registry, customers' link states, audience definitions, deliveries). DuckDB for
-// now, in the database the DuckDB analytical store uses too; the PostgreSQL issue gives it an
-// interface of its own and an engine folder beside store/duckdb/.
+// and the visitor registry, customers' link states, audience definitions, deliveries). One engine
+// per deployment: the embedded DuckDB file (store/duckdb/control.ts), or PostgreSQL shared by many
+// API nodes (store/postgres/). The statements of store/control/*.ts are written once, with `$n`
+// parameters, in the SQL both engines read; where they spell a construct differently the engine's
+// ControlDialect prints it (Kysely's query compiler per dialect).
 
-import type { DuckDBConnection } from '@duckdb/node-api';
-import type { Store } from '../duckdb/db.js';
+import { stringifyWellFormed } from '../../well-formed.js';
 
-export type ControlStore = Store;
+/** A bound value: instants as Date, keys as number (or bigint past 2^53). */
+export type ControlValue = string | number | bigint | boolean | Date | null;
+export type ControlRow = Record<string, unknown>;
+export type KeySequence = 'person_keys' | 'visitor_keys';
+
+/** A column of values as one parameter (its JSON array text), read by ControlDialect.texts / keys. */
+export const columnOf = (values: readonly (string | number | null)[]): string => stringifyWellFormed(values);
+
+/** What differs between the engines' SQL, as fragments of statement text. */
+export interface ControlDialect {
+  readonly engine: 'duckdb' | 'postgres';
+  /**
+   * The values of a column parameter (its JSON array text: columnOf), as an expression that a select
+   * list unnests row by row and `IN (SELECT …)` reads as a set; several in one select list zip.
+   */
+  texts(param: string): string;
+  keys(param: string): string;
+  /** `n` (an integer the caller checked) fresh values of a key sequence, one row each as `k`. */
+  nextKeys(sequence: KeySequence, n: number): string;
+  /** A JSON text value as the engine's JSON column type. */
+  json(value: string): string;
+  /** `column` merged with the JSON object text `patch`: keys sent replace, others stay; a stored non-object is replaced. */
+  mergeObject(column: string, patch: string): string;
+  /** Whether lowercased `text` contains `term` (already lowercased). */
+  contains(text: string, term: string): string;
+  /** The text values of an aggregate group, ordered, as a list; and a list of one or no value. */
+  listAgg(value: string): string;
+  listOf(value: string | null): string;
+  /** A JSON array text parameter of `{ field: value }` objects, as a FROM item named `alias` with the typed fields. */
+  jsonRows(param: string, alias: string, fields: Record<string, 'text' | 'bigint' | 'boolean'>): string;
+}
+
+/** A connection to the control engine: the pool outside a transaction, or a transaction's. */
+export interface ControlSql {
+  readonly dialect: ControlDialect;
+  all(sql: string, params?: readonly ControlValue[]): Promise<ControlRow[]>;
+  /** Runs a statement; the number of rows it changed. */
+  run(sql: string, params?: readonly ControlValue[]): Promise<number>;
+}
 
 /** The connection of a control transaction (ControlStore.transaction). */
-export type ControlTx = DuckDBConnection;
+export interface ControlTx extends ControlSql {
+  /**
+   * Runs `hook` once this transaction has committed (never after a rollback). In-memory state that
+   * mirrors committed rows updates here.
+   */
+  afterCommit(hook: () => void): void;
+}
+
+export interface ControlStore extends ControlSql {
+  /**
+   * Runs `fn` in one transaction; nothing is kept if it throws. On an engine shared by many nodes, a
+   * transaction that lost a race (a serialization failure, a unique key taken meanwhile) runs `fn`
+   * again from the start, so `fn` must keep its effects inside the transaction until it commits.
+   */
+  transaction<T>(fn: (tx: ControlTx) => Promise<T>): Promise<T>;
+  /**
+   * Whether other processes write the same control state (PostgreSQL behind many API nodes): then
+   * nothing read may be cached across transactions in one process.
+   */
+  readonly shared: boolean;
+  close(): Promise<void>;
+}

@@ -2,7 +2,7 @@
 // because every request authenticates.
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { Store } from '../duckdb/db.js';
+import type { ControlStore } from './store.js';
 
 export type KeyKind = 'secret' | 'publishable';
 export const KEY_PREFIX: Record<KeyKind, string> = { secret: 'sk_', publishable: 'pk_' };
@@ -57,15 +57,15 @@ const newWebhookSecret = () => `whsec_${token(24)}`;
 export class Workspaces {
   private readonly owners = new Map<string, KeyOwner>();
 
-  constructor(private readonly store: Store) {}
+  constructor(private readonly store: ControlStore) {}
 
   async count(): Promise<number> {
-    const rows = await this.store.query('SELECT count(*) AS n FROM workspaces');
+    const rows = await this.store.all('SELECT count(*) AS n FROM workspaces');
     return Number(rows[0]?.n ?? 0);
   }
 
   async get(workspaceId: string): Promise<WorkspaceSettings | null> {
-    const rows = await this.store.query(`SELECT workspace_id, name, coalesce(payments_mode, 'live') AS payments_mode
+    const rows = await this.store.all(`SELECT workspace_id, name, coalesce(payments_mode, 'live') AS payments_mode
       FROM workspaces WHERE workspace_id = $1`, [workspaceId]);
     return (rows[0] as WorkspaceSettings | undefined) ?? null;
   }
@@ -73,8 +73,8 @@ export class Workspaces {
   /** Sets the workspace's payments mode; the previous one, or null when the workspace does not exist. */
   async setPaymentsMode(workspaceId: string, mode: PaymentsMode): Promise<PaymentsMode | null> {
     return this.store.transaction(async (tx) => {
-      const found = (await tx.runAndReadAll(`SELECT coalesce(payments_mode, 'live') AS payments_mode FROM workspaces
-        WHERE workspace_id = $1`, [workspaceId])).getRowObjectsJS();
+      const found = (await tx.all(`SELECT coalesce(payments_mode, 'live') AS payments_mode FROM workspaces
+        WHERE workspace_id = $1`, [workspaceId]));
       const previous = found[0]?.payments_mode as PaymentsMode | undefined;
       if (!previous) return null;
       await tx.run('UPDATE workspaces SET payments_mode = $2 WHERE workspace_id = $1', [workspaceId, mode]);
@@ -84,7 +84,7 @@ export class Workspaces {
 
   /** Every workspace, oldest first; no credentials. */
   async list(): Promise<ListedWorkspace[]> {
-    const rows = await this.store.query('SELECT workspace_id, name, created_at FROM workspaces ORDER BY created_at, workspace_id');
+    const rows = await this.store.all('SELECT workspace_id, name, created_at FROM workspaces ORDER BY created_at, workspace_id');
     return rows.map((r) => ({ workspace_id: String(r.workspace_id), name: String(r.name), created_at: r.created_at as Date }));
   }
 
@@ -111,7 +111,7 @@ export class Workspaces {
    * when missing. Keys of a kind not given are left as they are.
    */
   async ensure(name: string, keys: Partial<Omit<CreatedWorkspace, 'workspace_id' | 'name'>>): Promise<Workspace> {
-    const rows = await this.store.query('SELECT workspace_id, name FROM workspaces WHERE name = $1 ORDER BY created_at LIMIT 1', [name]);
+    const rows = await this.store.all('SELECT workspace_id, name FROM workspaces WHERE name = $1 ORDER BY created_at LIMIT 1', [name]);
     const existing = rows[0] as Workspace | undefined;
     if (!existing) return this.create(name, keys);
     await this.store.transaction(async (tx) => {
@@ -137,7 +137,7 @@ export class Workspaces {
    */
   async rotate(workspaceId: string, kinds: readonly CredentialKind[]): Promise<RotatedCredentials | null> {
     const rotated = await this.store.transaction(async (tx) => {
-      const found = (await tx.runAndReadAll('SELECT workspace_id, name FROM workspaces WHERE workspace_id = $1', [workspaceId])).getRowObjectsJS();
+      const found = (await tx.all('SELECT workspace_id, name FROM workspaces WHERE workspace_id = $1', [workspaceId]));
       const ws = found[0] as Workspace | undefined;
       if (!ws) return null;
       const result: RotatedCredentials = { workspace_id: ws.workspace_id, name: ws.name };
@@ -164,11 +164,12 @@ export class Workspaces {
     const hash = hashKey(key);
     const cached = this.owners.get(hash);
     if (cached) return cached;
-    const rows = await this.store.query('SELECT key_hash, workspace_id, kind FROM api_keys WHERE key_hash = $1', [hash]);
+    const rows = await this.store.all('SELECT key_hash, workspace_id, kind FROM api_keys WHERE key_hash = $1', [hash]);
     const row = rows[0] as { key_hash: string; workspace_id: string; kind: KeyKind } | undefined;
     if (!row || !timingSafeEqual(Buffer.from(row.key_hash), Buffer.from(hash))) return null;
     const owner = { workspaceId: row.workspace_id, kind: row.kind };
-    this.owners.set(hash, owner);
+    // Another node may rotate the key: a store shared by nodes is asked every time.
+    if (!this.store.shared) this.owners.set(hash, owner);
     return owner;
   }
 }

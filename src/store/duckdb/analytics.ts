@@ -12,6 +12,7 @@ import {
 } from '../analytics.js';
 import type { DeliveryRow } from '../control/audiences.js';
 import type { PersonRecord, VisitorRecord } from '../control/people.js';
+import { controlTx } from './control.js';
 import type { Store } from './db.js';
 import { appendEvents } from './events.js';
 import { appendPageviews, firstTouchChannels, latestPageviews } from './pageviews.js';
@@ -92,7 +93,7 @@ export class DuckDBAnalytics implements AnalyticsStore {
   constructor(private readonly store: Store) {}
 
   unit<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<T> {
-    return this.store.transaction((tx) => fn({ control: tx, analytics: new DuckDBWrites(tx) })).catch((err: unknown) => {
+    return this.store.transaction((tx) => fn({ control: controlTx(this.store, tx), analytics: new DuckDBWrites(tx) })).catch((err: unknown) => {
       const reason = refusedValue(err);
       throw reason === null ? err : new RefusedValue(reason);
     });

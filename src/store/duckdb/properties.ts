@@ -1,26 +1,12 @@
-// Event property definitions: the payload paths seen per event name (store/property-paths.ts), the
-// compiler's whitelist.
+// Event property definitions on the DuckDB database (store/control/properties.ts), for the DuckDB
+// store's own statements and the benchmarks that open the file directly.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { column, texts } from './columns.js';
+import * as definitions from '../control/properties.js';
+import { controlSql, DuckDBControl } from './control.js';
 import type { Store } from './db.js';
 
-export async function propertyCatalog(store: Store, workspaceId: string): Promise<Map<string, Set<string>>> {
-  const rows = await store.query('SELECT event_name, path FROM event_properties WHERE workspace_id = $1', [workspaceId]);
-  const catalog = new Map<string, Set<string>>();
-  for (const row of rows as { event_name: string; path: string }[]) {
-    let paths = catalog.get(row.event_name);
-    if (!paths) catalog.set(row.event_name, (paths = new Set()));
-    paths.add(row.path);
-  }
-  return catalog;
-}
+export const propertyCatalog = (store: Store, ws: string): Promise<Map<string, Set<string>>> => definitions.propertyCatalog(new DuckDBControl(store), ws);
 
-/** Records property paths; paths already known are kept as they are. */
-export async function recordPropertyPaths(tx: DuckDBConnection, ws: string, paths: { event_name: string; path: string }[]): Promise<void> {
-  if (paths.length === 0) return;
-  await tx.run(`INSERT INTO event_properties (workspace_id, event_name, path)
-    SELECT $1, unnest(${texts('$2')}), unnest(${texts('$3')}) ON CONFLICT DO NOTHING`,
-  [ws, column(paths.map((p) => p.event_name)), column(paths.map((p) => p.path))]);
-}
-
+export const recordPropertyPaths = (tx: DuckDBConnection, ws: string, paths: { event_name: string; path: string }[]): Promise<void> =>
+  definitions.recordPropertyPaths(controlSql(tx), ws, paths);

@@ -8,6 +8,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { printProfiles } from '../../criteria/index.js';
 import type { DiffMember, Member, MemberRow, SnapshotInput, SnapshotResult } from '../analytics.js';
 import { adoptSnapshot, currentSnapshot, type DeliveryRow, endDelivery } from '../control/audiences.js';
+import { controlSql } from './control.js';
 import type { Params, Row, Store } from './db.js';
 import { timestamp } from './time.js';
 
@@ -24,7 +25,8 @@ export async function writeSnapshot(store: Store, input: SnapshotInput): Promise
   const { ws, audienceId: id } = input;
   const profiles = printProfiles(input.plan, ws);
   return store.transactionWithin(input.limitMs, async (tx) => {
-    const previous = await currentSnapshot(tx, ws, id);
+    const control = controlSql(tx);
+    const previous = await currentSnapshot(control, ws, id);
     const snapshot = Number((await one(tx, "SELECT nextval('audience_snapshot_ids') AS id", []))!.id);
     const n = profiles.params.length;
     await tx.run(`INSERT INTO audience_members (workspace_id, snapshot_id, profile)
@@ -46,7 +48,7 @@ export async function writeSnapshot(store: Store, input: SnapshotInput): Promise
     const result = { snapshot_id: snapshot, member_count: Number(counts.members), added: Number(counts.added), removed: Number(counts.removed) };
     await tx.run(`INSERT INTO audience_snapshots VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
       [ws, id, snapshot, previous, timestamp(input.at), result.member_count, result.added, result.removed]);
-    await adoptSnapshot(tx, {
+    await adoptSnapshot(control, {
       ws, audienceId: id, snapshot: result, previous, destinationIds: input.destinationIds, at: input.at, nextRefreshAt: input.nextRefreshAt,
     });
     await tx.run(`DELETE FROM audience_members WHERE workspace_id = $1 AND snapshot_id IN (
@@ -63,6 +65,8 @@ export async function writeSnapshot(store: Store, input: SnapshotInput): Promise
 
 /** Deletes an audience's snapshots with their members and diffs. */
 export async function dropSnapshots(tx: DuckDBConnection, ws: string, id: string): Promise<void> {
+  await tx.run(`DELETE FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id IN (
+    SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
   await tx.run(`DELETE FROM audience_members WHERE workspace_id = $1 AND snapshot_id IN (
     SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
   for (const table of ['audience_snapshots', 'audience_diffs']) {
@@ -235,5 +239,8 @@ export async function acknowledgePage(store: Store, d: DeliveryRow, page: number
 
 /** Ends a delivery (control/audiences.ts endDelivery), in a transaction of its own. */
 export async function finishDelivery(store: Store, d: DeliveryRow, status: Exclude<DeliveryRow['status'], 'pending'>, error: string | null, at: Date): Promise<void> {
-  await store.transaction((tx) => endDelivery(tx, d, status, error, at));
+  await store.transaction(async (tx) => {
+    await endDelivery(controlSql(tx), d, status, error, at);
+    await tx.run('DELETE FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2', [d.workspace_id, d.delivery_id]);
+  });
 }

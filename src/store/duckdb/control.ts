@@ -1,0 +1,85 @@
+// The control store on the embedded DuckDB file: the database the DuckDB analytical store uses too,
+// one writer at a time (store/duckdb/db.ts), so a transaction never loses a race and runs once.
+
+import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import type { ControlDialect, ControlRow, ControlSql, ControlStore, ControlTx, ControlValue } from '../control/store.js';
+import type { Store } from './db.js';
+import { timestamp } from './time.js';
+
+const FIELD_TYPES = { text: 'VARCHAR', bigint: 'BIGINT', boolean: 'BOOLEAN' } as const;
+
+export const duckdbDialect: ControlDialect = {
+  engine: 'duckdb',
+  texts: (param) => `unnest(CAST(CAST(${param} AS JSON) AS VARCHAR[]))`,
+  keys: (param) => `unnest(CAST(CAST(${param} AS JSON) AS BIGINT[]))`,
+  nextKeys: (sequence, n) => `SELECT nextval('${sequence}') AS k FROM range(${n})`,
+  json: (value) => `CAST(${value} AS JSON)`,
+  mergeObject: (column, patch) => `CAST(map_concat(
+    CAST(CASE WHEN json_type(${column}) = 'OBJECT' THEN ${column} ELSE '{}' END AS MAP(VARCHAR, JSON)),
+    CAST(CAST(${patch} AS JSON) AS MAP(VARCHAR, JSON))) AS JSON)`,
+  contains: (text, term) => `contains(${text}, ${term})`,
+  listAgg: (value) => `list(${value} ORDER BY ${value})`,
+  listOf: (value) => (value === null ? 'CAST([] AS VARCHAR[])' : `[${value}]`),
+  jsonRows: (param, alias, fields) => {
+    const shape = `[{${Object.entries(fields).map(([name, type]) => `"${name}":"${FIELD_TYPES[type]}"`).join(',')}}]`;
+    return `(SELECT unnest(from_json(${param}, '${shape}'), recursive := true)) AS ${alias}`;
+  },
+};
+
+/** Instants bound as TIMESTAMP (naive UTC, as the columns hold them); the rest as they are. */
+const bind = (params: readonly ControlValue[]): DuckDBValue[] =>
+  params.map((v) => (v instanceof Date ? timestamp(v) : v));
+
+/** Control statements on one DuckDB connection. */
+class DuckDBControlSql implements ControlSql {
+  readonly dialect = duckdbDialect;
+
+  constructor(protected readonly conn: DuckDBConnection) {}
+
+  async all(sql: string, params: readonly ControlValue[] = []): Promise<ControlRow[]> {
+    return (await this.conn.runAndReadAll(sql, bind(params))).getRowObjectsJS() as ControlRow[];
+  }
+
+  async run(sql: string, params: readonly ControlValue[] = []): Promise<number> {
+    return Number((await this.conn.run(sql, bind(params))).rowsChanged);
+  }
+}
+
+class DuckDBControlTx extends DuckDBControlSql implements ControlTx {
+  constructor(conn: DuckDBConnection, private readonly store: Store) {
+    super(conn);
+  }
+
+  afterCommit(hook: () => void): void {
+    this.store.afterCommit(hook);
+  }
+}
+
+/** Control statements on a DuckDB connection of the caller's. */
+export const controlSql = (conn: DuckDBConnection): ControlSql => new DuckDBControlSql(conn);
+
+/** The control transaction on a connection inside Store.transaction (the DuckDB analytical store's units). */
+export const controlTx = (store: Store, conn: DuckDBConnection): ControlTx => new DuckDBControlTx(conn, store);
+
+export class DuckDBControl implements ControlStore {
+  readonly dialect = duckdbDialect;
+  readonly shared = false;
+
+  constructor(readonly store: Store) {}
+
+  async all(sql: string, params: readonly ControlValue[] = []): Promise<ControlRow[]> {
+    return (await this.store.query(sql, bind(params))) as ControlRow[];
+  }
+
+  run(sql: string, params: readonly ControlValue[] = []): Promise<number> {
+    return this.transaction((tx) => tx.run(sql, params));
+  }
+
+  transaction<T>(fn: (tx: ControlTx) => Promise<T>): Promise<T> {
+    return this.store.transaction((conn) => fn(controlTx(this.store, conn)));
+  }
+
+  close(): Promise<void> {
+    return this.store.close();
+  }
+}
