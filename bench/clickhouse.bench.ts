@@ -1,6 +1,7 @@
 // The representative criteria on both analytical stores, one run: DuckDB (the default) and
 // ClickHouse (the embedded chDB, the same engine a cluster node runs), the same rows in each.
-//   npx tsx bench/clickhouse.bench.ts [--people N --events N --pageviews N]
+//   npx tsx bench/clickhouse.bench.ts [--people N --events N --pageviews N] [--prepare]
+// --prepare builds both copies of the dataset and stops (the 100 M one takes ~20 minutes).
 // The DuckDB file is the estimate bench's (bench/support/dataset.ts); the ClickHouse copy is loaded
 // once from it, keys and all, into data/bench/<sizes>.chdb.
 
@@ -14,6 +15,7 @@ import {
   CLICKHOUSE_QUERY_SETTINGS, clickhousePrinter, planCriteria, printCount, type SetPlan, validateCriteria,
 } from '../src/criteria/index.js';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
+import { reloadVisitorLinks } from '../src/store/clickhouse/links.js';
 import { clickhouseSchema, EVENT_INSERT_SETTINGS } from '../src/store/clickhouse/schema.js';
 import type { Store } from '../src/store/duckdb/db.js';
 import { propertyCatalog } from '../src/store/duckdb/properties.js';
@@ -24,12 +26,17 @@ const DATABASE = 'bench';
 const log = (line: string) => console.log(line);
 const ms = (n: number) => n.toFixed(n < 10 ? 2 : 1);
 
-const { sizes } = benchArgs();
+const { sizes, values } = benchArgs({ prepare: { type: 'boolean', default: false } });
 const { store } = await openBenchDatabase(sizes, log);
 const chdbPath = join('data', 'bench', `${sizeTag(sizes)}.chdb`);
 const fresh = !existsSync(chdbPath);
 const client = await connectClickHouse({ path: chdbPath, database: DATABASE });
 if (fresh) await loadClickHouse(store, client);
+if (values.prepare) {
+  await client.close();
+  await store.close();
+  process.exit(0);
+}
 
 log(`\nmachine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; node ${process.version}; chDB through @clickhouse/client`);
 log(`dataset: ${sizes.people.toLocaleString('en-US')} people, ${sizes.events.toLocaleString('en-US')} events, ${sizes.pageviews.toLocaleString('en-US')} page views\n`);
@@ -121,5 +128,7 @@ async function loadClickHouse(duck: Store, ch: ClickHouseClient): Promise<void> 
   } finally {
     await rm(dir, { recursive: true, force: true });
   }
+  // Every link is version 1, before the dictionary's cut: load them into it.
+  await reloadVisitorLinks({ client: ch, database: DATABASE });
   log(`loaded into ${chdbPath} in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 }

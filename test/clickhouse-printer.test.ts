@@ -11,7 +11,7 @@ import {
   printMembers,
 } from '../src/criteria/index.js';
 import { scanUses } from '../src/criteria/print/walker.js';
-import { clickhouseSchema } from '../src/store/clickhouse/schema.js';
+import { CLICKHOUSE_TABLES, clickhouseSchema, VISITOR_LINKS } from '../src/store/clickhouse/schema.js';
 import { Store } from '../src/store/duckdb/db.js';
 import { importDataset } from '../src/store/duckdb/import.js';
 import type { Dataset } from '../src/store/layout.js';
@@ -155,7 +155,7 @@ describe.skipIf(!chdb)('the ClickHouse dialect against DuckDB and the reference 
     expect(referenceProfiles(ds, { version: 1, root: did('typed', [v('is_set')]) }, AT).size).toBe(documents.length - 6);
   });
 
-  it('counts a relinked visitor for its newest person, before and after ClickHouse merges the versions', async () => {
+  it('counts a relinked visitor for its newest person, from the links dictionary, from links past its cut, and after ClickHouse merges the versions', async () => {
     const ds: Dataset = {
       persons: ['p1', 'p2'].map((person_id) => ({ person_id, external_id: null, email: null, name: null, traits: null, created_at: AT })),
       visitors: [{ visitor_id: 'v1', person_id: 'p1', first_seen_at: AT }, { visitor_id: 'v2', person_id: null, first_seen_at: AT }],
@@ -166,21 +166,34 @@ describe.skipIf(!chdb)('the ClickHouse dialect against DuckDB and the reference 
     const keys = await loadDataset(client, ws, ds);
     const criteria: AudienceCriteria = { version: 1, root: did('signup', []) };
     const members = async () => new Set((await rows<MemberRow>(clickhousePrinter.members(planCriteria(criteria, AT), ws))).map(profileOf));
-    const relink = async (links: Record<string, string | null>, version: number) => {
+    // `version` old (before the dictionary's cut: reloaded into it) or now in ns (past the cut: read from the table).
+    const relink = async (links: Record<string, string | null>, version: bigint, reload: boolean) => {
       const values = Object.entries(links).map(([visitor_id, person_id]) => ({ workspace_id: ws, visitor_key: keys.visitorKey.get(visitor_id),
-        visitor_id, person_key: person_id === null ? 0 : keys.personKey.get(person_id), version }));
+        visitor_id, person_key: person_id === null ? 0 : keys.personKey.get(person_id), version: String(version) }));
       await client.insert({ table: 'visitors', values, format: 'JSONEachRow' });
+      if (reload) await client.command({ query: `SYSTEM RELOAD DICTIONARY ${VISITOR_LINKS}` });
       ds.visitors = ds.visitors.map((v) => (v.visitor_id in links ? { ...v, person_id: links[v.visitor_id] ?? null } : v));
       return referenceProfiles({ ...ds }, criteria, AT);
     };
+    const now = () => BigInt(Date.now()) * 1_000_000n;
+    const dictionaryPeople = async () => Number((await rows<{ n: string }>({
+      sql: `SELECT count() AS n FROM ${DATABASE}.visitors FINAL WHERE workspace_id = {ws:String}
+        AND dictGetOrDefault('${DATABASE}.${VISITOR_LINKS}', 'person_key', toUInt64(visitor_key), toInt64(0)) != 0`, params: { ws } }))[0]!.n);
 
     expect(await members()).toEqual(new Set(['p1', 'v:v2']));
-    expect(await relink({ v1: 'p2', v2: 'p1' }, 3)).toEqual(await members());
+    expect(await dictionaryPeople()).toBe(1);
+    expect(await relink({ v1: 'p2', v2: 'p1' }, 3n, true)).toEqual(await members());
     expect(await members()).toEqual(new Set(['p2', 'p1']));
-    // Back to anonymous: the newest version is "no person" (0), not an older person.
-    expect(await relink({ v1: null }, 4)).toEqual(await members());
-    await client.command({ query: 'OPTIMIZE TABLE visitors FINAL' });
+    expect(await dictionaryPeople()).toBe(2);
+    // Past the cut, the table's newest row wins over the dictionary's, "no person" (0) included.
+    expect(await relink({ v1: null }, now(), false)).toEqual(await members());
     expect(await members()).toEqual(new Set(['v:v1', 'p1']));
+    expect(await relink({ v1: 'p1', v2: 'p2' }, now(), false)).toEqual(await members());
+    expect(await members()).toEqual(new Set(['p1', 'p2']));
+    expect(await relink({ v1: null }, now(), false)).toEqual(await members());
+    await client.command({ query: 'OPTIMIZE TABLE visitors FINAL' });
+    await client.command({ query: `SYSTEM RELOAD DICTIONARY ${VISITOR_LINKS}` });
+    expect(await members()).toEqual(new Set(['v:v1', 'p2']));
   });
 
   it('counts trees at the size limits: an or of 999 distinct leaves, and two ors sharing 200 of their 400 leaves', async () => {
@@ -228,12 +241,15 @@ describe.skipIf(!chdb)('the ClickHouse dialect against DuckDB and the reference 
       formatted.push(row!.f);
     }
     expect(formatted.every((f) => f.includes('ON CLUSTER analytics_cluster'))).toBe(true);
-    const single = clickhouseSchema({ database: DATABASE }).length - 1;
+    const single = CLICKHOUSE_TABLES.length;
     const local = formatted.filter((f) => /CREATE TABLE IF NOT EXISTS analytics\.\w+_local/.test(f));
     const distributed = formatted.filter((f) => f.includes("ENGINE = Distributed(analytics_cluster, analytics, ") && f.includes('cityHash64(workspace_id)'));
     expect(local).toHaveLength(single);
     expect(distributed).toHaveLength(single);
     expect(local.every((f) => /ENGINE = Replicated\w*MergeTree\('\/clickhouse\/tables\/\{shard\}\/\{database\}\/\{table\}', '\{replica\}'/.test(f))).toBe(true);
     expect(local.find((f) => f.includes('analytics.visitors_local'))).toContain("'{replica}', version)");
+    // The version index on the replicated table; the links dictionary on every node, over the Distributed table.
+    expect(formatted.filter((f) => /^ALTER TABLE analytics\.visitors_local ON CLUSTER analytics_cluster\s+\(?ADD INDEX IF NOT EXISTS version_minmax /.test(f))).toHaveLength(1);
+    expect(formatted.find((f) => f.startsWith(`CREATE DICTIONARY IF NOT EXISTS analytics.${VISITOR_LINKS} ON CLUSTER`))).toMatch(/FROM `?analytics`?\.`?visitors`? FINAL/);
   });
 });

@@ -25,6 +25,7 @@ import { Store } from '../src/store/duckdb/db.js';
 import { importDataset } from '../src/store/duckdb/import.js';
 import type { Dataset, EventRow } from '../src/store/layout.js';
 import { AT, criteriaArb, datasetArb, EVENT_NAMES } from './support/arbitraries.js';
+import { clickhouseSchema } from '../src/store/clickhouse/schema.js';
 import { CHDB_MISSING, DATABASE, type LoadedKeys, loadDataset, openChdb } from './support/clickhouse.js';
 
 const chdb = await openChdb();
@@ -62,11 +63,18 @@ interface Engines {
   close(): Promise<void>;
 }
 
-/** A DuckDB store (data and control) and a ClickHouse store (data in chDB, control in a DuckDB of its own). */
-async function openEngines(): Promise<Engines> {
+/**
+ * A DuckDB store (data and control) and a ClickHouse store (data in chDB, control in a DuckDB of its
+ * own). Each pair gets a ClickHouse database of its own: keys come from the pair's DuckDB, and one
+ * database holds the keys of one control store (the links dictionary is keyed by visitor key alone).
+ */
+async function openEngines(database: string): Promise<Engines> {
   const duck = await Store.open(':memory:', { threads: 1 });
   const control = new DuckDBControl(await Store.open(':memory:', { threads: 1 }));
-  const ctx = { client: chdb!.client, database: DATABASE, control };
+  for (const statement of clickhouseSchema({ database })) await chdb!.client.command({ query: statement });
+  // loadDataset names tables unqualified: chDB's one session keeps USE.
+  await chdb!.client.command({ query: `USE ${database}` });
+  const ctx = { client: chdb!.client, database, control };
   const dir = await mkdtemp(join(tmpdir(), 'clickhouse-store-'));
   return {
     duck, control, ctx, dir, duckdb: new DuckDBAnalytics(duck), clickhouse: new ClickHouseAnalytics(ctx, { connections: 2, queueMax: 2 }),
@@ -110,7 +118,7 @@ const publicRow = ({ profile: _, ...member }: MemberRow) => member;
 describe.skipIf(!chdb)('the ClickHouse store against the DuckDB store', () => {
   let e: Engines;
   beforeAll(async () => {
-    e = await openEngines();
+    e = await openEngines(DATABASE);
   });
   afterAll(() => e.close());
 
@@ -241,7 +249,7 @@ interface Side {
 describe.skipIf(!chdb)('refreshes and deliveries on ClickHouse against DuckDB', () => {
   let e: Engines;
   beforeAll(async () => {
-    e = await openEngines();
+    e = await openEngines('deliveries');
   });
   afterAll(() => e.close());
 
@@ -348,14 +356,14 @@ describe.skipIf(!chdb)('refreshes and deliveries on ClickHouse against DuckDB', 
 
     // Members and diffs are kept for the same snapshots; finished deliveries' work lists are gone.
     const stored = async (table: string) => (await (await chdb!.client.query({
-      query: `SELECT DISTINCT snapshot_id FROM ${DATABASE}.${table} WHERE workspace_id = {ws:String} ORDER BY snapshot_id`, query_params: { ws }, format: 'JSONEachRow',
+      query: `SELECT DISTINCT snapshot_id FROM ${e.ctx.database}.${table} WHERE workspace_id = {ws:String} ORDER BY snapshot_id`, query_params: { ws }, format: 'JSONEachRow',
     })).json<{ snapshot_id: unknown }>()).map((r) => Number(r.snapshot_id));
     for (const table of ['audience_members', 'audience_diffs']) {
       const kept = await e.duck.query(`SELECT DISTINCT snapshot_id FROM ${table} WHERE workspace_id = $1 ORDER BY snapshot_id`, [ws]);
       expect(await stored(table)).toEqual(kept.map((r) => Number(r.snapshot_id)));
     }
     const [{ n }] = await (await chdb!.client.query({
-      query: `SELECT count() AS n FROM ${DATABASE}.audience_delivery_items WHERE workspace_id = {ws:String}`, query_params: { ws }, format: 'JSONEachRow',
+      query: `SELECT count() AS n FROM ${e.ctx.database}.audience_delivery_items WHERE workspace_id = {ws:String}`, query_params: { ws }, format: 'JSONEachRow',
     })).json<{ n: unknown }>() as [{ n: unknown }];
     expect(Number(n)).toBe(0);
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { type ClickHouseClient, createClient } from '@clickhouse/client';
-import { clickhouseSchema, EVENT_INSERT_SETTINGS, propertyObjects } from '../../src/store/clickhouse/schema.js';
+import { clickhouseSchema, EVENT_INSERT_SETTINGS, propertyObjects, VISITOR_LINKS } from '../../src/store/clickhouse/schema.js';
 import type { Dataset } from '../../src/store/layout.js';
 
 export const CHDB_MISSING = 'ClickHouse tests skipped: chdb is not installed (`npm run chdb:install` installs it).';
@@ -97,6 +97,8 @@ export async function loadDataset(client: ClickHouseClient, ws: string, ds: Data
   const visitors = ds.visitors.map((v) => ({ workspace_id: ws, visitor_key: vk(v.visitor_id), visitor_id: v.visitor_id, person_key: pk(v.person_id) }));
   await insert('visitors', visitors.map((v, i) => ({ ...v, person_key: i % 2 === 0 ? pk(otherPerson(i)) : 0, version: 1 })));
   await insert('visitors', visitors.map((v) => ({ ...v, version: 2 })));
+  // Links of old versions: the dictionary must be reloaded to see them (store/clickhouse/links.ts).
+  await client.command({ query: `SYSTEM RELOAD DICTIONARY ${VISITOR_LINKS}` });
 
   // Events as written NDJSON, so each properties document reaches ClickHouse as the text it was.
   const events = ds.events.map((e) => `{${[

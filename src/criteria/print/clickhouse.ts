@@ -17,6 +17,7 @@
 import type { LeafScan, SetPlan, TimeRange } from '../plan.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX } from '../schema.js';
+import { VISITOR_LINKS } from '../../store/clickhouse/schema.js';
 import { anyOfSql, type LeafTests, planFormula, type SqlParam } from './walker.js';
 
 export type ClickHouseParam = SqlParam | number[];
@@ -41,6 +42,12 @@ class Params {
   /** A table of the analytical schema, qualified by the database when there is one. */
   table(name: string): string {
     return this.database === undefined ? name : `${quote(this.database)}.${name}`;
+  }
+
+  /** The links dictionary's name as dictGet reads it: a string literal (of configured identifiers), `db.name` unquoted. */
+  dictionary(): string {
+    const name = this.database === undefined ? VISITOR_LINKS : `${this.database}.${VISITOR_LINKS}`;
+    return `'${name.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
   }
 
   /** A placeholder for `value` read as `type`; equal values of a type share one. */
@@ -161,12 +168,14 @@ function current(table: string, key: string, columns: string[], w: string, param
 }
 
 /**
- * Visitors linked to a person now, among `candidates` when given (the visitors of rows without a
- * person): the only ones a row's profile needs looking up. Candidates are keys of the links' sort
- * key, so only their granules are read.
+ * The links of visitors changed after the links dictionary's cut (the key-0 entry, see
+ * store/clickhouse/schema.ts): the current row of each, unlinked ones included, since they override
+ * the dictionary. Only the newest parts' granules hold versions past the cut (a minmax index).
  */
-const linkedVisitors = (w: string, params: Params, candidates: string[] | undefined) => `(SELECT visitor_key, person_key
-      FROM ${current('visitors', 'visitor_key', ['person_key'], w, params, candidates?.join('\n      UNION ALL '))} WHERE person_key != 0)`;
+const recentLinks = (w: string, params: Params) => `(SELECT visitor_key, argMax(person_key, version) AS person_key
+      FROM ${params.table('visitors')}
+      WHERE workspace_id = ${w} AND version > toUInt64(dictGet(${params.dictionary()}, 'person_key', toUInt64(0)))
+      GROUP BY visitor_key)`;
 
 /**
  * A row's owner as one Int64: its person's key, else minus its visitor's (0: neither). Grouping by
@@ -229,36 +238,26 @@ function counted(owner: [expression: string, name: string][], source: string, le
     ARRAY JOIN arrayZip([${leaves.map((l) => l.n).join(', ')}], counts) AS t WHERE t.2 > 0`;
 }
 
-/** A row that counts for at least one of the leaves. */
+/** A row that counts for at least one of the leaves: the others add nothing, so they are not grouped. */
 const anyLeaf = (leaves: NumberedScan[], params: Params): string => `(${leaves.map((l) => condition(l.scan, params)).join(' OR ')})`;
 
-/**
- * Rows `(owner, leaf, n)` of the leaves, each table read once; and, when only
- * events are read, `candidates`: the visitors of events without a person (a superset of those a
- * profile looks up), so that the links read are theirs, not every link of the workspace.
- */
-function ownerRows(leaves: NumberedScan[], w: string, params: Params): { parts: string[]; candidates: string[] | undefined } {
+/** Rows `(owner, leaf, n)` of the leaves, each table read once. */
+function ownerRows(leaves: NumberedScan[], w: string, params: Params): string[] {
   const of = (...tables: LeafScan['table'][]) => leaves.filter((l) => tables.includes(l.scan.table));
   const ranges = (ls: NumberedScan[]) => ls.map((l) => ('range' in l.scan ? l.scan.range : { toExclusive: false }));
   const parts: string[] = [];
-  const candidates: string[] = [];
-  // Page views never carry a person, and customers' rows come through a join: a candidate list of
-  // theirs costs a second read of the table and measured slower than reading every link.
-  let unrestricted = false;
   const events = of('events');
   if (events.length > 0) {
     const names = [...new Set(events.map((l) => (l.scan as { name: string }).name))].map((n) => params.add(n, 'String'));
-    const where = [`e.workspace_id = ${w}`, `e.event_name IN (${names.join(', ')})`, ...hull('e.ts', ranges(events), params)];
+    const where = [`e.workspace_id = ${w}`, `e.event_name IN (${names.join(', ')})`, ...hull('e.ts', ranges(events), params), anyLeaf(events, params)];
     parts.push(counted([[owner('e.person_key', 'e.visitor_key'), 'owner']],
       `${params.table('events')} AS e\n      WHERE ${where.join(' AND ')}`, events, params));
-    candidates.push(`SELECT e.visitor_key FROM ${params.table('events')} AS e WHERE ${where.join(' AND ')} AND e.person_key = 0 AND ${anyLeaf(events, params)}`);
   }
   const pageviews = of('pageviews');
   if (pageviews.length > 0) {
-    const where = [`pv.workspace_id = ${w}`, ...hull('pv.ts', ranges(pageviews), params)];
+    const where = [`pv.workspace_id = ${w}`, ...hull('pv.ts', ranges(pageviews), params), anyLeaf(pageviews, params)];
     parts.push(counted([['-pv.visitor_key', 'owner']],
       `${params.table('pageviews')} AS pv\n      WHERE ${where.join(' AND ')}`, pageviews, params));
-    unrestricted = true;
   }
   const customers: string[] = [];
   const paymentEvents = of('payment_events');
@@ -281,9 +280,8 @@ function ownerRows(leaves: NumberedScan[], w: string, params: Params): { parts: 
     parts.push(`SELECT ${owner('c.person_key', 'c.visitor_key')} AS owner, o.leaf AS leaf, o.n AS n
     FROM (${customers.join('\n    UNION ALL ')}) AS o
       JOIN ${current('payment_customers', 'customer_id', ['person_key', 'visitor_key'], w, params)} AS c ON c.customer_id = o.customer_id`);
-    unrestricted = true;
   }
-  return { parts, candidates: unrestricted ? undefined : candidates };
+  return parts;
 }
 
 /** A count a profile's rows must have for a leaf, as `lo <= n <= hi` (or outside it, for `!=`); n >= 1 always. */
@@ -322,13 +320,16 @@ function profilesSql(plan: SetPlan, ws: string, params: Params): string {
     const [lo, hi, outside] = [0, 1, 2].map((i) => params.add(ranges.map((r) => r[i]!), 'Array(Int64)'));
     having.push(`(n BETWEEN ${lo}[leaf + 1] AND ${hi}[leaf + 1]) != ${outside}[leaf + 1]`);
   }
-  const { parts, candidates } = ownerRows(leaves.map((scan, n) => ({ n, scan })), w, params);
+  const parts = ownerRows(leaves.map((scan, n) => ({ n, scan })), w, params);
+  // An anonymous owner's person (owner < 0; 0 is nobody, and key 0 of the dictionary is its cut): its
+  // recent link when it has one (a miss reads visitor_key 0), else the dictionary's.
+  const linked = `if(l.visitor_key != 0, l.person_key, dictGetOrDefault(${params.dictionary()}, 'person_key', toUInt64(-o.owner), toInt64(0)))`;
   return `SELECT profile FROM (SELECT profile, groupArray(leaf) AS leaves FROM (
-    SELECT if(o.owner > 0, o.owner, if(l.person_key != 0, l.person_key, o.owner)) AS profile, o.leaf AS leaf, sum(o.n) AS n
+    SELECT if(o.owner >= 0, o.owner, if(${linked} != 0, ${linked}, o.owner)) AS profile, o.leaf AS leaf, sum(o.n) AS n
     FROM (
     ${parts.join('\n    UNION ALL ')}
     ) AS o
-      LEFT JOIN ${linkedVisitors(w, params, candidates)} AS l ON l.visitor_key = -o.owner
+      LEFT JOIN ${recentLinks(w, params)} AS l ON l.visitor_key = -o.owner
     GROUP BY profile, leaf
     HAVING ${having.join(' AND ')}
   ) GROUP BY profile)

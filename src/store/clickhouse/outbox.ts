@@ -11,6 +11,7 @@
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import type { ClickHouseContext } from './context.js';
+import { holdsLateLinks, reloadVisitorLinks } from './links.js';
 import { refusedValue } from './refused.js';
 import { EVENT_INSERT_SETTINGS } from './schema.js';
 import type { ControlTx } from '../control/store.js';
@@ -149,6 +150,7 @@ export class Outbox {
     try {
       await Promise.all([...batch.bodies].filter(([table]) => !batch.stored.has(table)).map(async ([table, body]) => {
         await this.insert(table, body, `${batch.token}:${table}`);
+        if (table === 'visitors' && holdsLateLinks(body)) await reloadVisitorLinks(this.ctx);
         batch.stored.add(table);
       }));
       await this.ctx.control.run('DELETE FROM analytics_outbox WHERE token = $1', [batch.token]);

@@ -16,7 +16,19 @@ export interface ClickHouseSchemaOptions {
   database: string;
   /** The cluster name of `ON CLUSTER`; unset: a single node. */
   cluster?: string;
+  /** How old a link must be to be loaded into the links dictionary (VISITOR_LINKS_LAG_S unless given). */
+  linkLagSeconds?: number;
 }
+
+/**
+ * The visitor → person links dictionary (criteria/print/clickhouse.ts reads it): every current link
+ * whose version is older than this lag when the dictionary loads, plus, under key 0, that cut
+ * (versions are ns of the writer's clock). Links newer than the cut are read from the table beside
+ * it, so the lag only has to cover the time between a link's version and its row landing (a unit's
+ * commit and insert; the outbox sweeper reloads the dictionary after a late insert).
+ */
+export const VISITOR_LINKS_LAG_S = 600;
+export const VISITOR_LINKS = 'visitor_links';
 
 const TS = "DateTime64(6, 'UTC')";
 
@@ -29,6 +41,8 @@ interface TableSpec {
   partitionBy?: string;
   /** Batched appends: a retried batch with the same insert_deduplication_token is stored once. */
   appendOnly?: boolean;
+  /** Data-skipping indexes, `name expression TYPE type GRANULARITY n`. */
+  indexes?: string[];
 }
 
 const TABLES: readonly TableSpec[] = [
@@ -84,6 +98,8 @@ const TABLES: readonly TableSpec[] = [
     version UInt64`,
     engine: 'ReplacingMergeTree(version)',
     orderBy: '(workspace_id, visitor_key)',
+    // The links past the dictionary's cut are read by version: only the newest parts' granules.
+    indexes: ['version_minmax version TYPE minmax GRANULARITY 1'],
   },
   {
     // The identity fields a members list shows (the persons themselves stay in the control store).
@@ -245,17 +261,37 @@ export function clickhouseSchema(options: ClickHouseSchemaOptions): string[] {
   const onCluster = options.cluster === undefined ? '' : ` ON CLUSTER ${quote(options.cluster)}`;
   const statements = [`CREATE DATABASE IF NOT EXISTS ${db}${onCluster}`];
   for (const t of TABLES) {
+    const stored = options.cluster === undefined ? t.name : `${t.name}_local`;
     if (options.cluster === undefined) {
       // Non-replicated MergeTree deduplicates retried inserts only within this window.
       statements.push(createTable(t, `${db}.${quote(t.name)}`, t.engine, '', t.appendOnly ? ['non_replicated_deduplication_window = 1000'] : []));
-      continue;
+    } else {
+      statements.push(createTable(t, `${db}.${quote(stored)}`, replicated(t.engine), onCluster, []));
+      statements.push(`CREATE TABLE IF NOT EXISTS ${db}.${quote(t.name)}${onCluster} AS ${db}.${quote(stored)}
+ENGINE = Distributed(${quote(options.cluster)}, ${db}, ${quote(stored)}, cityHash64(workspace_id))`);
     }
-    const local = `${t.name}_local`;
-    statements.push(createTable(t, `${db}.${quote(local)}`, replicated(t.engine), onCluster, []));
-    statements.push(`CREATE TABLE IF NOT EXISTS ${db}.${quote(t.name)}${onCluster} AS ${db}.${quote(local)}
-ENGINE = Distributed(${quote(options.cluster)}, ${db}, ${quote(local)}, cityHash64(workspace_id))`);
+    // Added after the table, so that a schema created before an index gets it.
+    for (const index of t.indexes ?? []) statements.push(`ALTER TABLE ${db}.${quote(stored)}${onCluster} ADD INDEX IF NOT EXISTS ${index}`);
   }
+  statements.push(visitorLinksDictionary(db, onCluster, options.linkLagSeconds ?? VISITOR_LINKS_LAG_S));
   return statements;
+}
+
+/**
+ * The links dictionary: loaded from the (Distributed, on a cluster) visitors table, so every node
+ * holds every link it may be asked for (~35 bytes a link); reloaded in the background every one to
+ * two minutes, which moves its cut forward.
+ */
+function visitorLinksDictionary(db: string, onCluster: string, lagSeconds: number): string {
+  if (!Number.isInteger(lagSeconds) || lagSeconds < 0) throw new Error(`link lag ${lagSeconds} is not a whole number of seconds`);
+  const cut = `toUInt64(toUnixTimestamp(now()) - ${lagSeconds}) * 1000000000`;
+  const source = `SELECT toUInt64(visitor_key) AS visitor_key, person_key FROM ${db}.visitors FINAL WHERE person_key != 0 AND version <= ${cut}
+    UNION ALL SELECT toUInt64(0), toInt64(${cut})`;
+  return `CREATE DICTIONARY IF NOT EXISTS ${db}.${VISITOR_LINKS}${onCluster} (visitor_key UInt64, person_key Int64)
+PRIMARY KEY visitor_key
+SOURCE(CLICKHOUSE(QUERY '${source.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'))
+LAYOUT(HASHED())
+LIFETIME(MIN 60 MAX 120)`;
 }
 
 /**
