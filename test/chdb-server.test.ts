@@ -68,6 +68,15 @@ describe.skipIf(!CHDB_INSTALLED)('chdb-server', () => {
     // A later statement naming a parameter it does not send fails, as on a server.
     expect(await rows('SELECT {p:String} AS p', { p: 'sent' })).toEqual([{ p: 'sent' }]);
     expect(await failure(() => rows('SELECT {p:String} AS p'))).toBeInstanceOf(ClickHouseError);
+    // Requests sent at once each get their own, queued on the one session.
+    const many = await Promise.all(Array.from({ length: 40 }, async (_, i) => {
+      const result = await client.query({
+        query: "SELECT {i:UInt32} AS i, toUInt32(getSetting('max_execution_time')) AS s", query_params: { i }, format: 'JSONEachRow',
+        clickhouse_settings: i % 2 === 0 ? { max_execution_time: 100 + i } : {},
+      });
+      return (await result.json())[0];
+    }));
+    expect(many).toEqual(Array.from({ length: 40 }, (_, i) => ({ i, s: i % 2 === 0 ? 100 + i : 0 })));
   });
 
   it('stores an insert retried with its deduplication token once, and the next insert without a token', async () => {
