@@ -54,11 +54,11 @@ describe.skipIf(!CHDB_INSTALLED)('chdb-server', () => {
   it('binds {name:Type} parameters from the text the client sends, whatever they hold', async () => {
     const text = "it's a \\ back\tslash\nand 'quotes' — ünïcode";
     const [row] = await rows<Record<string, unknown>>(
-      `SELECT {s:String} AS s, {list:Array(String)} AS list, {none:Nullable(String)} AS none, toInt32({n:Int64} + 1) AS n,
+      `SELECT {s:String} AS s, {list:Array(String)} AS list, {none:Nullable(String)} AS none, toInt32({n:Int64} + 1) AS n, {n:Int64} AS quoted,
         toFloat64(toUnixTimestamp64Milli({at:DateTime64(3)})) AS at, {name:Identifier} AS ident FROM (SELECT 7 AS seven)`,
       { s: text, list: [text, 'b'], none: null, n: 41, at: new Date(Date.UTC(2026, 0, 2, 3, 4, 5, 678)), name: 'seven' },
     );
-    expect(row).toEqual({ s: text, list: [text, 'b'], none: null, n: 42, at: Date.UTC(2026, 0, 2, 3, 4, 5, 678), ident: 7 });
+    expect(row).toEqual({ s: text, list: [text, 'b'], none: null, n: 42, quoted: '41', at: Date.UTC(2026, 0, 2, 3, 4, 5, 678), ident: 7 });
   });
 
   it('keeps settings and parameters to their request', async () => {

@@ -17,7 +17,8 @@
 //   one), `default_format` (or X-ClickHouse-Format; TabSeparated unless given), `param_<name>`
 //   query parameters bound by the engine from their text as a server binds them, and every other
 //   URL parameter as a setting of that request alone (`wait_end_of_query` is what this server
-//   always does: the answer is complete before it is sent).
+//   always does: the answer is complete before it is sent). JSON formats quote 64-bit integers, as
+//   a server's default does (chDB's does not).
 // - The answer: the engine's bytes in the statement's format, X-ClickHouse-Summary (chDB reports
 //   the result's rows and bytes only: they stand for the read ones too, and for the written ones of
 //   an INSERT; an async insert reports none). An error: HTTP 500 whatever the code (a server
@@ -60,7 +61,7 @@ interface ChdbSession {
 }
 
 interface ChdbModule {
-  Session: new (path: string) => ChdbSession;
+  Session: new (path: string, options: { connectionArgs: string[] }) => ChdbSession;
   drainPending(): Promise<void>;
 }
 
@@ -175,7 +176,8 @@ class Engine {
 
   static async open(dataPath: string): Promise<Engine> {
     const chdb = (await import('chdb' as string)) as ChdbModule;
-    const engine = new Engine(chdb, new chdb.Session(dataPath));
+    // A server's default where chDB's differs in what clients read: 64-bit integers quoted in JSON.
+    const engine = new Engine(chdb, new chdb.Session(dataPath, { connectionArgs: ['--output_format_json_quote_64bit_integers=1'] }));
     const settings = await engine.session.queryAsync('SELECT name, changed, value FROM system.settings', { format: 'JSONEachRow' });
     for (const line of settings.text().split('\n')) {
       if (line === '') continue;
