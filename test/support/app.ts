@@ -25,6 +25,8 @@ export interface TestAppOptions extends StoreOptions {
   engine?: AnalyticsEngine;
   /** On ClickHouse, the database of an app before (a restart on the same data); a new one unless given. */
   clickhouseDatabase?: string;
+  /** On ClickHouse, a server to reach over HTTP (test/support/chdb-server.ts); the in-process chDB unless given. */
+  clickhouseUrl?: string;
   budgetMs?: number;
   at?: Date;
   /** A moving clock, for tests that let time pass; `at` fixes it instead. */
@@ -40,7 +42,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     ...options, analyticsStore: engine, databasePath: options.path ?? ':memory:',
     // chDB holds one data directory per process: each app gets a database of its own in it.
     clickhouse: engine === 'clickhouse'
-      ? { path: ':memory:', database: options.clickhouseDatabase ?? `test_${randomUUID().replaceAll('-', '')}` }
+      ? { path: ':memory:', url: options.clickhouseUrl, database: options.clickhouseDatabase ?? `test_${randomUUID().replaceAll('-', '')}` }
       : undefined,
   });
   const store = stores.duckdb!;
