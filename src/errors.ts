@@ -21,6 +21,10 @@ export const ERRORS = {
   internal: { status: 500, message: 'internal error' },
   unavailable: { status: 503, message: 'the service is shutting down' },
   overloaded: { status: 503, message: 'too many estimates at once; retry shortly' },
+  analytics_delayed: {
+    status: 503,
+    message: 'the request was stored, but the analytical store has not acknowledged its rows yet; they are kept and inserted as soon as it does (a retry with the same message_id is stored once)',
+  },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof ERRORS;

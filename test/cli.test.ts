@@ -15,7 +15,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateFixtures } from '../fixtures/generate.js';
 import { keysCollide, parquetSource } from '../src/store/duckdb/attach.js';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
-import { CLICKHOUSE_TABLES } from '../src/store/clickhouse/schema.js';
+import { CLICKHOUSE_TABLES, VISITOR_LINKS } from '../src/store/clickhouse/schema.js';
 import { Store } from '../src/store/duckdb/db.js';
 import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
@@ -621,8 +621,10 @@ describe('migrate', () => {
     }
     const client = await connectClickHouse({ path: chPath, database: 'migrated' });
     try {
-      const tables = await client.query({ query: 'SELECT name FROM system.tables WHERE database = {db:String} ORDER BY name', query_params: { db: 'migrated' }, format: 'JSONEachRow' });
-      expect((await tables.json<{ name: string }>()).map((r) => r.name)).toEqual([...CLICKHOUSE_TABLES].sort());
+      const tables = await client.query({ query: 'SELECT name, engine FROM system.tables WHERE database = {db:String} ORDER BY name', query_params: { db: 'migrated' }, format: 'JSONEachRow' });
+      const found = await tables.json<{ name: string; engine: string }>();
+      expect(found.filter((t) => t.engine !== 'Dictionary').map((t) => t.name)).toEqual([...CLICKHOUSE_TABLES].sort());
+      expect(found.filter((t) => t.engine === 'Dictionary').map((t) => t.name)).toEqual([VISITOR_LINKS]);
     } finally {
       await client.close();
     }

@@ -10,6 +10,7 @@
 
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
+import { AppError } from '../../errors.js';
 import type { ClickHouseContext } from './context.js';
 import { holdsLateLinks, reloadVisitorLinks } from './links.js';
 import { refusedValue } from './refused.js';
@@ -139,9 +140,12 @@ export class Outbox {
     }
   }
 
-  private kept(err: unknown): Error {
-    const reason = err instanceof Error ? err.message.split('\n')[0] : String(err);
-    return new Error(`ClickHouse did not store the rows of a committed unit of work (${reason}); they are kept and inserted again later`);
+  /**
+   * The unit's control rows are committed and its analytical rows kept here: 503 saying so, not a
+   * plain 500. ClickHouse's own message stays out of the answer (it can quote the statement).
+   */
+  private kept(err: unknown): AppError {
+    return Object.assign(new AppError('analytics_delayed'), { cause: err });
   }
 
   private async insertOnce(batch: Batch): Promise<void> {
