@@ -227,9 +227,16 @@ function hull(column: string, ranges: TimeRange[], params: Params): string[] {
 
 /**
  * Rows `(owner…, leaf, n)`: for each owner, the number `n` of its rows of `source` that count for
- * each leaf, zeros left out. The table is read once for all its leaves.
+ * each leaf, zeros left out. The table is read once for all its leaves; `source` keeps only the
+ * rows that count for some leaf (anyLeaf).
  */
 function counted(owner: [expression: string, name: string][], source: string, leaves: NumberedScan[], params: Params): string {
+  // The source keeps only rows counting for some leaf (anyLeaf): with one leaf, every row counts.
+  if (leaves.length === 1) {
+    return `SELECT ${owner.map(([e, name]) => `${e} AS ${name}`).join(', ')}, ${leaves[0]!.n} AS leaf, count() AS n
+      FROM ${source}
+      GROUP BY ${owner.map(([e]) => e).join(', ')}`;
+  }
   const counts = leaves.map((l) => `countIf(${condition(l.scan, params)})`).join(',\n        ');
   return `SELECT ${owner.map(([, name]) => name).join(', ')}, t.1 AS leaf, t.2 AS n FROM (
       SELECT ${owner.map(([e, name]) => `${e} AS ${name}`).join(', ')}, [${counts}] AS counts
@@ -267,13 +274,14 @@ function ownerRows(leaves: NumberedScan[], w: string, params: Params): string[] 
     // FINAL leaves out an event whose current version is withdrawn (ReplacingMergeTree's is_deleted column).
     const rows = `(SELECT kind, customer_id, ts FROM ${params.table('payment_events')} FINAL
       WHERE workspace_id = ${w} AND kind IN (${kinds.join(', ')}))`;
-    customers.push(counted([['x.customer_id', 'customer_id']], `${rows} AS x`, paymentEvents, params));
+    customers.push(counted([['x.customer_id', 'customer_id']], `${rows} AS x WHERE ${anyLeaf(paymentEvents, params)}`, paymentEvents, params));
   }
   for (const [table, entity] of [['subscriptions', 'subscription'], ['invoices', 'invoice']] as const) {
     const state = of(table);
     if (state.length === 0) continue;
     const rows = current(table, `${entity}_id`, ['customer_id', ...Object.keys(PAYMENTS_FIELDS[entity])], w, params);
-    customers.push(counted([['x.customer_id', 'customer_id']], `${rows} AS x`, state, params));
+    // Filtered after FINAL (the current row of each key first): a WHERE, never a PREWHERE, here.
+    customers.push(counted([['x.customer_id', 'customer_id']], `${rows} AS x WHERE ${anyLeaf(state, params)}`, state, params));
   }
   if (customers.length > 0) {
     // Payments rows belong to their customer's person, else to its visitor's.
