@@ -332,12 +332,15 @@ function profilesSql(plan: SetPlan, ws: string, params: Params): string {
   // An anonymous owner's person (owner < 0; 0 is nobody, and key 0 of the dictionary is its cut): its
   // recent link when it has one (a miss reads visitor_key 0), else the dictionary's.
   const linked = `if(l.visitor_key != 0, l.person_key, dictGetOrDefault(${params.dictionary()}, 'person_key', toUInt64(-o.owner), toInt64(0)))`;
-  return `SELECT profile FROM (SELECT profile, groupArray(leaf) AS leaves FROM (
-    SELECT if(o.owner >= 0, o.owner, if(${linked} != 0, ${linked}, o.owner)) AS profile, o.leaf AS leaf, sum(o.n) AS n
+  const profiles = `SELECT if(o.owner >= 0, o.owner, if(${linked} != 0, ${linked}, o.owner)) AS profile, o.leaf AS leaf, sum(o.n) AS n
     FROM (
     ${parts.join('\n    UNION ALL ')}
     ) AS o
-      LEFT JOIN ${recentLinks(w, params)} AS l ON l.visitor_key = -o.owner
+      LEFT JOIN ${recentLinks(w, params)} AS l ON l.visitor_key = -o.owner`;
+  // A plan that is one leaf: its profiles, without gathering leaves per profile.
+  if (formula === LEAVES_OF_PROFILE.any([0])) return `SELECT profile FROM (${profiles}\n    GROUP BY profile, leaf\n    HAVING ${having.join(' AND ')})`;
+  return `SELECT profile FROM (SELECT profile, groupArray(leaf) AS leaves FROM (
+    ${profiles}
     GROUP BY profile, leaf
     HAVING ${having.join(' AND ')}
   ) GROUP BY profile)
