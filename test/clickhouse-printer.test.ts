@@ -233,7 +233,7 @@ describe.skipIf(!chdb)('the ClickHouse dialect against DuckDB and the reference 
   });
 
   it('writes cluster DDL the engine parses: replicated local tables behind Distributed ones sharded by workspace', async () => {
-    const statements = clickhouseSchema({ database: DATABASE, cluster: 'analytics_cluster' });
+    const statements = clickhouseSchema({ database: DATABASE, cluster: 'analytics_cluster', dictionarySource: { username: 'svc', password: "p'w\\" } });
     const formatted: string[] = [];
     for (const statement of statements) {
       const [row] = await (await client.query({ query: 'SELECT formatQuery({q:String}) AS f', query_params: { q: statement }, format: 'JSONEachRow' }))
@@ -250,6 +250,9 @@ describe.skipIf(!chdb)('the ClickHouse dialect against DuckDB and the reference 
     expect(local.find((f) => f.includes('analytics.visitors_local'))).toContain("'{replica}', version)");
     // The version index on the replicated table; the links dictionary on every node, over the Distributed table.
     expect(formatted.filter((f) => /^ALTER TABLE analytics\.visitors_local ON CLUSTER analytics_cluster\s+\(?ADD INDEX IF NOT EXISTS version_minmax /.test(f))).toHaveLength(1);
-    expect(formatted.find((f) => f.startsWith(`CREATE DICTIONARY IF NOT EXISTS analytics.${VISITOR_LINKS} ON CLUSTER`))).toMatch(/FROM `?analytics`?\.`?visitors`? FINAL/);
+    const dictionary = formatted.find((f) => f.startsWith(`CREATE DICTIONARY IF NOT EXISTS analytics.${VISITOR_LINKS} ON CLUSTER`));
+    expect(dictionary).toMatch(/FROM `?analytics`?\.`?visitors`? FINAL/);
+    // The service's own login for the dictionary's source, quoted as literals.
+    expect(dictionary).toContain("USER 'svc' PASSWORD 'p\\'w\\\\'");
   });
 });

@@ -51,7 +51,7 @@ export async function openStores(options: StoresOptions): Promise<Stores> {
     const clickhouse = options.clickhouse ?? DEFAULT_CLICKHOUSE;
     const client = await connectClickHouse(clickhouse);
     const ctx = { client, database: clickhouse.database, cluster: clickhouse.cluster, control };
-    await migrateClickHouse(ctx);
+    await migrateClickHouse(ctx, { username: clickhouse.username, password: clickhouse.password });
     const analytics = new ClickHouseAnalytics(ctx, { connections: options.estimateConnections, queueMax: options.estimateQueueMax });
     return {
       control,

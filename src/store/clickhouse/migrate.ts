@@ -4,8 +4,12 @@
 import type { ClickHouseContext } from './context.js';
 import { clickhouseSchema } from './schema.js';
 
-export async function migrateClickHouse(ctx: Pick<ClickHouseContext, 'client' | 'database' | 'cluster'>): Promise<void> {
-  for (const statement of clickhouseSchema({ database: ctx.database, cluster: ctx.cluster })) {
+/** `source`: the credentials the links dictionary reads the visitors table with (the service's own; unset: `default`). */
+export async function migrateClickHouse(
+  ctx: Pick<ClickHouseContext, 'client' | 'database' | 'cluster'>,
+  source: { username?: string; password?: string } = {},
+): Promise<void> {
+  for (const statement of clickhouseSchema({ database: ctx.database, cluster: ctx.cluster, dictionarySource: source })) {
     await ctx.client.command({ query: statement });
   }
 }

@@ -18,6 +18,11 @@ export interface ClickHouseSchemaOptions {
   cluster?: string;
   /** How old a link must be to be loaded into the links dictionary (VISITOR_LINKS_LAG_S unless given). */
   linkLagSeconds?: number;
+  /**
+   * The user the links dictionary reads the visitors table as (a server's dictionary source logs in
+   * like a client; ClickHouse hides the password in SHOW CREATE). Unset: `default`.
+   */
+  dictionarySource?: { username?: string; password?: string };
 }
 
 /**
@@ -233,6 +238,9 @@ const TABLES: readonly TableSpec[] = [
 /** The analytical tables' names, as the criteria queries read them (Distributed ones on a cluster). */
 export const CLICKHOUSE_TABLES: readonly string[] = TABLES.map((t) => t.name);
 
+/** A string literal of configured text (a query, credentials). */
+const literal = (text: string) => `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+
 const quote = (identifier: string) => `\`${identifier.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``;
 
 /** `ReplacingMergeTree(version)` → `ReplicatedReplacingMergeTree('<zk path>', '{replica}', version)`. */
@@ -273,7 +281,7 @@ ENGINE = Distributed(${quote(options.cluster)}, ${db}, ${quote(stored)}, cityHas
     // Added after the table, so that a schema created before an index gets it.
     for (const index of t.indexes ?? []) statements.push(`ALTER TABLE ${db}.${quote(stored)}${onCluster} ADD INDEX IF NOT EXISTS ${index}`);
   }
-  statements.push(visitorLinksDictionary(db, onCluster, options.linkLagSeconds ?? VISITOR_LINKS_LAG_S));
+  statements.push(visitorLinksDictionary(db, onCluster, options.linkLagSeconds ?? VISITOR_LINKS_LAG_S, options.dictionarySource ?? {}));
   return statements;
 }
 
@@ -282,14 +290,14 @@ ENGINE = Distributed(${quote(options.cluster)}, ${db}, ${quote(stored)}, cityHas
  * holds every link it may be asked for (~35 bytes a link); reloaded in the background every one to
  * two minutes, which moves its cut forward.
  */
-function visitorLinksDictionary(db: string, onCluster: string, lagSeconds: number): string {
+function visitorLinksDictionary(db: string, onCluster: string, lagSeconds: number, login: { username?: string; password?: string }): string {
   if (!Number.isInteger(lagSeconds) || lagSeconds < 0) throw new Error(`link lag ${lagSeconds} is not a whole number of seconds`);
   const cut = `toUInt64(toUnixTimestamp(now()) - ${lagSeconds}) * 1000000000`;
   const source = `SELECT toUInt64(visitor_key) AS visitor_key, person_key FROM ${db}.visitors FINAL WHERE person_key != 0 AND version <= ${cut}
     UNION ALL SELECT toUInt64(0), toInt64(${cut})`;
   return `CREATE DICTIONARY IF NOT EXISTS ${db}.${VISITOR_LINKS}${onCluster} (visitor_key UInt64, person_key Int64)
 PRIMARY KEY visitor_key
-SOURCE(CLICKHOUSE(QUERY '${source.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'))
+SOURCE(CLICKHOUSE(QUERY ${literal(source)}${login.username === undefined ? '' : ` USER ${literal(login.username)}`}${login.password === undefined ? '' : ` PASSWORD ${literal(login.password)}`}))
 LAYOUT(HASHED())
 LIFETIME(MIN 60 MAX 120)`;
 }
