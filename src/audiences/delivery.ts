@@ -3,10 +3,15 @@
 // failing go out with the next one. At least once: a pending delivery is written with its snapshot
 // (same transaction), pages are acknowledged one by one, and a restart resumes at the next page. One
 // run per destination at a time; destinations never wait for each other, only for a request slot
-// (slots.ts). Every HTTP attempt is logged. stop() aborts requests and backoff sleeps at once.
+// (slots.ts), in this process and across the processes sharing the control store (a lease per
+// destination: a node killed mid-delivery leaves it to another once the lease expires, which resumes
+// at the first unacknowledged page). Every HTTP attempt is logged. stop() aborts requests and backoff
+// sleeps at once.
 
+import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { type DeliveryRow, getAudience, pendingDeliveries, recordAttempt } from '../store/control/audiences.js';
+import { type HeldLease, LEASE_DEFAULTS, type LeaseOptions, withLease } from '../store/control/leases.js';
 import type { Stores } from '../store/open.js';
 import { googleDriver, metaDriver } from './destinations/ads.js';
 import type { Driver, DriverConfig, HttpRequest, HttpResponse, Send } from './destinations/driver.js';
@@ -38,6 +43,8 @@ export interface DeliveryConfig extends DriverConfig {
   allowPrivateDestinations?: boolean;
   /** Requests open at once, all destinations together. */
   maxConcurrentRequests: number;
+  /** The lease a destination's deliveries are made under (LEASE_DEFAULTS unless given). */
+  lease?: LeaseOptions;
   /** Requests open at once for one workspace's destinations (a share of maxConcurrentRequests). */
   maxConcurrentRequestsPerWorkspace: number;
   /** Time limit of making a delivery's work list (its snapshot against what the destination acknowledged). */
@@ -45,7 +52,7 @@ export interface DeliveryConfig extends DriverConfig {
   onError?: (err: unknown) => void;
 }
 
-/** The service is stopping: the delivery stays pending and resumes at the next start. */
+/** The service is stopping, or the lease was lost: the delivery stays pending and resumes later (here or elsewhere). */
 class Stopped extends Error {}
 
 const retryable = (status: number) => status === 429 || status >= 500;
@@ -64,6 +71,7 @@ export class Deliverer {
   private readonly slots: Slots;
   /** Aborted by stop(): requests in flight, backoff sleeps and waits for a slot end at once. */
   private readonly stopping = new AbortController();
+  private readonly holder = `deliverer:${randomUUID()}`;
 
   constructor(private readonly stores: Stores, private readonly config: DeliveryConfig) {
     this.client = new DestinationClient({ timeoutMs: config.requestTimeoutMs, allowPrivate: config.allowPrivateDestinations ?? false });
@@ -113,7 +121,10 @@ export class Deliverer {
     const run = (async () => {
       do {
         this.again.delete(key);
-        await this.run(ws, audienceId, destinationId);
+        // Another process delivering to this destination keeps going until it has nothing pending.
+        const ran = await withLease(this.stores.control, `deliver:${key}`, this.holder, this.config.lease ?? LEASE_DEFAULTS,
+          (lease) => this.run(ws, audienceId, destinationId, lease));
+        if (!ran) return;
       } while (this.again.has(key) && !this.stopped);
     })().catch((err) => this.config.onError?.(err)).finally(() => this.runs.delete(key));
     this.runs.set(key, run);
@@ -125,8 +136,8 @@ export class Deliverer {
    * of the latest snapshot is started, superseding older ones whose changes it carries. Each ends
    * delivered, failed or canceled, or the run stops with the service.
    */
-  private async run(ws: string, audienceId: string, destinationId: string): Promise<void> {
-    while (!this.stopped) {
+  private async run(ws: string, audienceId: string, destinationId: string, lease: HeldLease): Promise<void> {
+    while (!this.stopped && !lease.lost) {
       const audience = await getAudience(this.stores.control, ws, audienceId);
       if (!audience) return;
       const destination = storedDestinations(audience).find((d) => d.id === destinationId);
@@ -138,7 +149,7 @@ export class Deliverer {
       }
       const driver = DRIVERS[destination.type] as Driver<Destination>;
       const delivery = pending.find((d) => d.page_count !== null) ?? await this.start(latest(pending), driver);
-      if (delivery) await this.deliverOne(destination, driver, delivery);
+      if (delivery) await this.deliverOne(destination, driver, delivery, lease);
     }
   }
 
@@ -152,10 +163,11 @@ export class Deliverer {
     }
   }
 
-  private async deliverOne(destination: Destination, driver: Driver<Destination>, delivery: DeliveryRow): Promise<void> {
+  private async deliverOne(destination: Destination, driver: Driver<Destination>, delivery: DeliveryRow, lease: HeldLease): Promise<void> {
     let { next_page: page, skipped } = delivery;
     try {
       for (; page < delivery.page_count!; page++) {
+        if (lease.lost) throw new Stopped();
         const members = await this.stores.analytics.deliveryPage(delivery, page);
         const send = this.sender(delivery, page);
         const result = await driver.deliverPage(destination, { audienceId: delivery.audience_id, snapshotId: delivery.snapshot_id, page, members }, send, this.config);

@@ -43,9 +43,9 @@ export class Scheduler {
   }
 
   private async run(now: Date): Promise<void> {
+    // Every node ticks; the refresher's lease and its due check make each due audience refresh once.
     for (const { workspace_id, audience_id } of await dueAudiences(this.store, now)) {
-      if (this.refresher.isRunning(audience_id)) continue;
-      await this.refresher.refresh(workspace_id, audience_id, now).catch((err) => this.options.onError?.(err));
+      await this.refresher.refreshIfDue(workspace_id, audience_id, now).catch((err) => this.options.onError?.(err));
     }
     // Deliveries go on in the background: a receiver that hangs or backs off never delays the
     // next tick's refreshes (the deliverer keeps one run per destination, in bounded request slots).

@@ -98,6 +98,11 @@ export async function dueAudiences(store: ControlStore, now: Date): Promise<{ wo
   return rows as { workspace_id: string; audience_id: string }[];
 }
 
+/** Whether the audience is still due at `now` (another node may have refreshed it since the list was read). */
+export async function isDue(store: ControlSql, ws: string, id: string, now: Date): Promise<boolean> {
+  return (await store.all('SELECT 1 FROM audiences WHERE workspace_id = $1 AND audience_id = $2 AND next_refresh_at <= $3', [ws, id, now])).length === 1;
+}
+
 /** The audience's current snapshot (null: none yet); fails when the audience was deleted meanwhile. */
 export async function currentSnapshot(tx: ControlSql, ws: string, id: string): Promise<number | null> {
   const current = await one(tx, 'SELECT snapshot_id FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);

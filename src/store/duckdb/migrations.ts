@@ -345,4 +345,12 @@ export const MIGRATIONS: readonly string[] = [
     created_at TIMESTAMP NOT NULL
   );
   `,
+  // Leases of work done by one process at a time (store/control/leases.ts).
+  `
+  CREATE TABLE leases (
+    name VARCHAR PRIMARY KEY,
+    holder VARCHAR NOT NULL,
+    expires_at TIMESTAMP NOT NULL
+  );
+  `,
 ];
