@@ -20,7 +20,7 @@ const leaves = Array.from({ length: 49 }, (_, i) => {
 export const FIFTY_NODE_TREE = { version: 1, root: { op: 'and', children: leaves } };
 
 export async function benchValidation(
-  catalog: PropertyCatalog = new Map([['view_item', new Set(['item', 'item.category', 'item.price'])]]),
+  catalog: PropertyCatalog = { events: new Map([['view_item', new Set(['item', 'item.category', 'item.price'])]]), traits: new Set() },
 ): Promise<{ p50: string; p99: string; runs: number }> {
   if (!validateCriteria(FIFTY_NODE_TREE, catalog).ok) throw new Error('the 50-node tree should be valid');
   const bench = new Bench({ time: 3000 });

@@ -118,41 +118,41 @@ describe.skipIf(!chdb)('the ClickHouse dialect against DuckDB and the reference 
     expect(sharedPlans).toBeGreaterThan(0);
   });
 
-  it('keeps the JSON types of payload values: a number never equals a string, null and absent are absent, objects are present', async () => {
+  it('keeps the JSON types of payload and trait values: a number never equals a string, null and absent are absent, objects are present', async () => {
     const documents = [
       '{"v": 12}', '{"v": "12"}', '{"v": 12.5}', '{"v": 1e2}', '{"v": 100}', '{"v": -0}', '{"v": 18446744073709551615}', '{"v": 1152921504606846976}',
       '{"v": true}', '{"v": "true"}', '{"v": false}', '{"v": null}', '{}', '{"v": {}}', '{"v": {"w": null}}', '{"v": {"w": "x"}}',
       '{"v": [1, 2]}', '{"v": []}', '{"v": "2026-01-01"}', '{"v": "2026-01-01 10:00:00"}', '{"v": "Ärger"}', '{"v": "ÉCOLE"}',
       '{"v": "école"}', '{"v": "a\'b\\\\c\\nd"}', '{"v": ""}', '{"a.b": 1}', '{"a": {"b": 2}}', '{"odd key": "x"}', '{"odd key": 5}',
     ];
+    // Each document both as an event's properties and as its person's traits.
     const ds: Dataset = {
-      persons: documents.map((_, i) => ({ person_id: `p${i}`, external_id: null, email: null, name: null, traits: null, created_at: AT })),
+      persons: documents.map((traits, i) => ({ person_id: `p${i}`, external_id: null, email: null, name: null, traits, created_at: AT })),
       visitors: [],
       events: documents.map((properties, i) => ({ event_id: `e${i}`, event_name: 'typed', ts: AT, person_id: `p${i}`, visitor_id: null, properties })),
       pageviews: [], customers: [], subscriptions: [], invoices: [], payment_events: [],
     };
     const ws = await loadBoth(ds);
-    const v = (op: Predicate['op'], value?: Predicate['value']): Predicate => ({ field: 'payload.v', op, ...(value === undefined ? {} : { value }) });
-    const filters: Predicate[][] = [
-      [v('=', 12)], [v('=', '12')], [v('=', 100)], [v('=', 0)], [v('=', 2 ** 60)], [v('>', 2 ** 60)], [v('=', true)], [v('=', 'true')],
-      [v('=', false)], [v('=', '')], [v('=', '2026-01-01')], [v('=', "a'b\\c\nd")], [v('!=', 12)], [v('!=', '12')],
-      [v('in', [12, 'true', false])], [v('in', ['12', 'école'])], [v('not_in', [12, '12'])], [v('>', 12)], [v('>=', 12.5)],
-      [v('<', 100)], [v('<=', 0)], [v('>', '1')], [v('<', '2026')], [v('>=', 'Ä')], [v('contains', 'ä')], [v('contains', 'G')],
-      [v('contains', '')], [v('contains', '1')], [v('starts_with', 'é')], [v('starts_with', 'ÉC')], [v('ends_with', 'GER')],
-      [v('ends_with', '26-01-01')], [v('not_contains', 'e')], [v('is_set')], [v('is_not_set')],
-      [{ field: 'payload.v.w', op: 'is_set' }], [{ field: 'payload.v.w', op: 'is_not_set' }], [{ field: 'payload.v.w', op: '=', value: 'x' }],
-      [{ field: 'payload.a.b', op: '=', value: 1 }], [{ field: 'payload.a.b', op: '=', value: 2 }], [{ field: 'payload.a', op: 'is_set' }],
-      [{ field: 'payload.odd key', op: '=', value: 'x' }], [{ field: 'payload.odd key', op: '=', value: 5 }],
-      [{ field: 'payload.odd key', op: 'is_set' }], [{ field: 'payload.odd key', op: 'contains', value: 'X' }],
-      [{ field: 'payload.never', op: 'is_not_set' }], [v('is_set'), v('!=', 12), v('not_contains', 'x')],
-    ];
-    for (const filter of filters) {
-      const criteria: AudienceCriteria = { version: 1, root: did('typed', filter) };
-      await expectSameMembers(ds, ws, criteria);
+    const leaves = { payload: (filter: Predicate[]) => did('typed', filter), traits: (filter: Predicate[]): CriteriaNode => ({ source: 'person', filter }) };
+    for (const [prefix, leaf] of Object.entries(leaves)) {
+      const v = (op: Predicate['op'], value?: Predicate['value']): Predicate => ({ field: `${prefix}.v`, op, ...(value === undefined ? {} : { value }) });
+      const at = (path: string, op: Predicate['op'], value?: Predicate['value']): Predicate => ({ ...v(op, value), field: `${prefix}.${path}` });
+      const filters: Predicate[][] = [
+        [v('=', 12)], [v('=', '12')], [v('=', 100)], [v('=', 0)], [v('=', 2 ** 60)], [v('>', 2 ** 60)], [v('=', true)], [v('=', 'true')],
+        [v('=', false)], [v('=', '')], [v('=', '2026-01-01')], [v('=', "a'b\\c\nd")], [v('!=', 12)], [v('!=', '12')],
+        [v('in', [12, 'true', false])], [v('in', ['12', 'école'])], [v('not_in', [12, '12'])], [v('>', 12)], [v('>=', 12.5)],
+        [v('<', 100)], [v('<=', 0)], [v('>', '1')], [v('<', '2026')], [v('>=', 'Ä')], [v('contains', 'ä')], [v('contains', 'G')],
+        [v('contains', '')], [v('contains', '1')], [v('starts_with', 'é')], [v('starts_with', 'ÉC')], [v('ends_with', 'GER')],
+        [v('ends_with', '26-01-01')], [v('not_contains', 'e')], [v('is_set')], [v('is_not_set')],
+        [at('v.w', 'is_set')], [at('v.w', 'is_not_set')], [at('v.w', '=', 'x')], [at('a.b', '=', 1)], [at('a.b', '=', 2)], [at('a', 'is_set')],
+        [at('odd key', '=', 'x')], [at('odd key', '=', 5)], [at('odd key', 'is_set')], [at('odd key', 'contains', 'X')],
+        [at('never', 'is_not_set')], [v('is_set'), v('!=', 12), v('not_contains', 'x')],
+      ];
+      for (const filter of filters) await expectSameMembers(ds, ws, { version: 1, root: leaf(filter) });
+      // The cases discriminate: `= 12` is one document, and six documents have no `v` (absent or null).
+      expect(referenceProfiles(ds, { version: 1, root: leaf([v('=', 12)]) }, AT)).toEqual(new Set(['p0']));
+      expect(referenceProfiles(ds, { version: 1, root: leaf([v('is_set')]) }, AT).size).toBe(documents.length - 6);
     }
-    // The cases discriminate: `= 12` is one document, and six documents have no `v` (absent or null).
-    expect(referenceProfiles(ds, { version: 1, root: did('typed', [v('=', 12)]) }, AT)).toEqual(new Set(['p0']));
-    expect(referenceProfiles(ds, { version: 1, root: did('typed', [v('is_set')]) }, AT).size).toBe(documents.length - 6);
   });
 
   it('counts a relinked visitor for its newest person, from the links dictionary, from links past its cut, and after ClickHouse merges the versions', async () => {

@@ -38,8 +38,11 @@ describe('OpenAPI document', () => {
     expect(examples.map((e) => `${e.method} ${e.path}`)).toEqual(expect.arrayContaining([
       'post /v1/persons', 'post /v1/events', 'post /v1/pageviews', 'post /v1/audiences/compile', 'post /v1/audiences',
     ]));
-    // The event example names the visitor that the page-view example is sent by, so send page views first.
-    examples.sort((a, b) => Number(b.path === '/v1/pageviews') - Number(a.path === '/v1/pageviews'));
+    // The event example names the visitor that the page-view example is sent by, so page views go
+    // first; the criteria example filters on a trait that the person and event examples define.
+    const order = ['/v1/pageviews', '/v1/events', '/v1/persons'];
+    const rank = (path: string) => (order.includes(path) ? order.indexOf(path) : order.length);
+    examples.sort((a, b) => rank(a.path) - rank(b.path));
     for (const { path, method, example } of examples) {
       const res = await t.app.inject({
         method: method.toUpperCase() as 'POST', url: path, payload: example as object,

@@ -9,7 +9,7 @@ import type {
 import type {
   CustomerRow, Dataset, EventRow, PageviewRow, PaymentEventRow, PersonRow, SubscriptionRow, VisitorRow,
 } from '../src/store/layout.js';
-import { AT, EVENT_NAMES, PAYLOAD_PATHS, criteriaArb, criteriaToJson, datasetArb } from './support/arbitraries.js';
+import { AT, EVENT_NAMES, PAYLOAD_PATHS, TRAIT_PATHS, criteriaArb, criteriaToJson, datasetArb } from './support/arbitraries.js';
 import { referenceCount, referenceProfiles } from './support/reference.js';
 
 const DAY_MS = 86_400_000;
@@ -350,6 +350,30 @@ function jsonPredicateCount(json: unknown): number {
   return n;
 }
 
+describe('reference evaluator: person leaves', () => {
+  const withTraits = (...traits: (string | null)[]): Dataset =>
+    dataset(traits.length, { persons: traits.map((t, i) => ({ ...person(`p${i + 1}`), traits: t })) });
+  const personWhere = (ds: Dataset, ...filter: Predicate[]) => profiles(ds, { source: 'person', filter });
+
+  it('holds for the persons whose traits match every predicate, typed like payload values', () => {
+    const ds = withTraits('{"plan":"pro","seats":10}', '{"plan":"pro","seats":"10"}', '{"plan":null,"seats":2}', null, '"pro"');
+    expect(personWhere(ds, { field: 'traits.plan', op: '=', value: 'pro' })).toEqual(['p1', 'p2']);
+    expect(personWhere(ds, { field: 'traits.plan', op: '=', value: 'pro' }, { field: 'traits.seats', op: '=', value: 10 })).toEqual(['p1']);
+    expect(personWhere(ds, { field: 'traits.seats', op: '>', value: 5 })).toEqual(['p1']);
+    expect(personWhere(ds, { field: 'traits.plan', op: 'is_not_set' })).toEqual(['p3', 'p4', 'p5']);
+    expect(personWhere(ds, { field: 'traits.seats', op: '!=', value: 10 })).toEqual(['p2', 'p3', 'p4', 'p5']);
+  });
+
+  it('reads nested keys, and holds for every person with an empty filter but never for an anonymous profile', () => {
+    const ds = { ...withTraits('{"company":{"size":40}}', '{"company":"Acme"}'), visitors: [visitor('v1')], pageviews: [pageview('v1')] };
+    expect(personWhere(ds, { field: 'traits.company.size', op: '>=', value: 40 })).toEqual(['p1']);
+    expect(personWhere(ds, { field: 'traits.company.size', op: 'is_not_set' })).toEqual(['p2']);
+    expect(personWhere(ds)).toEqual(['p1', 'p2']);
+    const pageviews: CriteriaNode = { source: 'pageview', filter: [], occurrence: did() };
+    expect(profiles(ds, and(pageviews, not({ source: 'person', filter: [] })))).toEqual(['v:v1']);
+  });
+});
+
 describe('arbitraries', () => {
   it('criteriaArb yields anchored trees that criteriaToJson writes without losing a predicate', () => {
     fc.assert(fc.property(criteriaArb(4), (criteria: AudienceCriteria) => {
@@ -438,10 +462,13 @@ describe('arbitraries', () => {
     }), { numRuns: 100 });
   });
 
-  it('every payload path of the generated filters is one the property catalog whitelists', () => {
+  it('every payload and trait path of the generated filters is one the property catalog whitelists', () => {
     fc.assert(fc.property(criteriaArb(3), (criteria) => {
       for (const field of JSON.stringify(criteria).match(/"payload\.[a-z.]+"/g) ?? []) {
         expect(PAYLOAD_PATHS).toContain(field.slice('"payload.'.length, -1));
+      }
+      for (const field of JSON.stringify(criteria).match(/"traits\.[a-z.]+"/g) ?? []) {
+        expect(TRAIT_PATHS).toContain(field.slice('"traits.'.length, -1));
       }
     }), { numRuns: 100 });
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { type CriteriaError, MAX_DEPTH, MAX_ERRORS, MAX_NODES, validateCriteria } from '../src/criteria/index.js';
+import { type CriteriaError, isTimeWindowed, MAX_DEPTH, MAX_ERRORS, MAX_NODES, validateCriteria } from '../src/criteria/index.js';
 
-const catalog = new Map([['signup', new Set(['plan', 'item', 'item.price'])]]);
+const catalog = { events: new Map([['signup', new Set(['plan', 'item', 'item.price'])]]), traits: new Set(['plan', 'company', 'company.size']) };
 
 const ever = { kind: 'ever' };
 const did = (extra: Record<string, unknown> = {}) => ({
@@ -189,6 +189,48 @@ describe('payments leaves', () => {
       .toEqual([{ code: 'invalid_value', path: '/root/event' }]);
     expect(errorsOf(envelope({ source: 'payments', event: 'refund_issued', occurrence: { op: 'did', count: null, window: ever } })))
       .toEqual([{ code: 'unknown_op', path: '/root/occurrence/op' }, { code: 'invalid_count', path: '/root/occurrence/count' }]);
+  });
+});
+
+describe('person leaves', () => {
+  const person = (filter?: unknown) => ({ source: 'person', ...(filter === undefined ? {} : { filter }) });
+
+  it('accepts trait paths seen, nested ones included, and an omitted or empty filter, as a leaf without a window', () => {
+    const result = validateCriteria(envelope(person({ 'traits.plan': { op: '=', value: 'pro' }, 'traits.company.size': { op: '>', value: 10 } })), catalog);
+    expect(result.ok && result.criteria.root).toEqual({ source: 'person', filter: [
+      { field: 'traits.plan', op: '=', value: 'pro' }, { field: 'traits.company.size', op: '>', value: 10 },
+    ] });
+    expect(result.ok && isTimeWindowed(result.criteria.root)).toBe(false);
+    expect(errorsOf(envelope(person()))).toEqual([]);
+    expect(errorsOf(envelope(person({})))).toEqual([]);
+  });
+
+  it('rejects a trait path never seen, a key without the traits prefix and a payload key with unknown_field at its path', () => {
+    expect(errorsOf(envelope(person({ 'traits.seats': { op: 'is_set' }, plan: { op: '=', value: 'pro' }, 'payload.plan': { op: 'is_set' }, traits: { op: 'is_set' } }))))
+      .toEqual([
+        { code: 'unknown_field', path: '/root/filter/traits.seats' },
+        { code: 'unknown_field', path: '/root/filter/plan' },
+        { code: 'unknown_field', path: '/root/filter/payload.plan' },
+        { code: 'unknown_field', path: '/root/filter/traits' },
+      ]);
+  });
+
+  it('types trait predicates as payload ones: every op, a value fit for its op', () => {
+    expect(errorsOf(envelope(person({ 'traits.plan': { op: 'like', value: 'p%' } })))).toEqual([{ code: 'unknown_op', path: '/root/filter/traits.plan/op' }]);
+    expect(errorsOf(envelope(person({ 'traits.plan': { op: 'contains', value: 3 } })))).toEqual([{ code: 'invalid_value', path: '/root/filter/traits.plan/value' }]);
+    expect(errorsOf(envelope(person({ 'traits.plan': { op: '>', value: true } })))).toEqual([{ code: 'invalid_value', path: '/root/filter/traits.plan/value' }]);
+    expect(errorsOf(envelope(person({ 'traits.company.size': { op: 'in', value: [10, '10', true] } })))).toEqual([]);
+  });
+
+  it('rejects an occurrence or any other key on a person leaf with invalid_node', () => {
+    expect(errorsOf(envelope({ ...person(), occurrence: { op: 'did', count: null, window: ever }, name: 'x' }))).toEqual([
+      { code: 'invalid_node', path: '/root/occurrence' }, { code: 'invalid_node', path: '/root/name' },
+    ]);
+  });
+
+  it('counts as a positive anchor of a not and a did_not', () => {
+    expect(errorsOf(envelope({ op: 'and', children: [person(), { op: 'not', child: person({ 'traits.plan': { op: 'is_set' } }) }, didNot] }))).toEqual([]);
+    expect(errorsOf(envelope({ op: 'not', child: person() }))).toEqual([{ code: 'unanchored_negation', path: '/root' }]);
   });
 });
 

@@ -65,7 +65,7 @@ export async function importDir(stores: Stores, ws: string, dir: string, progres
  */
 export function payloadEventNames(criteria: unknown): string[] {
   const names = new Set<string>();
-  const recording = { get: (name: string) => (names.add(name), { has: () => true }) };
+  const recording = { events: { get: (name: string) => (names.add(name), { has: () => true }) }, traits: { has: () => true } };
   validateCriteria(criteria, recording as unknown as PropertyCatalog);
   return [...names];
 }

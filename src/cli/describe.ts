@@ -32,5 +32,6 @@ export function describeLeaf(leaf: Leaf): string {
     return `${what} ${occurrence}, ${windowText(leaf.occurrence.window)}${whereText(leaf.filter)}`;
   }
   if ('event' in leaf) return `payments event ${leaf.event}, ${windowText(leaf.window)}`;
+  if (leaf.source === 'person') return leaf.filter.length === 0 ? 'any person' : `a person${whereText(leaf.filter)}`;
   return leaf.predicate.length === 0 ? `any ${leaf.entity}` : `a ${leaf.entity}${whereText(leaf.predicate)}`;
 }

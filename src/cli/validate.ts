@@ -12,19 +12,21 @@ Validates criteria exactly as POST /v1/audiences/compile does and prints every f
 "code  path  message" (path is a JSON Pointer into the criteria). Exit 0 when valid, 1 when not.
 
 A product_event filter on payload.<path> is valid only for property paths seen on that event name
-in the data. With --data the paths are checked against that data (the same answer as the HTTP
-compile on it); without --data every payload path is accepted.
+in the data, a person filter on traits.<path> only for trait paths seen on its persons. With --data
+the paths are checked against that data (the same answer as the HTTP compile on it); without
+--data every payload and trait path is accepted.
 
 options:
-  --data <dir|file.duckdb>  data whose event property paths to check against
+  --data <dir|file.duckdb>  data whose property and trait paths to check against
   --workspace <id>          workspace of a database file (default: the one named "analyst")
   --import                  copy a directory into memory instead of reading it in place
   --json                    print { valid, errors, is_time_windowed, payload_paths_checked }
   -h, --help                this help`;
 
-/** Accepts every payload path of every event name. */
-const ANY_PATH: PropertyCatalog = {
-  get: () => ({ has: () => true }),
+/** Accepts every payload path of every event name, and every trait path. */
+const ANY_PATH = {
+  events: { get: () => ({ has: () => true }) },
+  traits: { has: () => true },
 } as unknown as PropertyCatalog;
 
 async function run([file]: string[], values: Values): Promise<number> {
@@ -46,7 +48,7 @@ async function run([file]: string[], values: Values): Promise<number> {
       ? { valid: true, errors: [], is_time_windowed: isTimeWindowed(result.criteria.root), payload_paths_checked: checked }
       : { valid: false, errors: result.errors, is_time_windowed: null, payload_paths_checked: checked });
   } else if (result.ok) {
-    print(`${file}: valid${checked ? '' : ' (payload paths not checked: pass --data to check them)'}`);
+    print(`${file}: valid${checked ? '' : ' (payload and trait paths not checked: pass --data to check them)'}`);
   } else {
     print(`${file}: ${result.errors.length} error${result.errors.length > 1 ? 's' : ''}`);
     printCriteriaErrors(result.errors);

@@ -24,7 +24,9 @@ export type LeafScan =
   | { table: 'events'; name: string; anyOf: Predicate[][]; range: TimeRange; count: Count | null }
   | { table: 'pageviews'; anyOf: Predicate[][]; range: TimeRange; count: Count | null }
   | { table: 'payment_events'; kind: PaymentEventKind; range: TimeRange }
-  | { table: 'subscriptions' | 'invoices'; predicates: Predicate[] };
+  | { table: 'subscriptions' | 'invoices'; predicates: Predicate[] }
+  /** Persons by their current traits (predicates on `traits.<path>`). */
+  | { table: 'persons'; predicates: Predicate[] };
 
 /** Sets of profiles. `count: null` on a scan means at least once. */
 export type SetPlan =
@@ -61,6 +63,7 @@ function scanOf(leaf: Leaf, at: Date, positive: boolean): LeafScan {
       : { table: 'pageviews', anyOf: [leaf.filter], range, count };
   }
   if ('event' in leaf) return { table: 'payment_events', kind: leaf.event, range: resolveWindow(leaf.window, at) };
+  if (leaf.source === 'person') return { table: 'persons', predicates: leaf.filter };
   const table: Record<PaymentsEntity, 'subscriptions' | 'invoices'> = { subscription: 'subscriptions', invoice: 'invoices' };
   return { table: table[leaf.entity], predicates: leaf.predicate };
 }

@@ -81,7 +81,13 @@ export interface PaymentsStateLeaf {
   predicate: Predicate[];
 }
 
-export type Leaf = ProductEventLeaf | PageviewLeaf | PaymentsEventLeaf | PaymentsStateLeaf;
+/** The persons whose current traits match every predicate (a state leaf: no occurrence, no window). */
+export interface PersonLeaf {
+  source: 'person';
+  filter: Predicate[];
+}
+
+export type Leaf = ProductEventLeaf | PageviewLeaf | PaymentsEventLeaf | PaymentsStateLeaf | PersonLeaf;
 
 export type CriteriaNode =
   | { op: 'and'; children: CriteriaNode[] }
@@ -150,10 +156,16 @@ export const OPS_BY_TYPE: Record<FieldType, readonly PredicateOp[]> = {
   boolean: ['=', '!=', 'is_set', 'is_not_set'],
 };
 
-/** Property paths seen per event name (`a.b` for `properties.a.b`): the payload whitelist. */
-export type PropertyCatalog = ReadonlyMap<string, ReadonlySet<string>>;
+/** The workspace's property definitions: the JSON paths its data has shown, which filters may name. */
+export interface PropertyCatalog {
+  /** Property paths seen per event name (`a.b` for `properties.a.b`): the payload whitelist. */
+  readonly events: ReadonlyMap<string, ReadonlySet<string>>;
+  /** Trait paths seen on the workspace's persons (`a.b` for `traits.a.b`): the person leaf's whitelist. */
+  readonly traits: ReadonlySet<string>;
+}
 
 export const PAYLOAD_PREFIX = 'payload.';
+export const TRAITS_PREFIX = 'traits.';
 
 export function isNegation(node: CriteriaNode): boolean {
   return ('op' in node && node.op === 'not') ||

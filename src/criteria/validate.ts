@@ -6,7 +6,7 @@ import { normalizeHost } from './host.js';
 import {
   type AudienceCriteria, type CountOp, type CriteriaNode, type FieldSpec, type Leaf, type Occurrence,
   type PaymentsEntity, type Predicate, type PredicateOp, type PropertyCatalog, type Scalar, type Window,
-  COUNT_OPS, OPS_BY_TYPE, PAGEVIEW_FIELDS, PAYLOAD_PREFIX, PAYMENT_EVENT_KINDS, PAYMENTS_FIELDS, PREDICATE_OPS,
+  COUNT_OPS, OPS_BY_TYPE, PAGEVIEW_FIELDS, PAYLOAD_PREFIX, PAYMENT_EVENT_KINDS, PAYMENTS_FIELDS, PREDICATE_OPS, TRAITS_PREFIX,
 } from './schema.js';
 
 export type ValidationResult =
@@ -48,7 +48,8 @@ function isPositiveRaw(node: unknown): boolean {
   return !(isObject(node.occurrence) && node.occurrence.op === 'did_not');
 }
 
-type Whitelist = { fields: Record<string, FieldSpec> } | { payload: ReadonlySet<string> | undefined };
+/** Typed columns, or the JSON paths seen (untyped, keys written `<prefix><path>`). */
+type Whitelist = { fields: Record<string, FieldSpec> } | { prefix: string; paths: ReadonlySet<string> | undefined };
 
 const PAGEVIEW_FIELD_LIST = Object.keys(PAGEVIEW_FIELDS).join(', ');
 
@@ -114,7 +115,7 @@ class Validator {
     }
     if (has(raw, 'source')) return this.leaf(raw, path);
     if (has(raw, 'op')) return this.branch(raw, path, depth);
-    return this.fail('invalid_node', path, 'a node needs op (and, or, not) or source (product_event, pageview, payments)');
+    return this.fail('invalid_node', path, 'a node needs op (and, or, not) or source (product_event, pageview, payments, person)');
   }
 
   branch(raw: Json, path: Path, depth: number): CriteriaNode | undefined {
@@ -154,8 +155,10 @@ class Validator {
         return this.pageviewLeaf(raw, path);
       case 'payments':
         return has(raw, 'event') || !has(raw, 'entity') ? this.paymentsEventLeaf(raw, path) : this.paymentsStateLeaf(raw, path);
+      case 'person':
+        return this.personLeaf(raw, path);
       default:
-        return this.fail('invalid_node', step(path, 'source'), 'source must be one of product_event, pageview, payments');
+        return this.fail('invalid_node', step(path, 'source'), 'source must be one of product_event, pageview, payments, person');
     }
   }
 
@@ -185,8 +188,8 @@ class Validator {
         if (typeof raw.name === 'string' && raw.name.length >= 1 && raw.name.length <= 200) name = raw.name;
         else this.fail('invalid_node', at, 'name must be an event name of 1 to 200 characters');
       } else if (key === 'filter') {
-        const seen = typeof raw.name === 'string' ? this.catalog.get(raw.name) : undefined;
-        filter = this.predicates(raw.filter, at, { payload: seen }, 'payload.<path> with a property path seen on this event name');
+        const paths = typeof raw.name === 'string' ? this.catalog.events.get(raw.name) : undefined;
+        filter = this.predicates(raw.filter, at, { prefix: PAYLOAD_PREFIX, paths }, 'payload.<path> with a property path seen on this event name');
       } else {
         occurrence = this.occurrence(raw.occurrence, at);
       }
@@ -203,6 +206,15 @@ class Validator {
       else occurrence = this.occurrence(raw.occurrence, at);
     }
     return filter && occurrence ? { source: 'pageview', filter, occurrence } : undefined;
+  }
+
+  personLeaf(raw: Json, path: Path): Leaf | undefined {
+    let filter: Predicate[] | undefined = [];
+    for (const key of this.keys(raw, path, 'person leaf', [], ['filter'])) {
+      filter = this.predicates(raw[key], step(path, key), { prefix: TRAITS_PREFIX, paths: this.catalog.traits },
+        'traits.<path> with a trait path seen on this workspace\'s persons');
+    }
+    return filter && { source: 'person', filter };
   }
 
   paymentsEventLeaf(raw: Json, path: Path): Leaf | undefined {
@@ -362,8 +374,8 @@ class Validator {
   }
 
   /**
-   * A filter or payments predicate map over a whitelist: typed `fields`, or the `payload` paths
-   * seen on an event name (untyped JSON, keys written `payload.<path>`).
+   * A filter or payments predicate map over a whitelist: typed `fields`, or JSON paths seen (the
+   * payload paths of an event name, the workspace's trait paths).
    */
   predicates(raw: unknown, path: Path, whitelist: Whitelist, allowed: string): Predicate[] | undefined {
     if (raw === null || raw === undefined) return [];
@@ -374,7 +386,7 @@ class Validator {
       const at = step(path, key);
       const spec = 'fields' in whitelist
         ? (Object.hasOwn(whitelist.fields, key) ? whitelist.fields[key] : undefined)
-        : key.startsWith(PAYLOAD_PREFIX) && whitelist.payload?.has(key.slice(PAYLOAD_PREFIX.length)) ? 'payload' as const : undefined;
+        : key.startsWith(whitelist.prefix) && whitelist.paths?.has(key.slice(whitelist.prefix.length)) ? 'json' as const : undefined;
       if (!spec) {
         ok = this.fail('unknown_field', at, `unknown field "${key}": allowed are ${allowed}`) ?? false;
         continue;
@@ -386,11 +398,11 @@ class Validator {
     return ok ? out : undefined;
   }
 
-  predicate(field: string, raw: unknown, path: Path, spec: FieldSpec | 'payload'): Predicate | undefined {
+  predicate(field: string, raw: unknown, path: Path, spec: FieldSpec | 'json'): Predicate | undefined {
     if (!isObject(raw)) return this.fail('invalid_node', path, 'a predicate must be an object { op, value }');
     if (!has(raw, 'op')) return this.fail('invalid_node', step(path, 'op'), 'a predicate requires op');
     const op = PREDICATE_OPS.find((o) => o === raw.op);
-    const typed = spec === 'payload' ? undefined : spec;
+    const typed = spec === 'json' ? undefined : spec;
     let result: Predicate | undefined;
     for (const key of Object.keys(raw)) {
       const at = step(path, key);
@@ -442,7 +454,7 @@ class Validator {
   }
 }
 
-export function validateCriteria(raw: unknown, catalog: PropertyCatalog = new Map()): ValidationResult {
+export function validateCriteria(raw: unknown, catalog: PropertyCatalog): ValidationResult {
   const v = new Validator(catalog);
   const criteria = v.envelope(raw);
   if (v.errors.length > 0 || !criteria) {

@@ -10,6 +10,7 @@ export const CRITERIA_EXAMPLE = {
         occurrence: { op: 'did', count: null, window: { kind: 'last_n_days', n: 30 } } },
       { source: 'product_event', name: 'signup',
         occurrence: { op: 'did', count: { op: '>=', value: 1 }, window: { kind: 'ever' } } },
+      { source: 'person', filter: { 'traits.plan': { op: '=', value: 'pro' } } },
       { op: 'not', child: { source: 'payments', event: 'subscription_canceled', occurrence: { window: { kind: 'ever' } } } },
     ],
   },

@@ -8,7 +8,9 @@ import type { UnitOfWork, VisitorLink } from '../store/analytics.js';
 import {
   nextKeys, type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type VisitorRecord, visitorsById,
 } from '../store/control/people.js';
+import { recordNewTraitPaths } from '../store/control/properties.js';
 import type { ControlStore } from '../store/control/store.js';
+import { propertyPaths } from '../store/property-paths.js';
 import { identityCacheOf } from './identity-cache.js';
 
 export interface IdentityInput {
@@ -90,8 +92,6 @@ export async function resolveIdentities(
   const createdPersons: PersonRecord[] = [];
   /** By key: a record copied later in the batch replaces the one that was marked. */
   const changedPersons = new Set<number>();
-  /** Persons given an email (their identifiers changed, not only their traits). */
-  const reidentified = new Set<number>();
   /** Traits and name per person key, merged in input order; the store merges them onto its own. */
   const updates = new Map<number, PersonUpdate>();
   const createdVisitors: (VisitorRecord & { first_seen_at: Date })[] = [];
@@ -136,7 +136,6 @@ export async function resolveIdentities(
         person.email = input.email;
         byEmail.set(input.email, person);
         changedPersons.add(person.person_key);
-        reidentified.add(person.person_key);
       }
     } else if (input.email !== undefined) {
       person = byEmail.get(input.email) ?? createPerson(null, input.email);
@@ -175,9 +174,9 @@ export async function resolveIdentities(
   const created = new Set(createdPersons.map((p) => p.person_key));
   const changed = [...changedPersons].filter((key) => !created.has(key)).map((key) => byKey.get(key)!);
   await savePersons(tx, ws, createdPersons, changed, updates, now);
+  await recordNewTraitPaths(store, tx, ws, [...updates.values()].flatMap((u) => (u.traits ? propertyPaths(u.traits) : [])));
   await saveVisitors(tx, ws, createdVisitors, [...relinked.values()], now);
-  const identities = [...createdPersons, ...[...reidentified].filter((key) => !created.has(key)).map((key) => byKey.get(key)!)];
-  await work.analytics.recordIdentities(ws, identities, createdVisitors);
+  await work.analytics.recordIdentities(ws, [...createdPersons, ...changed], createdVisitors);
   await work.analytics.linkVisitors(links);
   tx.afterCommit(() => cache.remember(ws,
     [...byKey.values()].filter((p) => !shared.has(p)), [...visitors.values()].filter((v) => !shared.has(v))));

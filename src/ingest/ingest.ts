@@ -220,7 +220,7 @@ export class Ingest {
     let known = this.knownPaths.get(ws);
     if (!known) {
       known = new Set();
-      for (const [name, paths] of await this.stores.analytics.propertyCatalog(ws)) for (const path of paths) known.add(`${name}\0${path}`);
+      for (const [name, paths] of (await this.stores.analytics.propertyCatalog(ws)).events) for (const path of paths) known.add(`${name}\0${path}`);
       this.knownPaths.set(ws, known);
     }
     return known;

@@ -169,8 +169,9 @@ export interface AnalyticsWrites {
   latestPageviews(ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>>;
   appendPageviews(ws: string, rows: PageviewRecord[]): Promise<void>;
   /**
-   * Persons created or whose identifiers changed, and visitors first seen (with their person when
-   * linked at once): what member lists show of a profile.
+   * Persons created or changed (identifiers, traits or name), once the control store holds their
+   * new state, and visitors first seen (with their person when linked at once): what member lists
+   * show of a profile, and the traits person leaves read.
    */
   recordIdentities(ws: string, persons: PersonRecord[], visitors: VisitorRecord[]): Promise<void>;
   /** Visitors' links to persons, in order: a visitor's last link wins. */

@@ -28,10 +28,14 @@ const EDGE_DAYS = 8;
 export const EVENT_NAMES = ['signup', 'purchase', 'view_item'] as const;
 export const PAYLOAD_PATHS = ['plan', 'amount', 'coupon', 'item', 'item.category', 'item.price'] as const;
 type PayloadPath = (typeof PAYLOAD_PATHS)[number];
+export const TRAIT_PATHS = ['plan', 'seats', 'beta', 'company', 'company.size', 'company.name'] as const;
+type TraitPath = (typeof TRAIT_PATHS)[number];
 
-/** Every payload path whitelisted on every event name, whatever a given dataset happens to hold. */
-export const PROPERTY_CATALOG: PropertyCatalog =
-  new Map(EVENT_NAMES.map((name) => [name, new Set<string>(PAYLOAD_PATHS)]));
+/** Every payload path whitelisted on every event name, and every trait path, whatever a given dataset happens to hold. */
+export const PROPERTY_CATALOG: PropertyCatalog = {
+  events: new Map(EVENT_NAMES.map((name) => [name, new Set<string>(PAYLOAD_PATHS)])),
+  traits: new Set<string>(TRAIT_PATHS),
+};
 
 // ---------------------------------------------------------------------------------------------
 // Time
@@ -91,10 +95,37 @@ const propertiesArb: fc.Arbitrary<string> = fc.record({
   item: itemArb,
 }, { requiredKeys: [] }).map((props) => JSON.stringify(props));
 
+const companyArb: fc.Arbitrary<unknown> = fc.oneof(
+  {
+    weight: 4,
+    arbitrary: fc.record({
+      size: fc.oneof({ weight: 4, arbitrary: fc.constantFrom(10, 50, 200) }, { weight: 1, arbitrary: fc.constantFrom('50', null) }),
+      name: fc.constantFrom('Acme', 'acme corp', 'Zeta'),
+    }, { requiredKeys: [] }),
+  },
+  // Not an object: `company.size` and `company.name` are absent under it.
+  { weight: 1, arbitrary: fc.constantFrom(null, 'acme', 7) },
+);
+
+/** Current traits: mixed types per key (a number never equals its string), nesting, nulls (stored as sent). */
+const traitsArb: fc.Arbitrary<string | null> = fc.oneof(
+  {
+    weight: 8,
+    arbitrary: fc.record({
+      plan: fc.constantFrom('free', 'pro', 'team', 'Pro', null),
+      seats: fc.oneof({ weight: 3, arbitrary: fc.integer({ min: 0, max: 50 }) }, { weight: 1, arbitrary: fc.constantFrom(2.5, '10', null) }),
+      beta: fc.constantFrom(true, false, 'true', null),
+      company: companyArb,
+    }, { requiredKeys: [] }).map((traits) => JSON.stringify(traits)),
+  },
+  // No traits at all, and (from an import) traits that are not an object.
+  { weight: 2, arbitrary: fc.constantFrom(null, '{}', '"pro"', '[1]') },
+);
+
 const personSpecArb = fc.record({
   email: fc.option(fc.constantFrom('a@example.com', 'b@example.com')),
   name: fc.option(fc.constantFrom('Ada', 'Bo')),
-  traits: fc.option(fc.constantFrom('{}', '{"tier":"gold"}')),
+  traits: traitsArb,
   created_at: tsArb,
 });
 
@@ -249,6 +280,15 @@ interface ValueDomain {
   boolean: readonly boolean[];
 }
 
+const TRAIT_VALUES: Record<TraitPath, ValueDomain> = {
+  plan: { own: 'string', string: ['free', 'pro', 'team', 'Pro', 'e', 'TE'], number: [0, 1], boolean: [true] },
+  seats: { own: 'number', string: ['10', '1'], number: [0, 1, 10, 2.5, 25, 50], boolean: [false] },
+  beta: { own: 'boolean', string: ['true'], number: [0, 1], boolean: [true, false] },
+  company: { own: null, string: ['acme'], number: [7], boolean: [true] },
+  'company.size': { own: 'number', string: ['50'], number: [10, 50, 200, 100], boolean: [true] },
+  'company.name': { own: 'string', string: ['Acme', 'acme', 'ac', 'CORP', 'Zeta'], number: [1], boolean: [false] },
+};
+
 const PAYLOAD_VALUES: Record<PayloadPath, ValueDomain> = {
   plan: { own: 'string', string: ['free', 'pro', 'team', 'Pro', 'e', 'TE'], number: [0, 1], boolean: [true] },
   amount: { own: 'number', string: ['10', '1'], number: [0, 1, 10, 2.5, 50, 100], boolean: [false] },
@@ -291,13 +331,12 @@ function predicateArb(field: string, op: PredicateOp, values: readonly Scalar[])
   return fc.constantFrom(...values).map((value) => ({ field, op, value }));
 }
 
-function payloadPredicateArb(path: PayloadPath): fc.Arbitrary<Predicate> {
-  const domain = PAYLOAD_VALUES[path];
-  const field = `payload.${path}`;
+/** A predicate on a JSON path (`payload.<path>`, `traits.<path>`), values drawn from its domain. */
+function jsonPredicateArb(field: string, domain: ValueDomain): fc.Arbitrary<Predicate> {
   const typed = (type: FieldType) => ({ weight: type === domain.own ? 4 : 1, arbitrary: fc.constant(type) });
   const anyType = fc.oneof(typed('string'), typed('number'), typed('boolean'));
   const orderedType = fc.oneof(typed('string'), typed('number'));
-  // Payload fields take every op; the value's JSON type must suit the op.
+  // JSON fields take every op; the value's JSON type must suit the op.
   return fc.constantFrom(...OPS_BY_TYPE.string).chain((op) => {
     if (SET_OPS.includes(op)) return predicateArb(field, op, []);
     if (SUBSTRING_OPS.includes(op)) return predicateArb(field, op, domain.string);
@@ -324,7 +363,8 @@ function filterArb(
     .chain((chosen) => fc.tuple(...chosen.map(predicate)));
 }
 
-const payloadFilterArb = filterArb(PAYLOAD_PATHS, (path) => payloadPredicateArb(path as PayloadPath));
+const payloadFilterArb = filterArb(PAYLOAD_PATHS, (path) => jsonPredicateArb(`payload.${path}`, PAYLOAD_VALUES[path as PayloadPath]));
+const traitFilterArb = filterArb(TRAIT_PATHS, (path) => jsonPredicateArb(`traits.${path}`, TRAIT_VALUES[path as TraitPath]));
 const columnFilterArb = (fields: Record<string, FieldSpec>) =>
   filterArb(Object.keys(fields), (field) => columnPredicateArb(field, fieldSpec(fields, field)));
 const pageviewFilterArb = columnFilterArb(PAGEVIEW_FIELDS);
@@ -399,8 +439,11 @@ const paymentsStateArb: fc.Arbitrary<CriteriaNode> = fc.constantFrom<PaymentsEnt
   .chain((entity) => columnFilterArb(PAYMENTS_FIELDS[entity])
     .map((predicate) => ({ source: 'payments' as const, entity, predicate })));
 
+/** Every person when the filter is empty. */
+const personArb: fc.Arbitrary<CriteriaNode> = traitFilterArb.map((filter) => ({ source: 'person' as const, filter }));
+
 const positiveLeafArb: fc.Arbitrary<CriteriaNode> = fc.oneof(
-  productEventArb('did'), pageviewArb('did'), paymentsEventArb, paymentsStateArb,
+  productEventArb('did'), pageviewArb('did'), paymentsEventArb, paymentsStateArb, personArb,
 );
 
 /** A node that is not a negation: a positive leaf, or an and/or below it. */
@@ -469,6 +512,8 @@ function nodeToJson(node: CriteriaNode): unknown {
       return 'event' in node
         ? { source: node.source, event: node.event, occurrence: { window: windowToJson(node.window) } }
         : { source: node.source, entity: node.entity, predicate: filterToJson(node.predicate) };
+    case 'person':
+      return { source: node.source, filter: filterToJson(node.filter) };
   }
 }
 

@@ -76,7 +76,7 @@ let lastKey = 0;
 /**
  * Loads a dataset into workspace `ws`. State tables get a stale older version of each row first,
  * in its own insert (its own part), so reads must pick the newest version whatever the merge state:
- * visitors linked elsewhere, persons and customers with other values, subscriptions and invoices
+ * visitors linked elsewhere, persons (traits included) and customers with other values, subscriptions and invoices
  * with shifted fields (NULLs becoming values and back), and a payment event withdrawn later.
  * `keys`: the keys another store gave the public ids (the same profiles in both); else new ones.
  */
@@ -89,9 +89,11 @@ export async function loadDataset(client: ClickHouseClient, ws: string, ds: Data
     values.length === 0 ? Promise.resolve() : client.insert({ table, values, format: 'JSONEachRow' });
   const otherPerson = (i: number) => (ds.persons.length > 1 ? ds.persons[(i + 1) % ds.persons.length]!.person_id : null);
 
+  // Traits as the mirror holds them: the merged object's JSON text ('{}' for none).
   const persons = ds.persons.map((p) => ({ workspace_id: ws, person_key: pk(p.person_id), person_id: p.person_id,
-    external_id: p.external_id, email: p.email?.trim().toLowerCase() ?? null }));
-  await insert('persons', persons.map((p, i) => ({ ...p, external_id: i % 3 === 0 ? null : 'stale', email: 'stale@example.com', version: 1 })));
+    external_id: p.external_id, email: p.email?.trim().toLowerCase() ?? null, traits: p.traits ?? '{}' }));
+  await insert('persons', persons.map((p, i) => ({ ...p, external_id: i % 3 === 0 ? null : 'stale', email: 'stale@example.com',
+    traits: i % 2 === 0 ? '{}' : '{"plan":"pro","seats":10,"beta":true,"company":{"size":50,"name":"Acme"}}', version: 1 })));
   await insert('persons', persons.map((p) => ({ ...p, version: 2 })));
 
   const visitors = ds.visitors.map((v) => ({ workspace_id: ws, visitor_key: vk(v.visitor_id), visitor_id: v.visitor_id, person_key: pk(v.person_id) }));

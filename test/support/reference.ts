@@ -4,7 +4,7 @@
 
 import type {
   AudienceCriteria, Count, CriteriaNode, PageviewLeaf, PaymentsEventLeaf,
-  PaymentsStateLeaf, Predicate, PredicateOp, ProductEventLeaf, Scalar, Window,
+  PaymentsStateLeaf, PersonLeaf, Predicate, PredicateOp, ProductEventLeaf, Scalar, Window,
 } from '../../src/criteria/schema.js';
 import type {
   Dataset, EventRow, InvoiceRow, PageviewRow, PaymentEventRow, SubscriptionRow,
@@ -40,6 +40,8 @@ interface Owned<R> {
 }
 
 interface Index {
+  /** Every person with its current traits (parsed); anonymous profiles have none. */
+  persons: { profile: string; traits: unknown }[];
   events: Owned<EventRow & { props: unknown }>[];
   pageviews: Owned<PageviewRow>[];
   subscriptions: Owned<SubscriptionRow>[];
@@ -73,6 +75,7 @@ function indexDataset(ds: Dataset): Index {
     ({ row, profile: customerProfile.get(row.customer_id) ?? null });
 
   const index: Index = {
+    persons: ds.persons.map((p) => ({ profile: personProfile(p.person_id), traits: p.traits === null ? undefined : parseJson(p.traits) })),
     events: ds.events.map((e) => {
       let profile: string | null = null;
       if (e.person_id !== null) profile = personProfile(e.person_id);
@@ -124,6 +127,7 @@ function evaluate(ix: Index, node: CriteriaNode, atMs: number): Set<string> {
     return occurrenceProfiles(ix, node, node.occurrence.count, atMs);
   }
   if ('event' in node) return paymentsEventProfiles(ix, node, atMs);
+  if (node.source === 'person') return personProfiles(ix, node);
   return paymentsStateProfiles(ix, node);
 }
 
@@ -167,7 +171,7 @@ function occurrenceProfiles(
   if (leaf.source === 'product_event') {
     for (const { row, profile } of ix.events) {
       if (row.event_name !== leaf.name || !inWindow(row.ts, window, atMs)) continue;
-      if (leaf.filter.every((p) => matches(payloadValue(row.props, p.field), p))) tally(profile);
+      if (leaf.filter.every((p) => matches(jsonValue(row.props, PAYLOAD, p.field), p))) tally(profile);
     }
   } else {
     for (const { row, profile } of ix.pageviews) {
@@ -218,6 +222,14 @@ function paymentsStateProfiles(ix: Index, leaf: PaymentsStateLeaf): Set<string> 
   return result;
 }
 
+function personProfiles(ix: Index, leaf: PersonLeaf): Set<string> {
+  const result = new Set<string>();
+  for (const { profile, traits } of ix.persons) {
+    if (leaf.filter.every((p) => matches(jsonValue(traits, TRAITS, p.field), p))) result.add(profile);
+  }
+  return result;
+}
+
 function inWindow(ts: Date, window: Window, atMs: number): boolean {
   const t = ts.getTime();
   switch (window.kind) {
@@ -234,11 +246,13 @@ function inWindow(ts: Date, window: Window, atMs: number): boolean {
 // Field values (undefined = absent)
 
 const PAYLOAD = 'payload.';
+const TRAITS = 'traits.';
 
-function payloadValue(props: unknown, field: string): unknown {
-  if (!field.startsWith(PAYLOAD)) throw new Error(`not a payload field: ${field}`);
-  let value: unknown = props;
-  for (const step of field.slice(PAYLOAD.length).split('.')) {
+/** The value at `<prefix>a.b` of a JSON document: `doc.a.b`, absent where a step is not an object. */
+function jsonValue(doc: unknown, prefix: string, field: string): unknown {
+  if (!field.startsWith(prefix)) throw new Error(`not a ${prefix} field: ${field}`);
+  let value: unknown = doc;
+  for (const step of field.slice(prefix.length).split('.')) {
     if (!isPlainObject(value) || !Object.hasOwn(value, step)) return undefined;
     value = value[step];
   }

@@ -11,12 +11,13 @@
 // - current state (links, persons, customers, subscriptions, invoices, payment events) is the row
 //   of highest version per key, read with FINAL (exact whatever the merge state, and 14× faster than argMax per key);
 // - payload predicates read the native JSON column's typed subcolumns (`.:String`, `.:Int64`…),
-//   never JSONExtract, which converts ("12" would equal 12);
+//   never JSONExtract, which converts ("12" would equal 12); trait predicates read the persons'
+//   traits text with JSONExtract only where JSONType says the value is of the type compared;
 // - case-insensitive ops use lowerUTF8 (lower is ASCII-only).
 
 import type { LeafScan, SetPlan, TimeRange } from '../plan.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
-import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX } from '../schema.js';
+import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
 import { VISITOR_LINKS } from '../../store/clickhouse/schema.js';
 import { anyOfSql, type LeafTests, planFormula, type SqlParam } from './walker.js';
 
@@ -91,20 +92,18 @@ const isText = (op: PredicateOp) => op === 'contains' || op === 'starts_with' ||
 
 type ValueType = 'String' | 'Number' | 'Bool';
 
-/** A typed column (Nullable where absent values exist), or a path of the JSON `properties`. */
+/** A typed column (Nullable where absent values exist), or a path of the JSON `properties` or traits. */
 interface Target {
-  /** The value, NULL when absent. */
-  value: string;
+  /** Whether the value is present: neither absent nor null. */
+  isSet(): string;
   /** The value when it is of JSON type `type`, else NULL (for a column: the column). */
   typed(type: ValueType): string;
-  /** Extra presence, for an object-valued JSON path (ClickHouse's JSON keeps only leaves). */
-  present?(): string;
 }
 
 function columnTarget(alias: string, field: string, known: Record<string, unknown>): Target {
   if (!Object.hasOwn(known, field)) throw new Error(`field ${field} is not whitelisted`);
   const column = `${alias}.${quote(field)}`;
-  return { value: column, typed: () => column };
+  return { isSet: () => `${column} IS NOT NULL`, typed: () => column };
 }
 
 /** Path steps printed as identifiers; any other step is bound (getSubcolumn, slower: reads the whole document). */
@@ -117,19 +116,36 @@ function payloadTarget(field: string, params: Params): Target {
   const value = plain ? `e.properties.${steps.map(quote).join('.')}` : `getSubcolumn(e.properties, ${params.add(path, 'String')})`;
   const variant = (type: string) => (plain ? `${value}.:${quote(type)}` : `dynamicElement(${value}, '${type}')`);
   return {
-    value,
+    // ClickHouse's JSON keeps only leaves: an object-valued path is present through property_objects.
+    isSet: () => `(${value} IS NOT NULL OR has(e.property_objects, ${params.add(path, 'String')}))`,
     typed: (type) => (type === 'Number'
       // JSON numbers are Int64, UInt64 or Float64 by their text; compared as numbers, like DuckDB's DOUBLE.
       ? `coalesce(toFloat64(${variant('Int64')}), ${variant('Float64')}, toFloat64(${variant('UInt64')}))`
       : variant(type)),
-    present: () => `has(e.property_objects, ${params.add(path, 'String')})`,
+  };
+}
+
+/** JSONType's names of each value type, and the JSONExtract function that reads it. */
+const TRAIT_TYPES: Record<ValueType, [types: string, extract: string]> = {
+  String: ["'String'", 'JSONExtractString'],
+  Number: ["'Int64', 'UInt64', 'Double'", 'JSONExtractFloat'],
+  Bool: ["'Bool'", 'JSONExtractBool'],
+};
+
+/** A path of the traits text `x.traits`, each step a bound key (a step never indexes an array). */
+function traitTarget(field: string, params: Params): Target {
+  const steps = field.slice(TRAITS_PREFIX.length).split('.').map((step) => params.add(step, 'String')).join(', ');
+  const type = `JSONType(x.traits, ${steps})`;
+  return {
+    isSet: () => `${type} != 'Null'`,
+    typed: (t) => `if(${type} IN (${TRAIT_TYPES[t][0]}), ${TRAIT_TYPES[t][1]}(x.traits, ${steps}), NULL)`,
   };
 }
 
 const typeOf = (value: Scalar): ValueType => (typeof value === 'string' ? 'String' : typeof value === 'number' ? 'Number' : 'Bool');
 
 function positive(target: Target, op: PredicateOp, value: Predicate['value'], params: Params): string {
-  if (op === 'is_set') return target.present ? `(${target.value} IS NOT NULL OR ${target.present()})` : `${target.value} IS NOT NULL`;
+  if (op === 'is_set') return target.isSet();
   if (op === 'in') {
     // One IN per JSON type present among the values: a value never matches another type.
     const byType = new Map<ValueType, string[]>();
@@ -211,6 +227,9 @@ function condition(scan: LeafScan, params: Params): string {
       parts.push(...scan.predicates.map((p) => predicateSql(columnTarget('x', p.field, fields), p, params)));
       break;
     }
+    case 'persons':
+      parts.push(...scan.predicates.map((p) => predicateSql(traitTarget(p.field, params), p, params)));
+      break;
   }
   return parts.length === 0 ? 'true' : parts.join(' AND ');
 }
@@ -282,6 +301,12 @@ function ownerRows(leaves: NumberedScan[], w: string, params: Params): string[] 
     const rows = current(table, `${entity}_id`, ['customer_id', ...Object.keys(PAYMENTS_FIELDS[entity])], w, params);
     // Filtered after FINAL (the current row of each key first): a WHERE, never a PREWHERE, here.
     customers.push(counted([['x.customer_id', 'customer_id']], `${rows} AS x WHERE ${anyLeaf(state, params)}`, state, params));
+  }
+  const persons = of('persons');
+  if (persons.length > 0) {
+    // Persons only: an anonymous profile has no traits.
+    const rows = current('persons', 'person_key', ['traits'], w, params);
+    parts.push(counted([['x.person_key', 'owner']], `${rows} AS x WHERE ${anyLeaf(persons, params)}`, persons, params));
   }
   if (customers.length > 0) {
     // Payments rows belong to their customer's person, else to its visitor's.

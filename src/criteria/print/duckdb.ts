@@ -7,7 +7,7 @@
 import { pointer } from '../errors.js';
 import type { LeafScan, SetPlan, TimeRange } from '../plan.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
-import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX } from '../schema.js';
+import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
 import { anyOfSql, SetPrinter, type SqlParam } from './walker.js';
 
 export interface CompiledQuery {
@@ -116,15 +116,18 @@ function predicateSql(target: Target, predicate: Predicate, params: Params): str
     : positive(target, predicate.op, predicate.value, params);
 }
 
-/** Properties-document parses a payload predicate costs: two for string ordering and text ops. */
-function payloadCost(predicate: Predicate): number {
+/** Document parses a JSON predicate costs: two for string ordering and text ops. */
+function jsonCost(predicate: Predicate): number {
   return typeof predicate.value === 'string' && !['=', '!='].includes(predicate.op) ? 2 : 1;
 }
 
-/** Payload predicates, cheapest first, each evaluated only on the rows the previous ones kept. */
-function payloadSql(predicates: Predicate[], params: Params): string {
-  const sorted = [...predicates].sort((a, b) => payloadCost(a) - payloadCost(b));
-  const parts = sorted.map((p) => predicateSql({ json: 'e.properties', pointer: jsonPointer(p.field.slice(PAYLOAD_PREFIX.length)) }, p, params));
+/**
+ * Predicates on paths of the JSON column `json` (fields `<prefix><path>`), cheapest first, each
+ * evaluated only on the rows the previous ones kept.
+ */
+function jsonSql(json: string, prefix: string, predicates: Predicate[], params: Params): string {
+  const sorted = [...predicates].sort((a, b) => jsonCost(a) - jsonCost(b));
+  const parts = sorted.map((p) => predicateSql({ json, pointer: jsonPointer(p.field.slice(prefix.length)) }, p, params));
   return parts.reduceRight((rest, part) => then(part, rest));
 }
 
@@ -156,7 +159,7 @@ function scanRows(scan: LeafScan, ws: string, params: Params): string {
   switch (scan.table) {
     case 'events': {
       where.push(`e.workspace_id = ${w}`, `e.event_name = ${params.add(scan.name)}`, ...rangeSql('e.ts', scan.range, params));
-      where.push(...anyOfSql(scan.anyOf, (group) => payloadSql(group, params)));
+      where.push(...anyOfSql(scan.anyOf, (group) => jsonSql('e.properties', PAYLOAD_PREFIX, group, params)));
       const conditions = where.join('\n      AND ');
       // Most events carry their person; only the others need the visitor's link. With payload
       // filters the rows are filtered once, then split: JSON extraction is most of such a leaf's
@@ -196,6 +199,12 @@ function scanRows(scan: LeafScan, ws: string, params: Params): string {
       for (const p of scan.predicates) where.push(predicateSql(columnTarget('x', p.field, fields), p, params));
       return customerRows(scan.table, w, where);
     }
+    case 'persons':
+      // Persons only: an anonymous profile has no traits.
+      where.push(`p.workspace_id = ${w}`);
+      if (scan.predicates.length > 0) where.push(jsonSql('p.traits', TRAITS_PREFIX, scan.predicates, params));
+      return `SELECT p.person_key AS profile FROM persons p
+    WHERE ${where.join('\n      AND ')}`;
   }
 }
 

@@ -48,6 +48,8 @@ interface TableSpec {
   appendOnly?: boolean;
   /** Data-skipping indexes, `name expression TYPE type GRANULARITY n`. */
   indexes?: string[];
+  /** Columns added after the table was first released, `name type …`: created with it, added to an older one. */
+  added?: string[];
 }
 
 const TABLES: readonly TableSpec[] = [
@@ -107,7 +109,10 @@ const TABLES: readonly TableSpec[] = [
     indexes: ['version_minmax version TYPE minmax GRANULARITY 1'],
   },
   {
-    // The identity fields a members list shows (the persons themselves stay in the control store).
+    // The identity fields a members list shows and the traits person leaves read (the persons
+    // themselves stay in the control store). Traits are the merged object's JSON text, read with
+    // JSONType before any JSONExtract*, which converts ("12" reads as 12, 12 as "12"); a String
+    // rather than the JSON type, which drops null and empty-object values and infers dates.
     name: 'persons',
     columns: `
     workspace_id String,
@@ -118,6 +123,7 @@ const TABLES: readonly TableSpec[] = [
     version UInt64`,
     engine: 'ReplacingMergeTree(version)',
     orderBy: '(workspace_id, person_key)',
+    added: ["traits String DEFAULT '{}'"],
   },
   {
     // Whom a payment customer belongs to: its person, else its visitor (0 = none).
@@ -252,7 +258,7 @@ function replicated(engine: TableSpec['engine']): string {
 
 function createTable(t: TableSpec, name: string, engine: string, onCluster: string, settings: string[]): string {
   return `CREATE TABLE IF NOT EXISTS ${name}${onCluster}
-(${t.columns}
+(${[t.columns, ...(t.added ?? []).map((c) => `\n    ${c}`)].join(',')}
 )
 ENGINE = ${engine}
 ${t.partitionBy ? `PARTITION BY ${t.partitionBy}\n` : ''}ORDER BY ${t.orderBy}${settings.length > 0 ? `\nSETTINGS ${settings.join(', ')}` : ''}`;
@@ -278,7 +284,11 @@ export function clickhouseSchema(options: ClickHouseSchemaOptions): string[] {
       statements.push(`CREATE TABLE IF NOT EXISTS ${db}.${quote(t.name)}${onCluster} AS ${db}.${quote(stored)}
 ENGINE = Distributed(${quote(options.cluster)}, ${db}, ${quote(stored)}, cityHash64(workspace_id))`);
     }
-    // Added after the table, so that a schema created before an index gets it.
+    // Added after the table, so that a schema created before a column or an index gets it (the
+    // Distributed table's columns too, on a cluster).
+    for (const name of new Set([stored, t.name])) {
+      for (const column of t.added ?? []) statements.push(`ALTER TABLE ${db}.${quote(name)}${onCluster} ADD COLUMN IF NOT EXISTS ${column}`);
+    }
     for (const index of t.indexes ?? []) statements.push(`ALTER TABLE ${db}.${quote(stored)}${onCluster} ADD INDEX IF NOT EXISTS ${index}`);
   }
   statements.push(visitorLinksDictionary(db, onCluster, options.linkLagSeconds ?? VISITOR_LINKS_LAG_S, options.dictionarySource ?? {}));

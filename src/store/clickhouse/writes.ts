@@ -17,7 +17,7 @@ import {
   type AnalyticsWrites, type ChannelFields, type CustomerLink, type EventRecord, type FirstTouchChannels, type InvoiceState, type Money,
   type PageviewRecord, type PaymentEventKind, RefusedValue, type Staged, type SubscriptionState, type UnitOfWork, type VisitorLink,
 } from '../analytics.js';
-import type { PersonRecord, VisitorRecord } from '../control/people.js';
+import { type PersonRecord, personTraits, type VisitorRecord } from '../control/people.js';
 import type { ControlTx } from '../control/store.js';
 import { propertyCatalog, recordPropertyPaths } from '../control/properties.js';
 import { refusedValue as duckdbRefusal } from '../duckdb/refused.js';
@@ -227,9 +227,12 @@ class ClickHouseWrites implements AnalyticsWrites {
   }
 
   async recordIdentities(ws: string, persons: PersonRecord[], visitors: VisitorRecord[]): Promise<void> {
+    // A row replaces the whole mirror row: it carries the traits as merged in the control store.
+    const traits = await personTraits(this.tx, ws, persons.map((p) => p.person_key));
     for (const p of persons) {
       this.add('persons', {
-        workspace_id: ws, person_key: p.person_key, person_id: p.person_id, external_id: p.external_id, email: p.email, version: nextVersion(),
+        workspace_id: ws, person_key: p.person_key, person_id: p.person_id, external_id: p.external_id, email: p.email,
+        traits: traits.get(p.person_key) ?? '{}', version: nextVersion(),
       });
     }
     for (const v of visitors) {

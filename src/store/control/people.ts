@@ -55,6 +55,14 @@ export async function visitorsById(tx: ControlSql, ws: string, visitorIds: strin
   return found.map((r) => ({ visitor_key: Number(r.visitor_key), visitor_id: r.visitor_id as string, person_key: r.person_key === null ? null : Number(r.person_key) }));
 }
 
+/** The stored traits of persons by key, as JSON text (`{}` for a person without any). */
+export async function personTraits(tx: ControlSql, ws: string, personKeys: number[]): Promise<Map<number, string>> {
+  if (personKeys.length === 0) return new Map();
+  const found = await tx.all(`SELECT person_key, CAST(traits AS VARCHAR) AS traits FROM persons
+    WHERE workspace_id = $1 AND person_key IN (SELECT ${tx.dialect.keys('$2')})`, [ws, column(personKeys)]);
+  return new Map(found.map((r) => [Number(r.person_key), (r.traits as string | null) ?? '{}']));
+}
+
 /** Keys are reserved this many at a time: a statement costs about the same for one as for 10,000. */
 const KEY_BLOCK = 10_000;
 const reservedKeys = new WeakMap<ControlStore, Record<KeySequence, number[]>>();

@@ -1,17 +1,19 @@
-// Event property definitions: the payload paths seen per event name (store/property-paths.ts), the
-// compiler's whitelist, kept with the control state.
+// Property definitions, the compiler's whitelists, kept with the control state: the payload paths
+// seen per event name, and the trait paths seen on the workspace's persons (store/property-paths.ts).
 
-import { columnOf, type ControlSql } from './store.js';
+import type { PropertyCatalog } from '../../criteria/index.js';
+import { columnOf, type ControlSql, type ControlStore, type ControlTx } from './store.js';
 
-export async function propertyCatalog(store: ControlSql, workspaceId: string): Promise<Map<string, Set<string>>> {
+export async function propertyCatalog(store: ControlSql, workspaceId: string): Promise<PropertyCatalog> {
   const rows = await store.all('SELECT event_name, path FROM event_properties WHERE workspace_id = $1', [workspaceId]);
-  const catalog = new Map<string, Set<string>>();
+  const events = new Map<string, Set<string>>();
   for (const row of rows as { event_name: string; path: string }[]) {
-    let paths = catalog.get(row.event_name);
-    if (!paths) catalog.set(row.event_name, (paths = new Set()));
+    let paths = events.get(row.event_name);
+    if (!paths) events.set(row.event_name, (paths = new Set()));
     paths.add(row.path);
   }
-  return catalog;
+  const traits = await store.all('SELECT path FROM trait_definitions WHERE workspace_id = $1', [workspaceId]);
+  return { events, traits: new Set(traits.map((r) => r.path as string)) };
 }
 
 /** Records property paths; paths already known are kept as they are. */
@@ -20,4 +22,32 @@ export async function recordPropertyPaths(tx: ControlSql, ws: string, paths: { e
   await tx.run(`INSERT INTO event_properties (workspace_id, event_name, path)
     SELECT $1, ${tx.dialect.texts('$2')}, ${tx.dialect.texts('$3')} ON CONFLICT DO NOTHING`,
   [ws, columnOf(paths.map((p) => p.event_name)), columnOf(paths.map((p) => p.path))]);
+}
+
+/** Records trait paths; paths already known are kept as they are. */
+export async function recordTraitPaths(tx: ControlSql, ws: string, paths: string[]): Promise<void> {
+  if (paths.length === 0) return;
+  await tx.run(`INSERT INTO trait_definitions (workspace_id, path) SELECT $1, ${tx.dialect.texts('$2')} ON CONFLICT DO NOTHING`,
+    [ws, columnOf(paths)]);
+}
+
+/**
+ * Trait paths known stored, per control store and workspace, so that a batch writes only new ones
+ * (most batches carry traits seen before). Definitions are never removed, so an entry stays true.
+ */
+const knownTraitPaths = new WeakMap<ControlStore, Map<string, Set<string>>>();
+
+/** Records the trait paths of a batch, in the transaction `tx` of `store`, writing only those not known yet. */
+export async function recordNewTraitPaths(store: ControlStore, tx: ControlTx, ws: string, paths: Iterable<string>): Promise<void> {
+  const workspaces = knownTraitPaths.get(store) ?? new Map<string, Set<string>>();
+  knownTraitPaths.set(store, workspaces);
+  const known = workspaces.get(ws) ?? new Set<string>();
+  workspaces.set(ws, known);
+  const fresh = [...new Set(paths)].filter((path) => !known.has(path));
+  if (fresh.length === 0) return;
+  await recordTraitPaths(tx, ws, fresh);
+  // Known once committed: a rolled-back batch's paths are written again by the next.
+  tx.afterCommit(() => {
+    for (const path of fresh) known.add(path);
+  });
 }

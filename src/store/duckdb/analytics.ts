@@ -3,7 +3,7 @@
 // persons) directly.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { type CompiledQuery, printCount, printMembers, type SetPlan } from '../../criteria/index.js';
+import { type CompiledQuery, printCount, printMembers, type PropertyCatalog, type SetPlan } from '../../criteria/index.js';
 import {
   type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type CustomerLink, type DiffMember, type EstimateStats, type EstimateTurn,
   type EventRecord, type FirstTouchChannels, type InvoiceState, type Member, type MemberRow, type Money, type PageviewRecord,
@@ -104,7 +104,7 @@ export class DuckDBAnalytics implements AnalyticsStore {
     return { value: await this.unit(fn), stored: Promise.resolve() };
   }
 
-  propertyCatalog(ws: string): Promise<Map<string, Set<string>>> {
+  propertyCatalog(ws: string): Promise<PropertyCatalog> {
     return propertyCatalog(this.store, ws);
   }
 

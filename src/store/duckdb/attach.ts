@@ -7,7 +7,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Store } from './db.js';
-import { fillMapping, MAPPINGS, recordEventProperties } from './import.js';
+import { fillMapping, MAPPINGS, recordEventProperties, recordTraitDefinitions } from './import.js';
 import { DATASET_TABLES, type DatasetTable } from '../layout.js';
 
 /**
@@ -45,7 +45,7 @@ export type AttachResult = { attached: DatasetTable[] } | { collision: DatasetTa
  * for each file present (an absent file leaves its table empty). First checks that no two ids of
  * persons or of visitors share a key; when some do, nothing is changed and the table is named.
  * The payload whitelist (event_properties) is filled for `payloadEvents` only: each name costs a
- * scan of its events' properties.
+ * scan of its events' properties. The trait whitelist is filled from the persons' traits.
  */
 export async function attachParquetDir(store: Store, ws: string, dir: string, payloadEvents: readonly string[]): Promise<AttachResult> {
   const files = new Map<DatasetTable, string>();
@@ -71,6 +71,8 @@ export async function attachParquetDir(store: Store, ws: string, dir: string, pa
       await tx.run(fillMapping(`CREATE VIEW ${target} AS SELECT ${select.join(', ')} FROM ${from}`,
         { ws: sqlString(ws), src, person_key: hashKey('s.person_id'), visitor_key: hashKey('s.visitor_id') }));
     }
+    const persons = files.get('persons');
+    if (persons !== undefined) await recordTraitDefinitions(tx, ws, persons);
     const events = files.get('events');
     if (events !== undefined) for (const name of payloadEvents) await recordEventProperties(tx, ws, events, name);
   });

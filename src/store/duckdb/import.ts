@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { Store } from './db.js';
 import { propertyPaths } from '../property-paths.js';
-import { recordPropertyPaths } from './properties.js';
+import { recordPropertyPaths, recordTraitPaths } from './properties.js';
 import { timestamp } from './time.js';
 import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS, type LayoutType } from '../layout.js';
 
@@ -136,12 +136,24 @@ const EVENT_NAMES = `SELECT event_name, count(*) AS n FROM {src} s WHERE event_n
 /** Property paths seen on one event name (`$1`), from DuckDB's merged JSON structure of the properties. */
 const PROPERTY_STRUCTURE = `SELECT CAST(json_group_structure(CAST(s.properties AS JSON)) AS VARCHAR) AS structure
   FROM {src} s WHERE s.event_name = $1`;
+/** Trait paths seen on the persons, likewise. */
+const TRAIT_STRUCTURE = 'SELECT CAST(json_group_structure(CAST(s.traits AS JSON)) AS VARCHAR) AS structure FROM {src} s';
+
+/** The paths of the merged JSON structure that `sql` (over `src`) answers. */
+async function structurePaths(tx: DuckDBConnection, sql: string, src: string, params: string[] = []): Promise<string[]> {
+  const structure = await tx.runAndReadAll(sql.replace('{src}', () => src), params);
+  return propertyPaths(JSON.parse(String(structure.getRowObjectsJS()[0]?.structure ?? '{}')));
+}
 
 /** Records the property paths of the events named `name` in `src`: the payload whitelist of that name. */
 export async function recordEventProperties(tx: DuckDBConnection, ws: string, src: string, name: string): Promise<void> {
-  const structure = await tx.runAndReadAll(PROPERTY_STRUCTURE.replace('{src}', () => src), [name]);
-  const paths = propertyPaths(JSON.parse(String(structure.getRowObjectsJS()[0]?.structure ?? '{}')));
+  const paths = await structurePaths(tx, PROPERTY_STRUCTURE, src, [name]);
   await recordPropertyPaths(tx, ws, paths.map((path) => ({ event_name: name, path })));
+}
+
+/** Records the trait paths of the persons in `src`: the person leaf's whitelist. */
+export async function recordTraitDefinitions(tx: DuckDBConnection, ws: string, src: string): Promise<void> {
+  await recordTraitPaths(tx, ws, await structurePaths(tx, TRAIT_STRUCTURE, src));
 }
 
 export interface ImportProgress {
@@ -208,6 +220,7 @@ async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) 
         const inserted = table === 'events'
           ? await importEvents(tx, ws, src, progress)
           : (await tx.run(insertSql(table, src), [ws])).rowsChanged;
+        if (table === 'persons') await recordTraitDefinitions(tx, ws, src);
         progress.table?.(table, inserted, performance.now() - t0);
       }
     } finally {

@@ -353,4 +353,25 @@ export const MIGRATIONS: readonly string[] = [
     expires_at TIMESTAMP NOT NULL
   );
   `,
+  // Trait definitions: every trait path seen on a workspace's persons (`a`, `a.b`; arrays are
+  // leaves), the person leaf's whitelist; filled from the traits stored before it existed.
+  `
+  CREATE TABLE trait_definitions (
+    workspace_id VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    PRIMARY KEY (workspace_id, path)
+  );
+  INSERT INTO trait_definitions (workspace_id, path)
+  WITH RECURSIVE nodes AS (
+    SELECT p.workspace_id, p.person_key, j.id, j.parent, j.key, j.type
+    FROM persons p, json_tree(p.traits) j WHERE json_type(p.traits) = 'OBJECT'
+  ), paths AS (
+    SELECT workspace_id, person_key, id, key AS path, type FROM nodes WHERE parent = 0
+    UNION ALL
+    SELECT n.workspace_id, n.person_key, n.id, paths.path || '.' || n.key, n.type
+    FROM paths JOIN nodes n ON n.workspace_id = paths.workspace_id AND n.person_key = paths.person_key AND n.parent = paths.id
+    WHERE paths.type = 'OBJECT'
+  )
+  SELECT DISTINCT workspace_id, path FROM paths;
+  `,
 ];
