@@ -21,6 +21,7 @@ import type { PersonRecord, VisitorRecord } from '../control/people.js';
 import type { ControlTx } from '../control/store.js';
 import { propertyCatalog, recordPropertyPaths } from '../control/properties.js';
 import { refusedValue as duckdbRefusal } from '../duckdb/refused.js';
+import { refusedValue as postgresRefusal } from '../postgres/refused.js';
 import type { ClickHouseContext } from './context.js';
 import { type Batch, isReadTable, Outbox, type OutboxOptions, quote, type ReadTable, type Row } from './outbox.js';
 import { refusedValue } from './refused.js';
@@ -113,10 +114,10 @@ function checkPropertyKeys(value: unknown): void {
   }
 }
 
-/** The value the engine refused, as RefusedValue (DuckDB for control writes, ClickHouse for reads); else `err`. */
+/** The value the engine refused, as RefusedValue (DuckDB or PostgreSQL for control writes, ClickHouse for reads); else `err`. */
 function asRefusal(err: unknown): unknown {
   if (err instanceof RefusedValue) return err;
-  const reason = duckdbRefusal(err) ?? refusedValue(err);
+  const reason = duckdbRefusal(err) ?? postgresRefusal(err) ?? refusedValue(err);
   return reason === null ? err : new RefusedValue(reason);
 }
 
