@@ -32,6 +32,14 @@ function normalize(row: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+/**
+ * Rows of a statement on the control store (DuckDB's file or PostgreSQL), written once with `$n`
+ * parameters as the control statements are; values as `normalize` gives them.
+ */
+export async function controlRows(t: TestApp, sql: string, params: (string | number | null)[] = []): Promise<Record<string, unknown>[]> {
+  return (await t.stores.control.all(sql, params)).map(normalize);
+}
+
 /** The ClickHouse analytical store of the app, or null on DuckDB. */
 export const clickhouseOf = (t: TestApp) => (t.stores.analytics instanceof ClickHouseAnalytics ? t.stores.analytics.ctx : null);
 
@@ -66,14 +74,16 @@ export async function eventsByName(t: TestApp): Promise<Map<string, number>> {
 
 /**
  * One-time payments (payments not paying a stored invoice), by payment_id: DuckDB's
- * one_time_payments view, or the same rule over the control store's payments and ClickHouse's invoices.
+ * one_time_payments view, or the same rule over the control store's payments and ClickHouse's
+ * invoices. Amounts as numbers.
  */
 export async function oneTimePayments(t: TestApp): Promise<Record<string, unknown>[]> {
   if (!clickhouseOf(t)) {
-    return t.store.query('SELECT payment_id, customer_id, amount, currency FROM one_time_payments WHERE workspace_id = $1 ORDER BY payment_id', [t.ws.workspace_id]);
+    return (await t.store.query('SELECT payment_id, customer_id, amount, currency FROM one_time_payments WHERE workspace_id = $1 ORDER BY payment_id',
+      [t.ws.workspace_id])).map(normalize);
   }
   const invoices = new Set((await storedRows(t, 'invoices', ['invoice_id'])).map((r) => r.invoice_id));
-  const payments = await t.store.query(`SELECT payment_id, customer_id, amount, currency, invoice_id FROM payments
+  const payments = await controlRows(t, `SELECT payment_id, customer_id, amount, currency, invoice_id FROM payments
     WHERE workspace_id = $1 AND amount IS NOT NULL AND customer_id IS NOT NULL ORDER BY payment_id`, [t.ws.workspace_id]);
   return payments.filter((p) => !invoices.has(p.invoice_id)).map(({ invoice_id: _, ...p }) => p);
 }
