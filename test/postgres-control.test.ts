@@ -129,6 +129,18 @@ describe.skipIf(!POSTGRES_RUNNING || !CHDB_INSTALLED)('two API nodes on one Post
   });
 });
 
+describe.skipIf(!POSTGRES_RUNNING || !CHDB_INSTALLED)('one node under concurrent units', () => {
+  let t: TestApp;
+  beforeEach(async () => { t = await startTestApp({ engine: POSTGRES }); });
+  afterEach(() => t.close());
+
+  it('serves more concurrent new persons than its pool has connections, each drawing keys mid-transaction', async () => {
+    const answers = await Promise.all(Array.from({ length: 25 }, (_, i) => t.post('/v1/persons', { external_id: `c${i}`, visitor_id: `cv${i}` })));
+    for (const res of answers) expect(res.statusCode, res.body).toBe(200);
+    expect(await count(t, 'SELECT count(*) AS n FROM persons')).toBe(25);
+  });
+});
+
 describe.skipIf(!POSTGRES_RUNNING)('PostgreSQL migrations', () => {
   const dirs: string[] = [];
   afterAll(async () => {

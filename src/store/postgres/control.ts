@@ -76,43 +76,54 @@ class PostgresControlTx extends PostgresControlSql implements ControlTx {
 export interface PostgresOptions {
   /** A postgres:// connection string. */
   url: string;
-  /** Connections in this process's pool (pg's default: 10). */
-  poolSize?: number;
+  /** Connections for transactions, and for statements outside one. */
+  transactionConnections?: number;
+  statementConnections?: number;
+}
+
+function connect(url: string, max: number): pg.Pool {
+  const pool = new Pool({
+    connectionString: url, max, types: TYPES, application_name: 'audiences',
+    // Text without a zone (CAST(… AS TIMESTAMP)) is UTC, as the statements write it.
+    options: '-c TimeZone=UTC',
+  });
+  // An idle connection the server dropped: the pool replaces it; without a listener it would end the process.
+  pool.on('error', (err) => console.warn(`PostgreSQL: an idle connection failed (${err.message})`));
+  return pool;
 }
 
 export class PostgresControl extends PostgresControlSql implements ControlStore {
   readonly shared = true;
 
-  private constructor(private readonly pool: pg.Pool) {
-    super(pool);
+  /**
+   * Statements outside a transaction have a pool of their own: a transaction may run one (a block
+   * of keys drawn mid-transaction), which must not wait for a connection that transactions hold.
+   */
+  private constructor(private readonly transactions: pg.Pool, private readonly statements: pg.Pool) {
+    super(statements);
   }
 
   /** Connects and brings the schema up to date (concurrent starts wait for each other's migration). */
   static async open(options: PostgresOptions): Promise<PostgresControl> {
-    const pool = new Pool({
-      connectionString: options.url, max: options.poolSize, types: TYPES, application_name: 'audiences',
-      // Text without a zone (CAST(… AS TIMESTAMP)) is UTC, as the statements write it.
-      options: '-c TimeZone=UTC',
-    });
-    // An idle connection the server dropped: the pool replaces it; without a listener it would end the process.
-    pool.on('error', (err) => console.warn(`PostgreSQL: an idle connection failed (${err.message})`));
+    const transactions = connect(options.url, options.transactionConnections ?? 10);
+    const statements = connect(options.url, options.statementConnections ?? 5);
     try {
-      const client = await pool.connect();
+      const client = await transactions.connect();
       try {
         await migratePostgres(client);
       } finally {
         client.release();
       }
     } catch (err) {
-      await pool.end();
+      await Promise.all([transactions.end(), statements.end()]);
       throw err;
     }
-    return new PostgresControl(pool);
+    return new PostgresControl(transactions, statements);
   }
 
   async transaction<T>(fn: (tx: ControlTx) => Promise<T>): Promise<T> {
     for (let run = 1; ; run++) {
-      const client = await this.pool.connect();
+      const client = await this.transactions.connect();
       const tx = new PostgresControlTx(client);
       let result: T;
       try {
@@ -140,7 +151,7 @@ export class PostgresControl extends PostgresControlSql implements ControlStore 
     return Number(row?.n ?? 0);
   }
 
-  close(): Promise<void> {
-    return this.pool.end();
+  async close(): Promise<void> {
+    await Promise.all([this.transactions.end(), this.statements.end()]);
   }
 }
