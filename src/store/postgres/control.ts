@@ -1,4 +1,4 @@
-// The control store on PostgreSQL, shared by any number of API nodes: a pool of connections, each
+// The control store on PostgreSQL, shared by any number of API nodes: pooled connections, each
 // transaction on one of them at REPEATABLE READ. A transaction that loses a race to another
 // (another node's) runs again from the start: a serialization failure (an update of a row changed
 // since the transaction's snapshot), a deadlock, or a unique key of a find-or-create taken
@@ -11,10 +11,13 @@ import { MIGRATIONS_TABLE, migratePostgres } from './migrate.js';
 
 const { Pool, types } = pg;
 
-/** Unique keys whose violation means that another transaction created the same thing first. */
+/**
+ * Unique keys whose violation means that another transaction created the same thing first (keys
+ * written with ON CONFLICT DO NOTHING never raise one: there the loser gets a serialization failure).
+ */
 const RACED_CONSTRAINTS = new Set([
-  'persons_external_id', 'persons_email', 'visitors_visitor_id', 'processed_notifications_pkey', 'payment_customers_id',
-  'payment_objects_id', 'payments_id', 'refunds_id', 'api_keys_hash', 'event_messages_pkey', 'event_properties_pkey',
+  'persons_external_id', 'persons_email', 'visitors_visitor_id', 'payment_customers_id', 'payment_objects_id', 'payments_id', 'refunds_id',
+  'api_keys_hash',
 ]);
 
 /** Runs of one transaction at most, and the longest wait between two (jittered). */
@@ -22,13 +25,13 @@ const MAX_RUNS = 8;
 const MAX_BACKOFF_MS = 200;
 
 /** Whether `err` says the transaction lost a race, so running it again can succeed. */
-export function lostRace(err: unknown): boolean {
+function lostRace(err: unknown): boolean {
   if (!(err instanceof pg.DatabaseError)) return false;
   if (err.code === '40001' || err.code === '40P01') return true;
   return err.code === '23505' && err.constraint !== undefined && RACED_CONSTRAINTS.has(err.constraint);
 }
 
-/** bigint as a number, as the DuckDB control store's callers read keys (a bigint past 2^53). */
+/** int8 as a number (a bigint past 2^53): keys as ControlValue gives them. */
 const bigint = (text: string): number | bigint => {
   const n = Number(text);
   return Number.isSafeInteger(n) ? n : BigInt(text);
