@@ -421,8 +421,11 @@ export class ClickHouseUnits {
     return this.outbox.sweep();
   }
 
-  /** Stops the sweeper and the retries, after the inserts under way. */
-  close(): Promise<void> {
-    return this.outbox.close();
+  /** Stops the sweeper and the retries, after the inserts under way and the clock's read. */
+  async close(): Promise<void> {
+    // Started at construction: an app closed before any unit ran has not waited for it (chDB
+    // refuses the next session while a closed one still runs a query).
+    await this.clock?.catch(() => undefined);
+    await this.outbox.close();
   }
 }
