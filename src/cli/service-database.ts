@@ -20,7 +20,7 @@ effect when it starts again. While the service holds the file, this command says
 With DATABASE_URL (PostgreSQL) and no --data, the service's PostgreSQL is used, nodes running.`;
 
 /** A postgres:// URL as shown: host, port and database, never the credentials. */
-export const describeUrl = (url: string): string => {
+const describeUrl = (url: string): string => {
   const u = new URL(url);
   return `${u.protocol}//${u.host}${u.pathname}`;
 };

@@ -88,6 +88,7 @@ export async function savePersons(
     column(people.map((p) => JSON.stringify(updates.get(p.person_key)?.traits ?? {}))),
   ];
   const { keys, texts, json, mergeObject } = tx.dialect;
+  // The instant is cast: in a select list nothing else gives a PostgreSQL parameter its type.
   if (created.length > 0) {
     await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at)
       SELECT $1, k, id, ext, email, name, ${json('traits')}, CAST($2 AS TIMESTAMP), CAST($2 AS TIMESTAMP)
