@@ -11,6 +11,8 @@ export interface Config {
   /** Base URL the payment processor reaches the service at (PUBLIC_URL, else http://HOST:PORT). */
   publicUrl: string;
   databasePath: string;
+  /** DATABASE_URL: the control state in PostgreSQL (many API nodes); unset: in the DuckDB file at databasePath. */
+  databaseUrl: string | undefined;
   /** The engine of the analytical data (ANALYTICS_STORE): duckdb, in the database file, or clickhouse. */
   analyticsStore: AnalyticsEngine;
   /** ClickHouse (CLICKHOUSE_URL, else the embedded chDB at CLICKHOUSE_PATH; CLICKHOUSE_DATABASE, CLICKHOUSE_CLUSTER, CLICKHOUSE_USER, CLICKHOUSE_PASSWORD). */
@@ -55,6 +57,13 @@ function identifier(env: NodeJS.ProcessEnv, name: string, fallback: string): str
   return raw;
 }
 
+function postgresUrl(env: NodeJS.ProcessEnv): string | undefined {
+  const raw = env.DATABASE_URL;
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^postgres(ql)?:\/\//.test(raw)) throw new Error('DATABASE_URL must be a postgres:// or postgresql:// URL');
+  return raw;
+}
+
 function engine(env: NodeJS.ProcessEnv): AnalyticsEngine {
   const raw = env.ANALYTICS_STORE || 'duckdb';
   const found = ANALYTICS_ENGINES.find((e) => e === raw);
@@ -71,6 +80,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     publicUrl: (env.PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/+$/, ''),
     dataPort: env.DATA_PORT ? integer(env, 'DATA_PORT', 0) : null,
     databasePath: env.DATABASE_PATH || './data/attribution.duckdb',
+    databaseUrl: postgresUrl(env),
     analyticsStore: engine(env),
     clickhouse: {
       url: env.CLICKHOUSE_URL || undefined,

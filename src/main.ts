@@ -16,7 +16,8 @@ const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
 
 const config = loadConfig();
 const stores = await openStores({
-  analyticsStore: config.analyticsStore, clickhouse: config.clickhouse, databasePath: config.databasePath, estimateQueueMax: config.estimateQueueMax,
+  analyticsStore: config.analyticsStore, clickhouse: config.clickhouse, databasePath: config.databasePath, databaseUrl: config.databaseUrl,
+  estimateQueueMax: config.estimateQueueMax,
 }).catch((err: unknown) => {
   if (!(err instanceof StoreUnavailable)) throw err;
   console.error(err.message);

@@ -1,7 +1,9 @@
-// The configuration read from the environment: the analytical store's engine.
+// The configuration read from the environment: the analytical store's engine, and the control
+// store's (DATABASE_URL) with the layouts refused.
 
 import { expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
+import { openStores, StoreUnavailable } from '../src/store/open.js';
 
 it('reads ANALYTICS_STORE: duckdb unless set, clickhouse when asked', () => {
   expect(loadConfig({}).analyticsStore).toBe('duckdb');
@@ -11,4 +13,16 @@ it('reads ANALYTICS_STORE: duckdb unless set, clickhouse when asked', () => {
 
 it('refuses any other ANALYTICS_STORE, naming the variable and the engines', () => {
   expect(() => loadConfig({ ANALYTICS_STORE: 'postgres' })).toThrow('ANALYTICS_STORE must be one of duckdb, clickhouse, got "postgres"');
+});
+
+it('reads DATABASE_URL as the PostgreSQL control store, refusing anything but a postgres:// URL without echoing it', () => {
+  expect(loadConfig({}).databaseUrl).toBeUndefined();
+  expect(loadConfig({ DATABASE_URL: 'postgresql://u:p@db:5432/audiences' }).databaseUrl).toBe('postgresql://u:p@db:5432/audiences');
+  expect(() => loadConfig({ DATABASE_URL: 'mysql://u:secret@db/x' })).toThrow(/^DATABASE_URL must be a postgres:\/\/ or postgresql:\/\/ URL$/);
+});
+
+it('refuses PostgreSQL control with DuckDB analytics at open, in one line, before connecting', async () => {
+  const opened = openStores({ analyticsStore: 'duckdb', databasePath: ':memory:', databaseUrl: 'postgres://nobody@127.0.0.1:1/none' });
+  await expect(opened).rejects.toThrow(StoreUnavailable);
+  await expect(opened).rejects.toThrow(/^DATABASE_URL \(PostgreSQL control state, shared by API nodes\) needs ANALYTICS_STORE=clickhouse: [^\n]+$/);
 });

@@ -105,7 +105,7 @@ describe.each(ENGINES)('%s: deliveries converge to the audience', (engine) => {
 
   /** Snapshots of the audience whose members are still stored (the analytical store's), in order. */
   async function storedSnapshots(ws: CreatedWorkspace, id: string): Promise<number[]> {
-    const snapshots = await t.store.query('SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2 ORDER BY snapshot_id', [ws.workspace_id, id]);
+    const snapshots = await t.stores.control.all('SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2 ORDER BY snapshot_id', [ws.workspace_id, id]);
     const stored: number[] = [];
     for (const { snapshot_id } of snapshots) {
       if ((await t.stores.analytics.membersPage(ws.workspace_id, Number(snapshot_id), null, 1)).length > 0) stored.push(Number(snapshot_id));

@@ -1,12 +1,12 @@
-// End to end through the API, on every analytical store: page views and events sent as an app and
+// End to end through the API, on every store (the PostgreSQL control plane too): page views and events sent as an app and
 // a browser would send them make a compile estimate come out right; with payment notifications and
 // a relinked visitor, a saved audience refreshes, exports its members and delivers its diff.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { type AnalyticsEngine } from '../src/store/open.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { ENGINES } from './support/engines.js';
+import { ENGINES_WITH_POSTGRES, type TestEngine } from './support/engines.js';
 import { startReceiver } from './support/receiver.js';
+import { controlRows } from './support/stored.js';
 import { checkoutSession, deliver, invoice, notification } from './support/stripe.js';
 
 const ever = { kind: 'ever' };
@@ -15,7 +15,7 @@ const fromAi = did({ source: 'pageview', filter: { channel_category: { op: '=', 
 const signedUp = did({ source: 'product_event', name: 'signup' });
 const churned = did({ source: 'product_event', name: 'churned' });
 
-describe.each(ENGINES)('%s: events and page views through the API feed the estimates', (engine: AnalyticsEngine) => {
+describe.each(ENGINES_WITH_POSTGRES)('%s: events and page views through the API feed the estimates', (engine: TestEngine) => {
   let t: TestApp;
   beforeAll(async () => {
     t = await startTestApp({ engine, at: new Date(Date.now() + 60_000) });
@@ -72,7 +72,7 @@ describe.each(ENGINES)('%s: events and page views through the API feed the estim
   });
 
   it('gives each visitor and person the channel of their earliest page view as first touch', async () => {
-    const keys = await t.store.query(`SELECT v.visitor_id, v.visitor_key, v.person_key FROM visitors v WHERE v.workspace_id = $1`, [t.ws.workspace_id]);
+    const keys = await controlRows(t, 'SELECT v.visitor_id, v.visitor_key, v.person_key FROM visitors v WHERE v.workspace_id = $1', [t.ws.workspace_id]);
     const key = (id: string) => keys.find((k) => k.visitor_id === id)!;
     const later = new Date(Date.now() + 3_600_000).toISOString();
     // A later visit from Google does not change a first touch.
@@ -91,7 +91,7 @@ describe.each(ENGINES)('%s: events and page views through the API feed the estim
   });
 });
 
-describe.each(ENGINES)('%s: from ingest to a delivered audience', (engine: AnalyticsEngine) => {
+describe.each(ENGINES_WITH_POSTGRES)('%s: from ingest to a delivered audience', (engine: TestEngine) => {
   let t: TestApp;
   const send = (method: 'GET' | 'POST', url: string, body?: unknown) =>
     t.app.inject({ method, url, headers: { authorization: `Bearer ${t.ws.secret_key}` }, ...(body === undefined ? {} : { payload: body as object }) });

@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { planCriteria, validateCriteria } from '../src/criteria/index.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { ENGINES } from './support/engines.js';
-import { eventsByName, storedCount, storedRows } from './support/stored.js';
+import { ENGINES_WITH_POSTGRES } from './support/engines.js';
+import { controlRows, eventsByName, storedCount, storedRows } from './support/stored.js';
 
 let t: TestApp;
 
@@ -17,18 +17,18 @@ const event = async (body: unknown) => {
   return res.json();
 };
 const personRow = async (personId: string) => {
-  const rows = await t.store.query('SELECT external_id, email, name, CAST(traits AS VARCHAR) AS traits FROM persons WHERE person_id = $1', [personId]);
+  const rows = await controlRows(t, 'SELECT external_id, email, name, CAST(traits AS VARCHAR) AS traits FROM persons WHERE person_id = $1', [personId]);
   return rows[0] ? { ...rows[0], traits: JSON.parse(rows[0].traits as string) } : undefined;
 };
 const linkOf = async (visitorId: string) => {
-  const rows = await t.store.query(`SELECT p.person_id FROM visitors v LEFT JOIN persons p ON p.person_key = v.person_key
+  const rows = await controlRows(t, `SELECT p.person_id FROM visitors v LEFT JOIN persons p ON p.person_key = v.person_key
     WHERE v.workspace_id = $1 AND v.visitor_id = $2`, [t.ws.workspace_id, visitorId]);
   return rows[0]?.person_id ?? null;
 };
 const count = async (table: 'persons' | 'events') => (table === 'events' ? storedCount(t, 'events')
-  : Number((await t.store.query(`SELECT count(*) AS n FROM ${table} WHERE workspace_id = $1`, [t.ws.workspace_id]))[0]!.n));
+  : Number((await controlRows(t, `SELECT count(*) AS n FROM ${table} WHERE workspace_id = $1`, [t.ws.workspace_id]))[0]!.n));
 
-describe.each(ENGINES)('%s', (engine) => {
+describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
   beforeEach(async () => {
     t = await startTestApp({ engine, at: new Date('2026-06-15T12:00:00Z') });
   });

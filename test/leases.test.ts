@@ -6,14 +6,14 @@ import { AUDIENCE_DEFAULTS, createAudienceService } from '../src/audiences/servi
 import { releaseLease, renewLease, takeLease, withLease } from '../src/store/control/leases.js';
 import { startReceiver } from './support/receiver.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { ENGINES } from './support/engines.js';
+import { ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { importRows } from './support/stored.js';
 
 const AT = new Date('2026-06-15T12:00:00Z');
 const signedUp = { version: 1, root: { source: 'product_event', name: 'signup', occurrence: { op: 'did', count: null, window: { kind: 'ever' } } } };
 const delivery = { ...AUDIENCE_DEFAULTS.delivery, allowPrivateDestinations: true, webhookPageSize: 1, backoffBaseMs: 10, backoffMaxMs: 20 };
 
-describe.each(ENGINES)('%s: leases', (engine) => {
+describe.each(ENGINES_WITH_POSTGRES)('%s: leases', (engine) => {
   let t: TestApp;
   beforeEach(async () => {
     t = await startTestApp({ engine, at: AT, audiences: { delivery } });

@@ -4,13 +4,13 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDataApp } from '../src/http/app.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { ENGINES } from './support/engines.js';
+import { ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { checkoutSession, deliver, invoice, notification, nowS, subscription } from './support/stripe.js';
 
 let t: TestApp;
 const get = (url: string, key = t.ws.secret_key) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
 
-describe.each(ENGINES)('%s', (engine) => {
+describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
   beforeAll(async () => {
     t = await startTestApp({ engine });
     const T = nowS();

@@ -7,7 +7,7 @@ import { Store } from '../src/store/duckdb/db.js';
 import { importDataset } from '../src/store/duckdb/import.js';
 import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { ENGINES } from './support/engines.js';
+import { ENGINES_WITH_POSTGRES } from './support/engines.js';
 
 const AT = new Date('2026-06-15T12:00:00Z');
 const ever = { kind: 'ever' };
@@ -29,7 +29,7 @@ async function count(root: unknown): Promise<number> {
   return body.estimated_count.count;
 }
 
-describe.each(ENGINES)('%s', (engine) => {
+describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
   beforeEach(async () => {
     t = await startTestApp({ engine, at: AT });
   });

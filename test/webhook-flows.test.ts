@@ -7,8 +7,8 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { PaymentWebhook } from '../src/attribution/webhook.js';
 import { Ingest } from '../src/ingest/ingest.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { ENGINES } from './support/engines.js';
-import { oneTimePayments as storedOneTimePayments, storedRows } from './support/stored.js';
+import { ENGINES_WITH_POSTGRES } from './support/engines.js';
+import { controlRows, oneTimePayments as storedOneTimePayments, storedRows } from './support/stored.js';
 import {
   charge, checkoutSession, count, customer, customerRow, deliver, fixture, invoice, invoicePayment, layoutDifferences, notification,
   nowS, paymentIntent, refund, type StripeObject, subscription, thinEvent,
@@ -49,7 +49,7 @@ const paymentEvent = (event: string, window: object = ever) => ({ source: 'payme
 const subscriptionStatus = (status: string) => ({ source: 'payments', entity: 'subscription', predicate: { status: { op: '=', value: status } } });
 const did = (name: string) => ({ source: 'product_event', name, occurrence: { op: 'did', count: null, window: ever } });
 
-const query = (sql: string) => t.store.query(sql);
+const query = (sql: string) => controlRows(t, sql);
 const events = () => storedRows(t, 'payment_events', ['customer_id', 'kind', 'object_id', 'amount', 'currency', 'ts'], ['kind', 'object_id']);
 const oneTimePayments = () => storedOneTimePayments(t);
 const refunds = () => query('SELECT refund_id, customer_id, amount, currency, status FROM refunds ORDER BY refund_id');
@@ -60,7 +60,7 @@ const pageview = async (visitorId: string, referrer: string) => {
   expect(res.statusCode, res.body).toBe(200);
 };
 
-describe.each(ENGINES)('%s', (engine) => {
+describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
   beforeEach(async () => { t = await startTestApp({ engine }); });
   afterEach(async () => { await t.close(); });
 
@@ -139,7 +139,7 @@ describe.each(ENGINES)('%s', (engine) => {
         { invoice_id: 'in_ada', status: 'paid', amount_paid: 2000, currency: 'usd', paid_at: at(T + 3) },
       ]);
       // The subscription's payment intent paid the invoice: it is not also a one-time payment.
-      expect(await query('SELECT payment_id, invoice_id, amount FROM payments')).toEqual([{ payment_id: 'pi_ada', invoice_id: 'in_ada', amount: 2000n }]);
+      expect(await query('SELECT payment_id, invoice_id, amount FROM payments')).toEqual([{ payment_id: 'pi_ada', invoice_id: 'in_ada', amount: 2000 }]);
       expect(await oneTimePayments()).toEqual([]);
     });
   });
@@ -169,7 +169,7 @@ describe.each(ENGINES)('%s', (engine) => {
         external_id: 'u_bo', customer_ids: ['pi_bo'], link_state: 'linked', first_touch_channel: 'AI',
       })]);
       expect(await people('pi_bo')).toHaveLength(1);
-      expect(await oneTimePayments()).toEqual([{ payment_id: 'pi_bo', customer_id: 'pi_bo', amount: 4900n, currency: 'usd' }]);
+      expect(await oneTimePayments()).toEqual([{ payment_id: 'pi_bo', customer_id: 'pi_bo', amount: 4900, currency: 'usd' }]);
       // A one-time payment is no invoice; nothing was refunded.
       expect(await estimate(paymentEvent('first_paid_invoice'))).toBe(0);
       expect(await estimate(paymentEvent('refund_issued'))).toBe(0);
@@ -182,7 +182,7 @@ describe.each(ENGINES)('%s', (engine) => {
       expect(await query('SELECT customer_id FROM payment_customers')).toEqual([{ customer_id: 'pi_rev' }]);
       expect(await estimate(paymentEvent('first_paid_invoice'))).toBe(0);
       expect(await people('u_rev')).toEqual([expect.objectContaining({ customer_ids: ['pi_rev'], link_state: 'linked' })]);
-      expect(await oneTimePayments()).toEqual([{ payment_id: 'pi_rev', customer_id: 'pi_rev', amount: 4900n, currency: 'usd' }]);
+      expect(await oneTimePayments()).toEqual([{ payment_id: 'pi_rev', customer_id: 'pi_rev', amount: 4900, currency: 'usd' }]);
     });
 
     it('without metadata: email matched, unmatched, or deferred on an anonymous visitor then linked', async () => {
@@ -226,8 +226,8 @@ describe.each(ENGINES)('%s', (engine) => {
       expect(await people('eve')).toEqual([expect.objectContaining({ external_id: 'eve', customer_ids: ['pi_eve'], link_state: 'linked' })]);
       expect(await people('fay')).toEqual([expect.objectContaining({ external_id: 'fay', customer_ids: ['cus_fay'], link_state: 'linked' })]);
       expect(await oneTimePayments()).toEqual([
-        { payment_id: 'pi_eve', customer_id: 'pi_eve', amount: 1500n, currency: 'usd' },
-        { payment_id: 'pi_fay', customer_id: 'cus_fay', amount: 2500n, currency: 'eur' },
+        { payment_id: 'pi_eve', customer_id: 'pi_eve', amount: 1500, currency: 'usd' },
+        { payment_id: 'pi_fay', customer_id: 'cus_fay', amount: 2500, currency: 'eur' },
       ]);
       expect(await estimate(paymentEvent('first_paid_invoice'))).toBe(0);
     });
@@ -255,7 +255,7 @@ describe.each(ENGINES)('%s', (engine) => {
       expect(await events()).toEqual([
         { customer_id: 'pi_p', kind: 'refund_issued', object_id: 're_p1', amount: 1000, currency: 'usd', ts: at(T + 10) },
       ]);
-      expect(await refunds()).toEqual([{ refund_id: 're_p1', customer_id: 'pi_p', amount: 1000n, currency: 'usd', status: 'succeeded' }]);
+      expect(await refunds()).toEqual([{ refund_id: 're_p1', customer_id: 'pi_p', amount: 1000, currency: 'usd', status: 'succeeded' }]);
       expect(await estimate(paymentEvent('refund_issued'))).toBe(1);
       expect(await people('u_pi_p')).toEqual([expect.objectContaining({ customer_ids: ['pi_p'], link_state: 'linked' })]);
     });
@@ -275,7 +275,7 @@ describe.each(ENGINES)('%s', (engine) => {
       const [payment] = await oneTimePayments();
       const [refunded] = await query("SELECT sum(amount) AS amount FROM refunds WHERE payment_intent_id = 'pi_two'");
       expect(payment).toMatchObject({ payment_id: 'pi_two' });
-      expect((payment!.amount as bigint) - BigInt(refunded!.amount as bigint)).toBe(0n);
+      expect(payment!.amount).toBe(refunded!.amount);
     });
 
     it('a full refund announced only by charge.refund.updated; a failed refund stops counting', async () => {
@@ -290,8 +290,8 @@ describe.each(ENGINES)('%s', (engine) => {
       await send(notification('refund.failed', refund('ch_pi_fail', 'pi_fail', { id: 're_fail', amount: 2000, status: 'failed', created: T + 5 }), T + 9));
       expect((await events()).map((e) => e.object_id)).toEqual(['re_full']);
       expect(await refunds()).toEqual([
-        { refund_id: 're_fail', customer_id: 'pi_fail', amount: 2000n, currency: 'usd', status: 'failed' },
-        { refund_id: 're_full', customer_id: 'pi_full', amount: 2000n, currency: 'usd', status: 'succeeded' },
+        { refund_id: 're_fail', customer_id: 'pi_fail', amount: 2000, currency: 'usd', status: 'failed' },
+        { refund_id: 're_full', customer_id: 'pi_full', amount: 2000, currency: 'usd', status: 'succeeded' },
       ]);
       expect(await estimate(paymentEvent('refund_issued'))).toBe(1);
       expect(await people('u_pi_fail')).toEqual([expect.objectContaining({ customer_ids: ['pi_fail'], link_state: 'linked' })]);
@@ -302,7 +302,7 @@ describe.each(ENGINES)('%s', (engine) => {
     it('a refund of a payment never seen is kept, and attributed when the payment arrives', async () => {
       const T = nowS() - 60;
       await send(notification('refund.created', refund('ch_late', 'pi_late', { id: 're_late', amount: 700, created: T + 30 }), T + 30));
-      expect(await refunds()).toEqual([{ refund_id: 're_late', customer_id: null, amount: 700n, currency: 'usd', status: 'succeeded' }]);
+      expect(await refunds()).toEqual([{ refund_id: 're_late', customer_id: null, amount: 700, currency: 'usd', status: 'succeeded' }]);
       expect(await count(t, 'payment_customers')).toBe(0);
       expect(await events()).toEqual([]);
       await send(notification('checkout.session.completed',
@@ -320,7 +320,7 @@ describe.each(ENGINES)('%s', (engine) => {
         notification('charge.refund.updated', refund('ch_c', null, { id: 're_c', amount: 500, status: 'succeeded', customer: 'cus_c', created: T }), T + 9),
         notification('refund.created', refund('ch_c', null, { id: 're_c', amount: 500, status: 'pending', customer: 'cus_c', created: T }), T),
       );
-      expect(await refunds()).toEqual([{ refund_id: 're_c', customer_id: 'cus_c', amount: 500n, currency: 'usd', status: 'succeeded' }]);
+      expect(await refunds()).toEqual([{ refund_id: 're_c', customer_id: 'cus_c', amount: 500, currency: 'usd', status: 'succeeded' }]);
       expect((await events()).map((e) => [e.customer_id, e.object_id])).toEqual([['cus_c', 're_c']]);
       expect(await people('cus_c')).toEqual([expect.objectContaining({ person_id: null, customer_ids: ['cus_c'], link_state: 'unmatched' })]);
       // A payer linked to nobody is in no audience.
@@ -335,7 +335,7 @@ describe.each(ENGINES)('%s', (engine) => {
         notification('payment_intent.succeeded', paymentIntent('cus_o', {}, { id: 'pi_o' }), T + 1),
       );
       expect(await oneTimePayments()).toEqual([]);
-      expect(await query('SELECT payment_id, invoice_id, amount FROM payments')).toEqual([{ payment_id: 'pi_o', invoice_id: 'in_o', amount: 2000n }]);
+      expect(await query('SELECT payment_id, invoice_id, amount FROM payments')).toEqual([{ payment_id: 'pi_o', invoice_id: 'in_o', amount: 2000 }]);
       expect(await people('cus_o')).toEqual([expect.objectContaining({ customer_ids: ['cus_o'], link_state: 'unmatched' })]);
       expect(await estimate(paymentEvent('first_paid_invoice'))).toBe(0);
     });
@@ -441,7 +441,7 @@ describe.each(ENGINES)('%s', (engine) => {
       expect(await people('pi_kim')).toEqual([expect.objectContaining({ link_state: 'deferred', first_touch_channel: 'Organic Social' })]);
       expect((await t.post('/v1/events', { event_name: 'signup', user_id: 'kim', visitor_id: 'v_kim' })).statusCode).toBe(200);
       expect(await people('kim')).toEqual([expect.objectContaining({ customer_ids: ['pi_kim'], link_state: 'linked', first_touch_channel: 'Organic Social' })]);
-      expect(await oneTimePayments()).toEqual([{ payment_id: 'pi_kim', customer_id: 'pi_kim', amount: 900n, currency: 'usd' }]);
+      expect(await oneTimePayments()).toEqual([{ payment_id: 'pi_kim', customer_id: 'pi_kim', amount: 900, currency: 'usd' }]);
       // A one-time payment: the person signed up and paid no invoice.
       expect(await estimate({ op: 'and', children: [did('signup'), { op: 'not', child: paymentEvent('first_paid_invoice') }] })).toBe(1);
     });
@@ -508,7 +508,7 @@ describe.each(ENGINES)('%s', (engine) => {
       expect(await send(session, refunded, paid, session)).toEqual(Array(4).fill({ received: true, duplicate: true }));
       expect({ events: await events(), payments: await oneTimePayments(), refunds: await refunds() }).toEqual(before);
       expect(before.events.map((e) => e.kind)).toEqual(['first_paid_invoice', 'refund_issued']);
-      expect(before.payments).toEqual([{ payment_id: 'pi_again', customer_id: 'pi_again', amount: 3100n, currency: 'usd' }]);
+      expect(before.payments).toEqual([{ payment_id: 'pi_again', customer_id: 'pi_again', amount: 3100, currency: 'usd' }]);
       expect(await count(t, 'processed_notifications')).toBe(3);
       expect(await people('u_again')).toEqual([expect.objectContaining({ customer_ids: ['pi_again'], link_state: 'linked' })]);
       expect(await estimate(paymentEvent('refund_issued'))).toBe(1);

@@ -1,7 +1,7 @@
 // `migrate`: creates or upgrades the service's schemas without starting it (the service does the
-// same at each start): the control store's DuckDB migrations, and with ANALYTICS_STORE=clickhouse
-// the ClickHouse schema. Opening the stores is the migration; the ClickHouse store also inserts
-// the rows a stopped service left in its outbox before it closes.
+// same at each start): the control store's migrations (DuckDB's, or PostgreSQL's with DATABASE_URL),
+// and with ANALYTICS_STORE=clickhouse the ClickHouse schema. Opening the stores is the migration;
+// the ClickHouse store also inserts the rows a stopped service left in its outbox before it closes.
 
 import { loadConfig } from '../config.js';
 import type { Command, Values } from './args.js';
@@ -11,9 +11,10 @@ import { openServiceDatabase, SERVICE_DATABASE_HELP, SERVICE_DATABASE_NOTE, SERV
 const HELP = `usage: audiences migrate [--data <file.duckdb>] [--json]
 
 Creates or upgrades the service's schemas, as the service does at each start: the migrations of
-its database (created when missing), and with ANALYTICS_STORE=clickhouse the ClickHouse schema
-(CLICKHOUSE_URL, else the embedded chDB at CLICKHOUSE_PATH; in CLICKHOUSE_DATABASE; ON CLUSTER
-with CLICKHOUSE_CLUSTER). Every step is idempotent: running it again changes nothing.
+its database (the DuckDB file, created when missing; with DATABASE_URL and no --data, PostgreSQL's
+tables), and with ANALYTICS_STORE=clickhouse the ClickHouse schema (CLICKHOUSE_URL, else the
+embedded chDB at CLICKHOUSE_PATH; in CLICKHOUSE_DATABASE; ON CLUSTER with CLICKHOUSE_CLUSTER).
+Every step is idempotent: running it again changes nothing.
 
 ${SERVICE_DATABASE_NOTE}
 
@@ -27,8 +28,7 @@ async function migrate(_: string[], values: Values): Promise<number> {
   const config = loadConfig();
   const db = await openServiceDatabase(values, 'migrate', true);
   try {
-    const [row] = await db.stores.control.all('SELECT max(version) AS v FROM schema_migrations');
-    const version = Number(row?.v ?? 0);
+    const version = await db.stores.control.schemaVersion();
     const ch = config.clickhouse;
     const clickhouse: { database: string; url?: string; path?: string; cluster?: string } | undefined = config.analyticsStore === 'clickhouse'
       ? { database: ch.database, ...(ch.url === undefined ? { path: ch.path } : { url: ch.url }), ...(ch.cluster === undefined ? {} : { cluster: ch.cluster }) }

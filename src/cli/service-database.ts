@@ -1,10 +1,11 @@
 // The service's own database for the workspace and key commands: `--data <file>`, else the
-// service's DATABASE_PATH (default ./data/attribution.duckdb), opened only while the service is stopped.
+// service's DATABASE_URL (PostgreSQL, open beside running nodes), else its DATABASE_PATH (default
+// ./data/attribution.duckdb, opened only while the service is stopped).
 
 import { existsSync, statSync } from 'node:fs';
 import { loadConfig } from '../config.js';
 import { type Workspace, Workspaces } from '../store/control/workspaces.js';
-import type { Stores } from '../store/open.js';
+import { openStores, type Stores, StoreUnavailable } from '../store/open.js';
 import { stringOption, type Values } from './args.js';
 import { openDatabase } from './data.js';
 import { CliError, UsageError } from './errors.js';
@@ -15,7 +16,14 @@ export const SERVICE_DATABASE_HELP = `--data <file.duckdb>      the service's da
                             ./data/attribution.duckdb, as the service opens it)`;
 
 export const SERVICE_DATABASE_NOTE = `DuckDB lets one process open a database file: stop the service first; the change takes
-effect when it starts again. While the service holds the file, this command says so and exits 1.`;
+effect when it starts again. While the service holds the file, this command says so and exits 1.
+With DATABASE_URL (PostgreSQL) and no --data, the service's PostgreSQL is used, nodes running.`;
+
+/** A postgres:// URL as shown: host, port and database, never the credentials. */
+const describeUrl = (url: string): string => {
+  const u = new URL(url);
+  return `${u.protocol}//${u.host}${u.pathname}`;
+};
 
 export interface ServiceDatabase {
   path: string;
@@ -30,7 +38,16 @@ export interface ServiceDatabase {
  */
 export async function openServiceDatabase(values: Values, command: string, create: boolean): Promise<ServiceDatabase & { created: boolean }> {
   const config = loadConfig();
-  const path = stringOption(values, 'data') ?? config.databasePath;
+  const data = stringOption(values, 'data');
+  if (data === undefined && config.databaseUrl !== undefined) {
+    const stores = await openStores({
+      analyticsStore: config.analyticsStore, clickhouse: config.clickhouse, databasePath: config.databasePath, databaseUrl: config.databaseUrl,
+    }).catch((err: unknown) => {
+      throw err instanceof StoreUnavailable ? new CliError(err.message) : err;
+    });
+    return { path: describeUrl(config.databaseUrl), stores, workspaces: new Workspaces(stores.control), created: false, close: () => stores.close() };
+  }
+  const path = data ?? config.databasePath;
   if (path === ':memory:') throw new UsageError('DATABASE_PATH is :memory:, which no other process can open; pass --data <file.duckdb>', command);
   const exists = existsSync(path);
   if (exists && statSync(path).isDirectory()) throw new CliError(`${path}: is a directory, expected the service's database file`);
@@ -51,5 +68,6 @@ export async function findWorkspace(db: ServiceDatabase, idOrName: string): Prom
   if (named.length > 1) {
     throw new CliError(`${db.path}: ${named.length} workspaces are named "${idOrName}" (${named.map((w) => w.workspace_id).join(', ')}); pass the workspace id`);
   }
-  throw new CliError(`${db.path}: no workspace "${idOrName}" (see: audiences workspace list --data ${db.path})`);
+  const list = db.stores.duckdb ? `audiences workspace list --data ${db.path}` : 'audiences workspace list';
+  throw new CliError(`${db.path}: no workspace "${idOrName}" (see: ${list})`);
 }

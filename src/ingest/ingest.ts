@@ -123,11 +123,7 @@ export class Ingest {
 
   private async writeEvents(ws: string, items: PreparedEvent[]): Promise<Staged<EventResult[]>> {
     const known = await this.pathsOf(ws);
-    return this.stores.analytics.stage((work) => this.storeEvents(work, ws, items, this.clock(), known).catch((err) => {
-      // Paths added to the cache were rolled back; forget them before the next transaction runs.
-      this.knownPaths.delete(ws);
-      throw err;
-    }));
+    return this.stores.analytics.stage((work) => this.storeEvents(work, ws, items, this.clock(), known));
   }
 
   /** Events inside their unit of work: dedupe, resolve, append, record new property paths. */
@@ -145,6 +141,7 @@ export class Ingest {
     const ids = newIds('evt', stored.length);
     const rows: EventRecord[] = [];
     const newPaths: { event_name: string; path: string }[] = [];
+    const recorded = new Set<string>();
     stored.forEach(({ input: e, ts, paths, properties }, i) => {
       const who = resolved[i]!;
       rows.push({
@@ -159,14 +156,16 @@ export class Ingest {
       });
       for (const path of paths) {
         const key = `${e.event_name}\0${path}`;
-        if (!known.has(key)) {
-          known.add(key);
+        if (!known.has(key) && !recorded.has(key)) {
+          recorded.add(key);
           newPaths.push({ event_name: e.event_name, path });
         }
       }
     });
     await work.analytics.appendEvents(ws, rows, now);
     await work.analytics.recordPropertyPaths(ws, newPaths);
+    // Known once committed: a rolled-back or re-run transaction records them again.
+    work.control.afterCommit(() => { for (const key of recorded) known.add(key); });
     let next = 0;
     const results = inputs.map((_, i): EventResult => {
       if (!kept[i]) return { event_id: null, person_id: null, duplicate: true };

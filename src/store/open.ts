@@ -1,5 +1,6 @@
-// The one place that builds the stores: the control store, and the analytical store of the engine
-// ANALYTICS_STORE names. The service (main.ts), the command line and the tests open them here.
+// The one place that builds the stores: the control store (the DuckDB file, or PostgreSQL with
+// DATABASE_URL), and the analytical store of the engine ANALYTICS_STORE names. The service
+// (main.ts), the command line and the tests open them here.
 
 import type { AnalyticsStore } from './analytics.js';
 import { ClickHouseAnalytics } from './clickhouse/analytics.js';
@@ -9,6 +10,7 @@ import type { ControlStore } from './control/store.js';
 import { DuckDBAnalytics } from './duckdb/analytics.js';
 import { DuckDBControl } from './duckdb/control.js';
 import { Store, type StoreOptions } from './duckdb/db.js';
+import { PostgresControl } from './postgres/control.js';
 
 export const ANALYTICS_ENGINES = ['duckdb', 'clickhouse'] as const;
 export type AnalyticsEngine = (typeof ANALYTICS_ENGINES)[number];
@@ -19,12 +21,14 @@ export interface StoresOptions extends StoreOptions {
   databasePath: string;
   /** Where the analytical data lives with ANALYTICS_STORE=clickhouse. */
   clickhouse?: ClickHouseOptions;
+  /** A postgres:// URL: the control state in PostgreSQL (with ClickHouse analytics only); `databasePath` is then unused. */
+  databaseUrl?: string;
 }
 
 export interface Stores {
   control: ControlStore;
   analytics: AnalyticsStore;
-  /** The embedded DuckDB database, when it holds the control state (the command line's imports and checks use it). */
+  /** The embedded DuckDB database, when it holds the control state (the command line's imports and checks use it); undefined on PostgreSQL. */
   duckdb?: Store;
   /** Finishes writes and closes both. */
   close(): Promise<void>;
@@ -42,11 +46,28 @@ export class StoreUnavailable extends Error {}
 export const DEFAULT_CLICKHOUSE: ClickHouseOptions = { path: './data/clickhouse', database: 'audiences' };
 
 export async function openStores(options: StoresOptions): Promise<Stores> {
+  if (options.databaseUrl !== undefined) return openShared(options, options.databaseUrl);
   const store = await Store.open(options.databasePath, options);
   const control = new DuckDBControl(store);
   if (options.analyticsStore === 'duckdb') {
     return { control, analytics: new DuckDBAnalytics(store), duckdb: store, close: () => store.close() };
   }
+  return withClickHouse(control, options, store);
+}
+
+/** The layout of many API nodes: the control state in PostgreSQL, the analytical data in ClickHouse. */
+async function openShared(options: StoresOptions, url: string): Promise<Stores> {
+  if (options.analyticsStore !== 'clickhouse') {
+    throw new StoreUnavailable('DATABASE_URL (PostgreSQL control state, shared by API nodes) needs ANALYTICS_STORE=clickhouse: DuckDB analytics is one process\'s file');
+  }
+  const control = await PostgresControl.open({ url }).catch((err: unknown) => {
+    throw unavailable('PostgreSQL', err);
+  });
+  return withClickHouse(control, options);
+}
+
+/** The stores of `control` with the analytical data in ClickHouse; closing them closes `control` too. */
+async function withClickHouse(control: ControlStore, options: StoresOptions, duckdb?: Store): Promise<Stores> {
   try {
     const clickhouse = options.clickhouse ?? DEFAULT_CLICKHOUSE;
     const client = await connectClickHouse(clickhouse);
@@ -56,14 +77,20 @@ export async function openStores(options: StoresOptions): Promise<Stores> {
     return {
       control,
       analytics,
-      duckdb: store,
+      duckdb,
       close: async () => {
         await analytics.close();
-        await store.close();
+        await control.close();
       },
     };
   } catch (err) {
-    await store.close();
-    throw err instanceof Error && !(err instanceof StoreUnavailable) ? new StoreUnavailable(`ClickHouse: ${err.message}`) : err;
+    await control.close();
+    throw unavailable('ClickHouse', err);
   }
+}
+
+/** An engine's failure to open as the one line StoreUnavailable says. */
+function unavailable(engine: string, err: unknown): unknown {
+  if (!(err instanceof Error) || err instanceof StoreUnavailable) return err;
+  return new StoreUnavailable(`${engine}: ${err.message.split('\n')[0]}`);
 }

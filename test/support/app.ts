@@ -1,4 +1,5 @@
-// A real app on real stores (an in-memory DuckDB unless `path`), with one workspace, for tests.
+// A real app on real stores (an in-memory DuckDB unless `path`; a database of the test PostgreSQL
+// for the PostgreSQL control plane), with one workspace, for tests.
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
@@ -6,23 +7,28 @@ import { AUDIENCE_DEFAULTS } from '../../src/audiences/service.js';
 import { type AppOptions, buildApp } from '../../src/http/app.js';
 import { type CreatedWorkspace, Workspaces } from '../../src/store/control/workspaces.js';
 import type { Store, StoreOptions } from '../../src/store/duckdb/db.js';
-import { type AnalyticsEngine, openStores, type Stores } from '../../src/store/open.js';
+import { openStores, type Stores } from '../../src/store/open.js';
+import { analyticsOf, POSTGRES, type TestEngine } from './engines.js';
+import { createDatabase } from './postgres.js';
 
 export interface TestApp {
   app: FastifyInstance;
   stores: Stores;
-  /** The DuckDB database of the control store (holding the analytical tables too on DuckDB). */
+  /** The DuckDB database of the control store (holding the analytical tables too on DuckDB); throws on PostgreSQL. */
   store: Store;
   workspaces: Workspaces;
   ws: CreatedWorkspace;
+  /** On PostgreSQL, the app's database; on ClickHouse, its analytical database (for a second node of the same data). */
+  databaseUrl?: string;
+  clickhouseDatabase?: string;
   post(url: string, body: unknown, key?: string): Promise<LightMyRequestResponse>;
   compile(criteria: unknown, key?: string): Promise<LightMyRequestResponse>;
   close(): Promise<void>;
 }
 
 export interface TestAppOptions extends StoreOptions {
-  /** The analytical store (test/support/engines.ts); DuckDB unless given. */
-  engine?: AnalyticsEngine;
+  /** The stores (test/support/engines.ts); DuckDB unless given. */
+  engine?: TestEngine;
   /** On ClickHouse, the database of an app before (a restart on the same data); a new one unless given. */
   clickhouseDatabase?: string;
   /** On ClickHouse, a server to reach over HTTP (test/support/chdb-server.ts); the in-process chDB unless given. */
@@ -34,20 +40,27 @@ export interface TestAppOptions extends StoreOptions {
   path?: string;
   audiences?: AppOptions['audiences'];
   rateLimits?: AppOptions['rateLimits'];
+  /** Another API node of this app: its engine, PostgreSQL and ClickHouse databases and workspace (close it first). */
+  nodeOf?: TestApp;
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
-  const engine = options.engine ?? 'duckdb';
+  const { nodeOf } = options;
+  if (nodeOf && !nodeOf.databaseUrl) throw new Error('a second API node needs the PostgreSQL control plane');
+  const engine = nodeOf ? POSTGRES : options.engine ?? 'duckdb';
+  const analyticsStore = analyticsOf(engine);
+  const postgres = engine === POSTGRES && !nodeOf ? await createDatabase() : undefined;
+  const databaseUrl = nodeOf?.databaseUrl ?? postgres?.url;
+  // chDB holds one data directory per process: each app gets a database of its own in it.
+  const clickhouseDatabase = analyticsStore === 'clickhouse'
+    ? nodeOf?.clickhouseDatabase ?? options.clickhouseDatabase ?? `test_${randomUUID().replaceAll('-', '')}`
+    : undefined;
   const stores = await openStores({
-    ...options, analyticsStore: engine, databasePath: options.path ?? ':memory:',
-    // chDB holds one data directory per process: each app gets a database of its own in it.
-    clickhouse: engine === 'clickhouse'
-      ? { path: ':memory:', url: options.clickhouseUrl, database: options.clickhouseDatabase ?? `test_${randomUUID().replaceAll('-', '')}` }
-      : undefined,
+    ...options, analyticsStore, databasePath: options.path ?? ':memory:', databaseUrl,
+    clickhouse: clickhouseDatabase === undefined ? undefined : { path: ':memory:', url: options.clickhouseUrl, database: clickhouseDatabase },
   });
-  const store = stores.duckdb!;
   const workspaces = new Workspaces(stores.control);
-  const ws = await workspaces.create('test');
+  const ws = nodeOf?.ws ?? await workspaces.create('test');
   const at = options.at;
   // Tests deliver to loopback receivers: private destinations are allowed unless a test says otherwise.
   const audiences = { ...options.audiences, delivery: { ...AUDIENCE_DEFAULTS.delivery, allowPrivateDestinations: true, ...options.audiences?.delivery } };
@@ -62,11 +75,16 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     payload: typeof body === 'string' ? body : JSON.stringify(body),
   });
   return {
-    app, stores, store, workspaces, ws, post,
+    app, stores, workspaces, ws, post, databaseUrl, clickhouseDatabase,
+    get store() {
+      if (!stores.duckdb) throw new Error('this test reads DuckDB\'s tables; on PostgreSQL read the control state through t.stores.control');
+      return stores.duckdb;
+    },
     compile: (criteria, key) => post('/v1/audiences/compile', { criteria_json: criteria }, key),
     close: async () => {
       await app.close();
       await stores.close();
+      await postgres?.release();
     },
   };
 }

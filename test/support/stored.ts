@@ -8,7 +8,13 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ClickHouseAnalytics } from '../../src/store/clickhouse/analytics.js';
 import { quote } from '../../src/store/clickhouse/run.js';
+import { saveCustomer } from '../../src/store/control/payments.js';
+import { nextKeys, savePersons, saveVisitors } from '../../src/store/control/people.js';
+import { recordPropertyPaths } from '../../src/store/control/properties.js';
+import type { ControlSql } from '../../src/store/control/store.js';
+import { Store } from '../../src/store/duckdb/db.js';
 import { importDataset, importParquetDir } from '../../src/store/duckdb/import.js';
+import { propertyPaths } from '../../src/store/property-paths.js';
 import { DATASET_TABLES, type Dataset } from '../../src/store/layout.js';
 import type { TestApp } from './app.js';
 import { loadDataset } from './clickhouse.js';
@@ -30,6 +36,14 @@ function normalize(row: Record<string, unknown>): Record<string, unknown> {
     out[name] = v;
   }
   return out;
+}
+
+/**
+ * Rows of a statement on the control store (DuckDB's file or PostgreSQL), written once with `$n`
+ * parameters as the control statements are; values as `normalize` gives them.
+ */
+export async function controlRows(t: TestApp, sql: string, params: (string | number | null)[] = []): Promise<Record<string, unknown>[]> {
+  return (await t.stores.control.all(sql, params)).map(normalize);
 }
 
 /** The ClickHouse analytical store of the app, or null on DuckDB. */
@@ -66,16 +80,65 @@ export async function eventsByName(t: TestApp): Promise<Map<string, number>> {
 
 /**
  * One-time payments (payments not paying a stored invoice), by payment_id: DuckDB's
- * one_time_payments view, or the same rule over the control store's payments and ClickHouse's invoices.
+ * one_time_payments view, or the same rule over the control store's payments and ClickHouse's
+ * invoices. Amounts as numbers.
  */
 export async function oneTimePayments(t: TestApp): Promise<Record<string, unknown>[]> {
   if (!clickhouseOf(t)) {
-    return t.store.query('SELECT payment_id, customer_id, amount, currency FROM one_time_payments WHERE workspace_id = $1 ORDER BY payment_id', [t.ws.workspace_id]);
+    return (await t.store.query('SELECT payment_id, customer_id, amount, currency FROM one_time_payments WHERE workspace_id = $1 ORDER BY payment_id',
+      [t.ws.workspace_id])).map(normalize);
   }
   const invoices = new Set((await storedRows(t, 'invoices', ['invoice_id'])).map((r) => r.invoice_id));
-  const payments = await t.store.query(`SELECT payment_id, customer_id, amount, currency, invoice_id FROM payments
+  const payments = await controlRows(t, `SELECT payment_id, customer_id, amount, currency, invoice_id FROM payments
     WHERE workspace_id = $1 AND amount IS NOT NULL AND customer_id IS NOT NULL ORDER BY payment_id`, [t.ws.workspace_id]);
   return payments.filter((p) => !invoices.has(p.invoice_id)).map(({ invoice_id: _, ...p }) => p);
+}
+
+/** Keys of the workspace's persons and visitors by public id, as the control store holds them. */
+async function keysOf(control: ControlSql, ws: string): Promise<{ personKey: Map<string, number>; visitorKey: Map<string, number> }> {
+  const keyOf = async (sql: string) => new Map((await control.all(sql, [ws])).map((r) => [String(r.id), Number(r.k)]));
+  return {
+    personKey: await keyOf('SELECT person_id AS id, person_key AS k FROM persons WHERE workspace_id = $1'),
+    visitorKey: await keyOf('SELECT visitor_id AS id, visitor_key AS k FROM visitors WHERE workspace_id = $1'),
+  };
+}
+
+/**
+ * The control rows of an import on PostgreSQL (imports write the DuckDB file only): persons,
+ * visitors, customers and the property catalog, written with the control statements.
+ */
+async function importControlRows(t: TestApp, ws: string, data: Partial<Dataset>): Promise<void> {
+  const control = t.stores.control;
+  const [persons, visitors] = [data.persons ?? [], data.visitors ?? []];
+  // Keys ascending in row order, as the DuckDB import gives them (pages of deliveries follow them).
+  const ascending = (keys: number[]) => keys.sort((x, y) => x - y);
+  const [pk, vk] = [ascending(await nextKeys(control, 'person_keys', persons.length)), ascending(await nextKeys(control, 'visitor_keys', visitors.length))];
+  const paths = new Map<string, { event_name: string; path: string }>();
+  for (const e of data.events ?? []) {
+    for (const path of propertyPaths(JSON.parse(e.properties))) paths.set(`${e.event_name}\0${path}`, { event_name: e.event_name, path });
+  }
+  const now = new Date();
+  await control.transaction(async (tx) => {
+    await savePersons(tx, ws, persons.map((p, i) => ({
+      person_key: pk[i]!, person_id: p.person_id, external_id: p.external_id === null ? null : String(p.external_id),
+      email: p.email?.trim().toLowerCase() ?? null,
+    })), [], new Map(persons.map((p, i) => [pk[i]!, { traits: p.traits === null ? undefined : JSON.parse(p.traits), name: p.name ?? undefined }])), now);
+    const { personKey } = await keysOf(tx, ws);
+    const keyOf = (personId: string | null) => (personId === null ? null : personKey.get(personId) ?? null);
+    await saveVisitors(tx, ws, visitors.map((v, i) => ({
+      visitor_key: vk[i]!, visitor_id: v.visitor_id, person_key: keyOf(v.person_id), first_seen_at: v.first_seen_at,
+    })), [], now);
+    const { visitorKey } = await keysOf(tx, ws);
+    for (const c of data.customers ?? []) {
+      const email = c.email?.trim().toLowerCase() ?? null;
+      await saveCustomer(tx, ws, {
+        customer_id: c.customer_id, email, customer_email: null, customer_email_created: null, payment_email: email, payment_email_created: null,
+        person_key: keyOf(c.person_id), visitor_key: c.visitor_id === null ? null : visitorKey.get(c.visitor_id) ?? null, tr_user_id: null,
+        tr_visitor_id: c.visitor_id, tr_user_id_created: null, tr_visitor_id_created: null, link_state: c.link_state,
+      }, true, now);
+    }
+    await recordPropertyPaths(tx, ws, [...paths.values()]);
+  });
 }
 
 /**
@@ -84,14 +147,11 @@ export async function oneTimePayments(t: TestApp): Promise<Record<string, unknow
  * tables get them under those keys.
  */
 export async function importRows(t: TestApp, data: Partial<Dataset>, ws = t.ws.workspace_id): Promise<void> {
-  await importDataset(t.store, ws, data);
+  if (t.stores.duckdb) await importDataset(t.store, ws, data);
+  else await importControlRows(t, ws, data);
   const ch = clickhouseOf(t);
   if (!ch) return;
-  const keyOf = async (sql: string) => new Map((await t.store.query(sql, [ws])).map((r) => [String(r.id), Number(r.k)]));
-  const keys = {
-    personKey: await keyOf('SELECT person_id AS id, person_key AS k FROM persons WHERE workspace_id = $1'),
-    visitorKey: await keyOf('SELECT visitor_id AS id, visitor_key AS k FROM visitors WHERE workspace_id = $1'),
-  };
+  const keys = await keysOf(t.stores.control, ws);
   const full = Object.fromEntries(DATASET_TABLES.map((table) => [table, data[table] ?? []])) as unknown as Dataset;
   // The loader names tables unqualified; chDB's one session keeps USE (the store qualifies its own).
   await ch.client.command({ query: `USE ${quote(ch.database)}` });
@@ -100,16 +160,22 @@ export async function importRows(t: TestApp, data: Partial<Dataset>, ws = t.ws.w
 
 /**
  * Imports a directory of export-layout parquet files (the fixture generator's) into workspace `ws`:
- * on ClickHouse, their rows as importRows loads them, read with DuckDB.
+ * on ClickHouse, their rows as importRows loads them, read with DuckDB (a database of its own when
+ * the control state is in PostgreSQL).
  */
 export async function importParquet(t: TestApp, dir: string, ws = t.ws.workspace_id): Promise<void> {
   if (!clickhouseOf(t)) return importParquetDir(t.store, ws, dir);
+  const reader = t.stores.duckdb ?? await Store.open(':memory:');
   const data: Partial<Record<string, unknown[]>> = {};
-  for (const table of DATASET_TABLES) {
-    const file = join(dir, `${table}.parquet`);
-    if (!existsSync(file)) continue;
-    const rows = await t.store.query('SELECT * FROM read_parquet($1)', [file]);
-    data[table] = rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === 'bigint' ? Number(v) : v])));
+  try {
+    for (const table of DATASET_TABLES) {
+      const file = join(dir, `${table}.parquet`);
+      if (!existsSync(file)) continue;
+      const rows = await reader.query('SELECT * FROM read_parquet($1)', [file]);
+      data[table] = rows.map((row) => Object.fromEntries(Object.entries(row).map(([k, v]) => [k, typeof v === 'bigint' ? Number(v) : v])));
+    }
+  } finally {
+    if (reader !== t.stores.duckdb) await reader.close();
   }
   await importRows(t, data as Partial<Dataset>, ws);
 }

@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { LightMyRequestResponse } from 'fastify';
 import Stripe from 'stripe';
 import type { TestApp } from './app.js';
-import { storedCount } from './stored.js';
+import { controlRows, storedCount } from './stored.js';
 
 const stripe = new Stripe('sk_test_dummy');
 let seq = 0;
@@ -254,7 +254,7 @@ export function deliver(t: TestApp, event: unknown, opts: DeliverOptions = {}): 
 }
 
 export async function customerRow(t: TestApp, customerId: string, ws = t.ws.workspace_id) {
-  const rows = await t.store.query(`SELECT c.customer_id, c.link_state, c.email, p.external_id, v.visitor_id,
+  const rows = await controlRows(t, `SELECT c.customer_id, c.link_state, c.email, p.external_id, v.visitor_id,
       p2.external_id AS visitor_person
     FROM payment_customers c
       LEFT JOIN persons p ON p.workspace_id = c.workspace_id AND p.person_key = c.person_key
@@ -267,6 +267,6 @@ export async function customerRow(t: TestApp, customerId: string, ws = t.ws.work
 /** Rows of `table` in workspace `ws`: the control store's, or the analytical store's for payment_events. */
 export async function count(t: TestApp, table: string, ws = t.ws.workspace_id): Promise<number> {
   if (table === 'payment_events') return storedCount(t, table, ws);
-  const rows = await t.store.query(`SELECT count(*) AS n FROM ${table} WHERE workspace_id = $1`, [ws]);
+  const rows = await controlRows(t, `SELECT count(*) AS n FROM ${table} WHERE workspace_id = $1`, [ws]);
   return Number(rows[0]?.n ?? 0);
 }

@@ -21,6 +21,7 @@ import { type PersonRecord, personTraits, type VisitorRecord } from '../control/
 import type { ControlTx } from '../control/store.js';
 import { propertyCatalog, recordPropertyPaths } from '../control/properties.js';
 import { refusedValue as duckdbRefusal } from '../duckdb/refused.js';
+import { refusedValue as postgresRefusal } from '../postgres/refused.js';
 import type { ClickHouseContext } from './context.js';
 import { type Batch, isReadTable, Outbox, type OutboxOptions, quote, type ReadTable, type Row } from './outbox.js';
 import { refusedValue } from './refused.js';
@@ -113,10 +114,10 @@ function checkPropertyKeys(value: unknown): void {
   }
 }
 
-/** The value the engine refused, as RefusedValue (DuckDB for control writes, ClickHouse for reads); else `err`. */
+/** The value the engine refused, as RefusedValue (DuckDB or PostgreSQL for control writes, ClickHouse for reads); else `err`. */
 function asRefusal(err: unknown): unknown {
   if (err instanceof RefusedValue) return err;
-  const reason = duckdbRefusal(err) ?? refusedValue(err);
+  const reason = duckdbRefusal(err) ?? postgresRefusal(err) ?? refusedValue(err);
   return reason === null ? err : new RefusedValue(reason);
 }
 
@@ -423,8 +424,11 @@ export class ClickHouseUnits {
     return this.outbox.sweep();
   }
 
-  /** Stops the sweeper and the retries, after the inserts under way. */
-  close(): Promise<void> {
-    return this.outbox.close();
+  /** Stops the sweeper and the retries, after the inserts under way and the clock's read. */
+  async close(): Promise<void> {
+    // Started at construction: an app closed before any unit ran has not waited for it (chDB
+    // refuses the next session while a closed one still runs a query).
+    await this.clock?.catch(() => undefined);
+    await this.outbox.close();
   }
 }

@@ -56,12 +56,14 @@ const rows = (tx: ControlSql, sql: string, params: (string | number | Date | nul
 
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
-/** Claims a notification id: false when it was processed before (the caller then does nothing). */
+/**
+ * Claims a notification id: false when it was processed before (the caller then does nothing).
+ * One statement, so a redelivery claimed meanwhile by another node waits for it and finds it.
+ */
 export async function claimNotification(tx: ControlTx, ws: string, id: string): Promise<boolean> {
-  const seen = await rows(tx, 'SELECT 1 FROM processed_notifications WHERE workspace_id = $1 AND notification_id = $2', [ws, id]);
-  if (seen.length > 0) return false;
-  await tx.run('INSERT INTO processed_notifications (workspace_id, notification_id) VALUES ($1, $2)', [ws, id]);
-  return true;
+  const claimed = await tx.all(`INSERT INTO processed_notifications (workspace_id, notification_id) VALUES ($1, $2)
+    ON CONFLICT DO NOTHING RETURNING notification_id`, [ws, id]);
+  return claimed.length > 0;
 }
 
 export async function getCustomer(tx: ControlSql, ws: string, customerId: string): Promise<CustomerRecord | null> {

@@ -96,9 +96,10 @@ export async function savePersons(
     column(people.map((p) => JSON.stringify(updates.get(p.person_key)?.traits ?? {}))),
   ];
   const { keys, texts, json, mergeObject } = tx.dialect;
+  // The instant is cast: in a select list nothing else gives a PostgreSQL parameter its type.
   if (created.length > 0) {
     await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at)
-      SELECT $1, k, id, ext, email, name, ${json('traits')}, $2, $2
+      SELECT $1, k, id, ext, email, name, ${json('traits')}, CAST($2 AS TIMESTAMP), CAST($2 AS TIMESTAMP)
       FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS email, ${texts('$5')} AS name,
         ${texts('$6')} AS traits, ${texts('$7')} AS id, ${texts('$8')} AS ext) AS c`,
     [ws, at, ...columns(created), column(created.map((p) => p.person_id)), column(created.map((p) => p.external_id))]);
@@ -119,7 +120,7 @@ export async function saveVisitors(tx: ControlTx, ws: string, created: (VisitorR
   const { keys, texts } = tx.dialect;
   if (created.length > 0) {
     await tx.run(`INSERT INTO visitors (workspace_id, visitor_key, visitor_id, person_key, first_seen_at, linked_at)
-      SELECT $1, k, id, p, CAST(seen AS TIMESTAMP), CASE WHEN p IS NULL THEN NULL ELSE $2 END
+      SELECT $1, k, id, p, CAST(seen AS TIMESTAMP), CASE WHEN p IS NULL THEN NULL ELSE CAST($2 AS TIMESTAMP) END
       FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS id, ${keys('$5')} AS p, ${texts('$6')} AS seen) AS c`,
     [ws, at, column(created.map((v) => v.visitor_key)), column(created.map((v) => v.visitor_id)),
       column(created.map((v) => v.person_key)), column(created.map((v) => utc(v.first_seen_at)))]);

@@ -68,5 +68,7 @@ export interface ControlStore extends ControlSql {
    * nothing read may be cached across transactions in one process.
    */
   readonly shared: boolean;
+  /** How many of the engine's schema migrations are applied. */
+  schemaVersion(): Promise<number>;
   close(): Promise<void>;
 }

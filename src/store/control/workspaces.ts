@@ -2,7 +2,7 @@
 // because every request authenticates.
 
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { ControlStore } from './store.js';
+import type { ControlSql, ControlStore } from './store.js';
 
 export type KeyKind = 'secret' | 'publishable';
 export const KEY_PREFIX: Record<KeyKind, string> = { secret: 'sk_', publishable: 'pk_' };
@@ -54,6 +54,24 @@ export function newKey(kind: KeyKind): string {
 
 const newWebhookSecret = () => `whsec_${token(24)}`;
 
+function newWorkspace(name: string, keys: Partial<Omit<CreatedWorkspace, 'workspace_id' | 'name'>>): CreatedWorkspace {
+  return {
+    workspace_id: `ws_${token(9)}`,
+    name,
+    secret_key: keys.secret_key ?? newKey('secret'),
+    publishable_key: keys.publishable_key ?? newKey('publishable'),
+    stripe_webhook_secret: keys.stripe_webhook_secret ?? newWebhookSecret(),
+  };
+}
+
+async function insertWorkspace(tx: ControlSql, created: CreatedWorkspace): Promise<CreatedWorkspace> {
+  await tx.run('INSERT INTO workspaces (workspace_id, name, stripe_webhook_secret) VALUES ($1, $2, $3)',
+    [created.workspace_id, created.name, created.stripe_webhook_secret]);
+  await tx.run('INSERT INTO api_keys (key_hash, workspace_id, kind) VALUES ($1, $2, $3), ($4, $2, $5)',
+    [hashKey(created.secret_key), created.workspace_id, 'secret', hashKey(created.publishable_key), 'publishable']);
+  return created;
+}
+
 export class Workspaces {
   private readonly owners = new Map<string, KeyOwner>();
 
@@ -90,20 +108,7 @@ export class Workspaces {
 
   /** Creates a workspace with fresh keys (or the given ones) and returns them; shown only once. */
   async create(name: string, keys: Partial<Omit<CreatedWorkspace, 'workspace_id' | 'name'>> = {}): Promise<CreatedWorkspace> {
-    const created: CreatedWorkspace = {
-      workspace_id: `ws_${token(9)}`,
-      name,
-      secret_key: keys.secret_key ?? newKey('secret'),
-      publishable_key: keys.publishable_key ?? newKey('publishable'),
-      stripe_webhook_secret: keys.stripe_webhook_secret ?? newWebhookSecret(),
-    };
-    await this.store.transaction(async (tx) => {
-      await tx.run('INSERT INTO workspaces (workspace_id, name, stripe_webhook_secret) VALUES ($1, $2, $3)',
-        [created.workspace_id, name, created.stripe_webhook_secret]);
-      await tx.run('INSERT INTO api_keys (key_hash, workspace_id, kind) VALUES ($1, $2, $3), ($4, $2, $5)',
-        [hashKey(created.secret_key), created.workspace_id, 'secret', hashKey(created.publishable_key), 'publishable']);
-    });
-    return created;
+    return this.store.transaction((tx) => insertWorkspace(tx, newWorkspace(name, keys)));
   }
 
   /**
@@ -111,10 +116,12 @@ export class Workspaces {
    * when missing. Keys of a kind not given are left as they are.
    */
   async ensure(name: string, keys: Partial<Omit<CreatedWorkspace, 'workspace_id' | 'name'>>): Promise<Workspace> {
-    const rows = await this.store.all('SELECT workspace_id, name FROM workspaces WHERE name = $1 ORDER BY created_at LIMIT 1', [name]);
-    const existing = rows[0] as Workspace | undefined;
-    if (!existing) return this.create(name, keys);
-    await this.store.transaction(async (tx) => {
+    // One transaction: nodes starting together with the same keys collide on a key's hash, and the
+    // one that lost runs again and finds the workspace the other created.
+    const ensured = await this.store.transaction(async (tx) => {
+      const rows = await tx.all('SELECT workspace_id, name FROM workspaces WHERE name = $1 ORDER BY created_at LIMIT 1', [name]);
+      const existing = rows[0] as Workspace | undefined;
+      if (!existing) return insertWorkspace(tx, newWorkspace(name, keys));
       for (const kind of ['secret', 'publishable'] as const) {
         const key = keys[`${kind}_key`];
         if (!key) continue;
@@ -125,9 +132,10 @@ export class Workspaces {
       if (keys.stripe_webhook_secret) {
         await tx.run('UPDATE workspaces SET stripe_webhook_secret = $2 WHERE workspace_id = $1', [existing.workspace_id, keys.stripe_webhook_secret]);
       }
+      return existing;
     });
     this.owners.clear();
-    return existing;
+    return { workspace_id: ensured.workspace_id, name: ensured.name };
   }
 
   /**

