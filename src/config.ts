@@ -1,6 +1,7 @@
 // Configuration from the environment (decisions §1), read once at start.
 
 import { DEFAULT_RATE_LIMITS, type RateLimits } from './http/rate-limit.js';
+import { LEASE_DEFAULTS } from './store/control/leases.js';
 import type { ClickHouseOptions } from './store/clickhouse/client.js';
 import { ANALYTICS_ENGINES, type AnalyticsEngine, DEFAULT_CLICKHOUSE } from './store/open.js';
 
@@ -23,6 +24,8 @@ export interface Config {
   /** Audiences: the refresh worker's limit, the scheduler's interval, delivery tries, platform URLs. */
   refreshLimitMs: number;
   schedulerIntervalMs: number;
+  /** How long a node's lease on a refresh or a destination's deliveries lasts unrenewed (LEASE_TTL_MS): a killed node's work resumes elsewhere after it. */
+  leaseTtlMs: number;
   deliveryMaxTries: number;
   /** One delivery request's time limit; past it the attempt fails and is retried like a 503. */
   deliveryTimeoutMs: number;
@@ -94,6 +97,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     estimateQueueMax: env.ESTIMATE_QUEUE_MAX ? integer(env, 'ESTIMATE_QUEUE_MAX', 0) : undefined,
     refreshLimitMs: integer(env, 'REFRESH_LIMIT_MS', 600_000),
     schedulerIntervalMs: integer(env, 'SCHEDULER_INTERVAL_MS', 30_000),
+    leaseTtlMs: Math.max(300, integer(env, 'LEASE_TTL_MS', LEASE_DEFAULTS.ttlMs)),
     deliveryMaxTries: Math.max(1, integer(env, 'DELIVERY_MAX_TRIES', 6)),
     deliveryTimeoutMs: Math.max(1, integer(env, 'DELIVERY_TIMEOUT_MS', 10_000)),
     allowPrivateDestinations: boolean(env, 'ALLOW_PRIVATE_DESTINATIONS'),

@@ -4,6 +4,7 @@ import { loadConfig } from './config.js';
 import { AUDIENCE_DEFAULTS } from './audiences/service.js';
 import { buildApp, buildDataApp } from './http/app.js';
 import { webhookUrl } from './http/routes/workspace.js';
+import { leaseOf } from './store/control/leases.js';
 import { Workspaces } from './store/control/workspaces.js';
 import { openStores, StoreUnavailable } from './store/open.js';
 
@@ -48,6 +49,7 @@ const app = await buildApp({
   audiences: {
     refreshLimitMs: config.refreshLimitMs,
     schedulerIntervalMs: config.schedulerIntervalMs,
+    lease: leaseOf(config.leaseTtlMs),
     delivery: {
       ...AUDIENCE_DEFAULTS.delivery,
       maxTries: config.deliveryMaxTries,

@@ -71,7 +71,8 @@ export class Deliverer {
   private readonly slots: Slots;
   /** Aborted by stop(): requests in flight, backoff sleeps and waits for a slot end at once. */
   private readonly stopping = new AbortController();
-  private readonly holder = `deliverer:${randomUUID()}`;
+  /** This process in the leases table (its pid, for whoever looks at a lease held by a dead node). */
+  private readonly holder = `deliverer:${process.pid}:${randomUUID()}`;
 
   constructor(private readonly stores: Stores, private readonly config: DeliveryConfig) {
     this.client = new DestinationClient({ timeoutMs: config.requestTimeoutMs, allowPrivate: config.allowPrivateDestinations ?? false });

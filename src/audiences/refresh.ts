@@ -18,7 +18,7 @@ export class Refresher {
   private readonly running = new Set<string>();
   /** Aborted by stop(): a refresh under way is interrupted and rolled back, and stays due. */
   private readonly stopping = new AbortController();
-  private readonly holder = `refresher:${randomUUID()}`;
+  private readonly holder = `refresher:${process.pid}:${randomUUID()}`;
 
   constructor(private readonly stores: Stores, private readonly limitMs: number, private readonly lease: LeaseOptions = LEASE_DEFAULTS) {}
 

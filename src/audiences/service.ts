@@ -1,5 +1,6 @@
 // The audiences feature assembled: resource, refresher, deliverer and scheduler sharing one clock.
 
+import { LEASE_DEFAULTS, type LeaseOptions } from '../store/control/leases.js';
 import type { Stores } from '../store/open.js';
 import { Deliverer, type DeliveryConfig } from './delivery.js';
 import { Refresher } from './refresh.js';
@@ -11,6 +12,8 @@ export interface AudienceServiceOptions {
   refreshLimitMs: number;
   schedulerIntervalMs: number;
   delivery: Omit<DeliveryConfig, 'clock' | 'onError'>;
+  /** The leases of refreshes and deliveries across nodes (LEASE_DEFAULTS unless given). */
+  lease?: LeaseOptions;
 }
 
 export const AUDIENCE_DEFAULTS: AudienceServiceOptions = {
@@ -40,9 +43,10 @@ export interface AudienceService {
 export function createAudienceService(
   stores: Stores, clock: () => Date, onError: (err: unknown) => void, options: Partial<AudienceServiceOptions> = {},
 ): AudienceService {
-  const delivery = { ...AUDIENCE_DEFAULTS.delivery, ...options.delivery, clock, onError };
+  const lease = options.lease ?? LEASE_DEFAULTS;
+  const delivery = { ...AUDIENCE_DEFAULTS.delivery, ...options.delivery, lease, clock, onError };
   const deliverer = new Deliverer(stores, delivery);
-  const refresher = new Refresher(stores, options.refreshLimitMs ?? AUDIENCE_DEFAULTS.refreshLimitMs);
+  const refresher = new Refresher(stores, options.refreshLimitMs ?? AUDIENCE_DEFAULTS.refreshLimitMs, lease);
   return {
     resource: new AudienceResource(stores, clock, { allowPrivateDestinations: delivery.allowPrivateDestinations ?? false }),
     refresher,

@@ -14,6 +14,9 @@ export interface LeaseOptions {
 
 export const LEASE_DEFAULTS: LeaseOptions = { ttlMs: 30_000, renewEveryMs: 10_000 };
 
+/** A lease of `ttlMs`, renewed three times in that time. */
+export const leaseOf = (ttlMs: number): LeaseOptions => ({ ttlMs, renewEveryMs: Math.max(100, Math.floor(ttlMs / 3)) });
+
 /** Takes `name` for `holder` when it is free, expired, or already the holder's. */
 export async function takeLease(store: ControlStore, name: string, holder: string, ttlMs: number): Promise<boolean> {
   const now = Date.now();
