@@ -304,6 +304,8 @@ async function serve(dataPath: string, port: number, exitWithParent: boolean): P
 export interface ChdbServer {
   /** The CLICKHOUSE_URL of the server. */
   url: string;
+  /** Its process (the benchmarks read its CPU time). */
+  pid: number;
   /** Stops the server (its engine closed) and waits until the process has exited. */
   stop(): Promise<void>;
 }
@@ -329,6 +331,7 @@ export async function startChdbServer(dataPath: string): Promise<ChdbServer> {
   });
   return {
     url,
+    pid: child.pid!,
     async stop() {
       child.kill('SIGTERM');
       const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);

