@@ -8,6 +8,7 @@ import { cpus } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Bench } from 'tinybench';
+import { BATCH, eventBatch, nextSeq } from './support/batches.js';
 import { percentile, startServer } from './support/server.js';
 
 const { values: args } = parseArgs({ options: {
@@ -18,7 +19,6 @@ const { values: args } = parseArgs({ options: {
 const totalEvents = Number(args.events);
 const totalPageviews = Number(args.pageviews);
 const concurrency = Number(args.concurrency);
-const BATCH = 500;
 const dbPath = join('data', 'bench', 'ingest.duckdb');
 rmSync(dbPath, { force: true });
 rmSync(`${dbPath}.wal`, { force: true });
@@ -29,24 +29,9 @@ const SECRET_KEY = 'sk_bench_ingest_0123456789abcdef';
 const { server, base } = await startServer('src/main.ts', { DATABASE_PATH: dbPath, BOOTSTRAP_SECRET_KEY: SECRET_KEY },
   (process.env.BENCH_SERVER_NODE_ARGS ?? '').split(' ').filter(Boolean));
 
-const NAMES = ['view_item', 'add_to_cart', 'login', 'feature_used', 'purchase', 'signup'];
-let seq = 0;
-function eventBatch(): string {
-  const batch = Array.from({ length: BATCH }, () => {
-    const i = seq++;
-    const user = (i * 7919) % 100_000;
-    return {
-      event_name: NAMES[i % NAMES.length],
-      ...(i % 5 === 0 ? { visitor_id: `v_${user}_${i % 3}` } : { user_id: `u_${user}`, visitor_id: `v_${user}_0` }),
-      properties: { plan: ['free', 'pro', 'team'][i % 3], item: { category: 'books', price: (i % 500) / 10 }, quantity: i % 5 },
-      message_id: `m_${i}`,
-    };
-  });
-  return JSON.stringify({ batch });
-}
 function pageviewBatch(): string {
   const batch = Array.from({ length: BATCH }, () => {
-    const i = seq++;
+    const i = nextSeq();
     return { visitor_id: `v_${(i * 7919) % 100_000}_0`, url: `https://example.com/p/${i % 50}?utm_source=newsletter&utm_medium=email`, referrer: i % 2 ? 'https://www.google.com/' : null };
   });
   return JSON.stringify({ batch });

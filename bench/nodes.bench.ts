@@ -15,6 +15,7 @@ import pg from 'pg';
 import Stripe from 'stripe';
 import { startChdbServer } from '../test/support/chdb-server.js';
 import { startPostgres } from '../test/support/postgres-server.js';
+import { BATCH, eventBatch } from './support/batches.js';
 import { percentile, startServer } from './support/server.js';
 
 const { values: args } = parseArgs({ options: {
@@ -25,7 +26,6 @@ const { values: args } = parseArgs({ options: {
 } });
 const EVENTS = Number(args.events);
 const CONCURRENCY = Number(args.concurrency);
-const BATCH = 500;
 const SECRET = 'sk_bench_nodes_0123456789abcdef';
 const WEBHOOK_SECRET = 'whsec_bench_nodes';
 const stripe = new Stripe('sk_test_dummy');
@@ -50,21 +50,6 @@ function postgresCpuSeconds(): number {
     } catch { /* gone meanwhile */ }
   }
   return total;
-}
-
-const NAMES = ['view_item', 'add_to_cart', 'login', 'feature_used', 'purchase', 'signup'];
-let seq = 0;
-function eventBatch(): string {
-  return JSON.stringify({ batch: Array.from({ length: BATCH }, () => {
-    const i = seq++;
-    const user = (i * 7919) % 100_000;
-    return {
-      event_name: NAMES[i % NAMES.length],
-      ...(i % 5 === 0 ? { visitor_id: `v_${user}_${i % 3}` } : { user_id: `u_${user}`, visitor_id: `v_${user}_0` }),
-      properties: { plan: ['free', 'pro', 'team'][i % 3], item: { category: 'books', price: (i % 500) / 10 }, quantity: i % 5 },
-      message_id: `m_${i}`,
-    };
-  }) });
 }
 
 async function post(base: string, path: string, body: string, headers: Record<string, string> = {}): Promise<number> {
