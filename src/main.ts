@@ -33,15 +33,17 @@ if (secretKey || publishableKey || stripeWebhookSecret) {
   });
   console.log(`workspace "default" (${ws.workspace_id}) uses the BOOTSTRAP_* credentials`);
   console.log(`  stripe webhook URL:    ${webhookUrl(config.publicUrl, ws.workspace_id)}`);
-} else if ((await workspaces.count()) === 0) {
-  const ws = await workspaces.create('default');
-  console.log([
-    `created workspace "default" (${ws.workspace_id}); these keys are shown only once:`,
-    `  secret key:            ${ws.secret_key}`,
-    `  publishable key:       ${ws.publishable_key}`,
-    `  stripe webhook secret: ${ws.stripe_webhook_secret}`,
-    `  stripe webhook URL:    ${webhookUrl(config.publicUrl, ws.workspace_id)}`,
-  ].join('\n'));
+} else {
+  const ws = await workspaces.createFirst('default');
+  if (ws) {
+    console.log([
+      `created workspace "default" (${ws.workspace_id}); these keys are shown only once:`,
+      `  secret key:            ${ws.secret_key}`,
+      `  publishable key:       ${ws.publishable_key}`,
+      `  stripe webhook secret: ${ws.stripe_webhook_secret}`,
+      `  stripe webhook URL:    ${webhookUrl(config.publicUrl, ws.workspace_id)}`,
+    ].join('\n'));
+  }
 }
 
 const app = await buildApp({

@@ -7,9 +7,10 @@ import { join } from 'node:path';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { importDataset } from '../src/store/duckdb/import.js';
 import type { Dataset } from '../src/store/layout.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { ENGINES_WITH_POSTGRES } from './support/engines.js';
+import { clickhouseOf, importRows } from './support/stored.js';
 
 const START = new Date('2026-06-15T12:00:00Z');
 const day = (iso: string) => new Date(`${iso}T12:00:00Z`);
@@ -62,7 +63,7 @@ async function receiver(failures: number): Promise<{ url: string; accepted: Rece
   return state;
 }
 
-describe('audiences', () => {
+describe.each(ENGINES_WITH_POSTGRES)('%s: audiences', (engine) => {
   let t: TestApp;
   let now = START;
   const send = (method: 'GET' | 'PATCH' | 'DELETE' | 'POST', url: string, body?: unknown, key?: string) => t.app.inject({
@@ -88,12 +89,35 @@ describe('audiences', () => {
     return out;
   };
 
+  /** The current snapshot's diff of an audience, as (change, count), from the engine holding it. */
+  const diffOf = async (id: string) => {
+    const ch = clickhouseOf(t);
+    if (!ch) {
+      const rows = await t.store.query(`SELECT d.change, count(*) AS n FROM audience_diffs d JOIN audiences a USING (audience_id, snapshot_id)
+        WHERE a.audience_id = $1 GROUP BY d.change`, [id]);
+      return rows.map((r) => [r.change, Number(r.n)]);
+    }
+    const [current] = await t.stores.control.all('SELECT snapshot_id FROM audiences WHERE audience_id = $1', [id]);
+    const rows = await (await ch.client.query({
+      query: `SELECT change, count() AS n FROM ${ch.database}.audience_diffs WHERE audience_id = {id:String} AND snapshot_id = {s:UInt64} GROUP BY change`,
+      query_params: { id, s: Number(current!.snapshot_id) }, format: 'JSONEachRow',
+    })).json<{ change: string; n: string }>();
+    return rows.map((r) => [r.change, Number(r.n)]);
+  };
+  /** Takes the events table away (a refresh then fails) and back, on the engine holding it. */
+  const renameEvents = async (from: string, to: string) => {
+    const ch = clickhouseOf(t);
+    if (ch) await ch.client.command({ query: `RENAME TABLE ${ch.database}.${from} TO ${ch.database}.${to}` });
+    else await t.store.query(`ALTER TABLE ${from} RENAME TO ${to}`);
+  };
+
   beforeAll(async () => {
     t = await startTestApp({
+      engine,
       clock: () => now,
       audiences: { delivery: { ...(await import('../src/audiences/service.js')).AUDIENCE_DEFAULTS.delivery, backoffBaseMs: 5, backoffMaxMs: 20, maxTries: 4 } },
     });
-    await importDataset(t.store, t.ws.workspace_id, dataset());
+    await importRows(t, dataset());
   });
   afterAll(() => t.close());
 
@@ -188,14 +212,12 @@ describe('audiences', () => {
     expect(members).toContainEqual({ person_id: 'a0', visitor_id: null, external_id: 'u_a0', email: 'a0@example.com' });
     expect(members).toContainEqual({ person_id: null, visitor_id: 'anon1', external_id: null, email: null });
 
-    const diff = await t.store.query(`SELECT d.change, count(*) AS n FROM audience_diffs d JOIN audiences a USING (audience_id, snapshot_id)
-      WHERE a.audience_id = $1 GROUP BY d.change`, [a.id]);
-    expect(diff.map((r) => [r.change, Number(r.n)])).toEqual([['added', 6]]);
+    expect(await diffOf(a.id)).toEqual([['added', 6]]);
 
     // An unchanged second refresh: an empty diff, the same members.
     const again = await send('POST', `/v1/audiences/${a.id}/refresh`);
     expect(again.json()).toMatchObject({ status: 'ready', member_count: 6 });
-    const snapshots = await t.store.query('SELECT added_count, removed_count FROM audience_snapshots WHERE audience_id = $1 ORDER BY snapshot_id', [a.id]);
+    const snapshots = await t.stores.control.all('SELECT added_count, removed_count FROM audience_snapshots WHERE audience_id = $1 ORDER BY snapshot_id', [a.id]);
     expect(snapshots.map((s) => [Number(s.added_count), Number(s.removed_count)])).toEqual([[6, 0], [0, 0]]);
     await send('DELETE', `/v1/audiences/${a.id}`);
   });
@@ -285,14 +307,14 @@ describe('audiences', () => {
     await t.app.audiences.deliverer.idle();
     expect((await send('GET', `/v1/audiences/${a.id}`)).json()).toMatchObject({ status: 'ready', member_count: 6 });
 
-    await t.store.query('ALTER TABLE events RENAME TO events_away');
+    await renameEvents('events', 'events_away');
     try {
       const failed = await send('POST', `/v1/audiences/${a.id}/refresh`);
       expect(failed.statusCode).toBe(200);
       expect(failed.json()).toMatchObject({ status: 'failed', member_count: 6, last_error: expect.stringMatching(/events/) });
       expect(await allMembers(a.id, 1000)).toHaveLength(6);
     } finally {
-      await t.store.query('ALTER TABLE events_away RENAME TO events');
+      await renameEvents('events_away', 'events');
     }
     now = new Date(START.getTime() + 60_000);
     await t.app.audiences.scheduler.tick(now);
@@ -305,10 +327,10 @@ describe('audiences', () => {
   it("keeps audiences, snapshots, members and deliveries of one workspace out of another's", async () => {
     const hook = await receiver(0);
     const other = await t.workspaces.create('other');
-    await importDataset(t.store, other.workspace_id, {
+    await importRows(t, {
       persons: [{ person_id: 'b0', external_id: 'u_b0', email: 'b0@example.com', name: null, traits: null, created_at: day('2026-01-01') }],
       events: [{ event_id: 'e_b0', event_name: 'signup', ts: day('2026-06-01'), person_id: 'b0', visitor_id: null, properties: '{}' }],
-    });
+    }, other.workspace_id);
     const body = { criteria_json: ever('signup'), destinations: [{ type: 'webhook', url: hook.url, secret: SECRET }] };
     const a = await create({ name: 'mine', ...body });
     const created = await t.post('/v1/audiences', { name: 'theirs', ...body }, other.secret_key);
@@ -321,20 +343,36 @@ describe('audiences', () => {
       expect(hook.accepted).toHaveLength(2);
 
       // Every row of the audience tables carries the workspace of its audience (joined without it).
-      const tables = {
+      const ch = clickhouseOf(t);
+      const tables: Record<string, string> = {
         audience_snapshots: 'audience_snapshots x JOIN audiences a ON a.audience_id = x.audience_id',
-        audience_members: 'audience_members x JOIN audience_snapshots s ON s.snapshot_id = x.snapshot_id JOIN audiences a ON a.audience_id = s.audience_id',
-        audience_diffs: 'audience_diffs x JOIN audiences a ON a.audience_id = x.audience_id',
         audience_deliveries: 'audience_deliveries x JOIN audiences a ON a.audience_id = x.audience_id',
         audience_destinations: 'audience_destinations x JOIN audiences a ON a.audience_id = x.audience_id',
         audience_delivery_attempts: 'audience_delivery_attempts x JOIN audience_deliveries d ON d.delivery_id = x.delivery_id JOIN audiences a ON a.audience_id = d.audience_id',
+        // Members and diffs live beside the control tables on DuckDB only (in ClickHouse otherwise: below).
+        ...(ch ? {} : {
+          audience_members: 'audience_members x JOIN audience_snapshots s ON s.snapshot_id = x.snapshot_id JOIN audiences a ON a.audience_id = s.audience_id',
+          audience_diffs: 'audience_diffs x JOIN audiences a ON a.audience_id = x.audience_id',
+        }),
       };
       for (const [table, from] of Object.entries(tables)) {
-        const [row] = await t.store.query(`SELECT count(*) AS n, count(DISTINCT a.workspace_id) AS workspaces,
+        const [row] = await t.stores.control.all(`SELECT count(*) AS n, count(DISTINCT a.workspace_id) AS workspaces,
             count(*) FILTER (WHERE x.workspace_id IS DISTINCT FROM a.workspace_id) AS wrong
           FROM ${from} WHERE a.audience_id IN ($1, $2)`, [a.id, b.id]);
         expect({ table, n: Number(row!.n) > 0, workspaces: Number(row!.workspaces), wrong: Number(row!.wrong) })
           .toEqual({ table, n: true, workspaces: 2, wrong: 0 });
+      }
+      if (ch) {
+        const snapshots = await t.stores.control.all('SELECT workspace_id, audience_id, snapshot_id FROM audiences WHERE audience_id IN ($1, $2)', [a.id, b.id]);
+        for (const table of ['audience_members', 'audience_diffs']) {
+          for (const s of snapshots) {
+            const rows = await (await ch.client.query({
+              query: `SELECT DISTINCT workspace_id FROM ${ch.database}.${table} WHERE snapshot_id = {s:UInt64}`,
+              query_params: { s: Number(s.snapshot_id) }, format: 'JSONEachRow',
+            })).json<{ workspace_id: string }>();
+            expect({ table, rows }).toEqual({ table, rows: [{ workspace_id: s.workspace_id }] });
+          }
+        }
       }
 
       // Workspace B's key cannot see A's audience, its members or its deliveries.

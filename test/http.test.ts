@@ -1,9 +1,10 @@
 import { request } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { importDataset } from '../src/store/duckdb/import.js';
 import type { Dataset } from '../src/store/layout.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { ENGINES_WITH_POSTGRES } from './support/engines.js';
+import { importRows, storedCount } from './support/stored.js';
 
 const AT = new Date('2026-06-15T12:00:00Z');
 const day = (iso: string) => new Date(`${iso}T12:00:00Z`);
@@ -22,11 +23,11 @@ function dataset(prefix: string, people: number): Partial<Dataset> {
   };
 }
 
-describe('HTTP API', () => {
+describe.each(ENGINES_WITH_POSTGRES)('%s: HTTP API', (engine) => {
   let t: TestApp;
   beforeAll(async () => {
-    t = await startTestApp({ at: AT });
-    await importDataset(t.store, t.ws.workspace_id, dataset('a', 5));
+    t = await startTestApp({ engine, at: AT });
+    await importRows(t, dataset('a', 5));
   });
   afterAll(() => t.close());
 
@@ -90,8 +91,7 @@ describe('HTTP API', () => {
       expect(res.statusCode, url).toBe(400);
       expect(res.json()).toMatchObject({ error: 'invalid_request', errors: [{ index: 1, field: '/batch/1/url' }] });
     }
-    const stored = await t.store.query('SELECT count(*)::INTEGER AS n FROM pageviews');
-    expect(stored[0]!.n).toBe(0);
+    expect(await storedCount(t, 'pageviews')).toBe(0);
     for (const url of ['https://example.com/pricing?utm_source=x', 'http://localhost:3000/', 'example.com/a', '/pricing']) {
       expect((await t.post('/v1/pageviews', { visitor_id: 'v', url }, t.ws.publishable_key)).statusCode, url).toBe(200);
     }
@@ -183,11 +183,11 @@ describe('HTTP API', () => {
 
   it('never counts or whitelists another workspace\'s rows', async () => {
     const other = await t.workspaces.create('other');
-    await importDataset(t.store, other.workspace_id, {
+    await importRows(t, {
       ...dataset('b', 2),
       events: [{ event_id: 'x', event_name: 'signup', ts: day('2026-06-01'), person_id: 'b0', visitor_id: null, properties: '{"only_b":1}' },
         { event_id: 'y', event_name: 'signup', ts: day('2026-06-01'), person_id: 'b1', visitor_id: null, properties: '{"plan":"pro"}' }],
-    });
+    }, other.workspace_id);
     const mine = await t.compile({ version: 1, root: signedUp });
     const theirs = await t.compile({ version: 1, root: signedUp }, other.secret_key);
     expect(mine.json().estimated_count.count).toBe(5);

@@ -131,6 +131,14 @@ describe.skipIf(!POSTGRES_RUNNING || !CHDB_INSTALLED)('two API nodes on one Post
     expect(await count(a, "SELECT count(*) AS n FROM workspaces WHERE name = 'default'")).toBe(1);
     expect(await new Workspaces(b.stores.control).authenticate('sk_bootstrap_both')).toEqual({ workspaceId: onA!.workspace_id, kind: 'secret' });
   });
+
+  it('two nodes starting at once on an empty store without bootstrap keys make one default workspace', async () => {
+    await a.stores.control.run('DELETE FROM workspaces');
+    const created = await Promise.all([a, b, a, b].map((node) => new Workspaces(node.stores.control).createFirst('default')));
+    expect(created.filter((ws) => ws !== null)).toHaveLength(1);
+    expect(await count(a, 'SELECT count(*) AS n FROM workspaces')).toBe(1);
+    expect(await new Workspaces(b.stores.control).createFirst('default')).toBeNull();
+  });
 });
 
 describe.skipIf(!POSTGRES_RUNNING || !CHDB_INSTALLED)('one node under concurrent units', () => {

@@ -1,7 +1,8 @@
 // Workspaces and their API keys. Keys are stored as SHA-256 hashes; the lookup result is cached
 // because every request authenticates.
 
-import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { LEASE_DEFAULTS, withLease } from './leases.js';
 import type { ControlSql, ControlStore } from './store.js';
 
 export type KeyKind = 'secret' | 'publishable';
@@ -109,6 +110,17 @@ export class Workspaces {
   /** Creates a workspace with fresh keys (or the given ones) and returns them; shown only once. */
   async create(name: string, keys: Partial<Omit<CreatedWorkspace, 'workspace_id' | 'name'>> = {}): Promise<CreatedWorkspace> {
     return this.store.transaction((tx) => insertWorkspace(tx, newWorkspace(name, keys)));
+  }
+
+  /**
+   * The first start without BOOTSTRAP_* keys: creates the workspace `name` with new keys when the
+   * store holds none, and returns it (null otherwise). Nodes starting together on an empty store
+   * create one: the one holding the lease creates it, the others find it or skip.
+   */
+  async createFirst(name: string): Promise<CreatedWorkspace | null> {
+    const done = await withLease(this.store, 'bootstrap', `bootstrap:${process.pid}:${randomUUID()}`, LEASE_DEFAULTS,
+      async () => ((await this.count()) === 0 ? this.create(name) : null));
+    return done?.value ?? null;
   }
 
   /**
