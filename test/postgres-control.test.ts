@@ -19,8 +19,8 @@ import { migratePostgres } from '../src/store/postgres/migrate.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { CHDB_INSTALLED, POSTGRES } from './support/engines.js';
 import { createDatabase, POSTGRES_RUNNING } from './support/postgres.js';
-import { controlRows, storedCount } from './support/stored.js';
-import { checkoutSession, deliver, notification } from './support/stripe.js';
+import { controlRows, storedCount, storedRows } from './support/stored.js';
+import { checkoutSession, deliver, invoice, notification } from './support/stripe.js';
 
 /** The migration files applied, one row each in the migrations table. */
 const MIGRATION_FILES = readdirSync(new URL('../src/store/postgres/migrations', import.meta.url)).filter((f) => f.endsWith('.sql')).length;
@@ -130,6 +130,22 @@ describe.skipIf(!POSTGRES_RUNNING || !CHDB_INSTALLED)('two API nodes on one Post
     expect(onB).toEqual(onA);
     expect(await count(a, "SELECT count(*) AS n FROM workspaces WHERE name = 'default'")).toBe(1);
     expect(await new Workspaces(b.stores.control).authenticate('sk_bootstrap_both')).toEqual({ workspaceId: onA!.workspace_id, kind: 'secret' });
+  });
+
+  it('two first invoices of one customer paid on two nodes at once keep one first_paid_invoice, the earlier', async () => {
+    const customers = Array.from({ length: 6 }, (_, i) => `cus_two_nodes_${i}`);
+    const created = Math.floor(Date.now() / 1000) - 3600;
+    for (const [i, customerId] of customers.entries()) {
+      const res = await deliver(a, notification('checkout.session.completed', checkoutSession(customerId, { tr_user_id: `u_inv_${i}` })));
+      expect(res.statusCode, res.body).toBe(200);
+    }
+    for (const customerId of customers) {
+      const [early, late] = [0, 60].map((later) => notification('invoice.paid', invoice(customerId, { id: `in_${customerId}_${later}`, created: created + later, paid_at: created + later })));
+      const answers = await Promise.all([deliver(a, late!), deliver(b, early!)]);
+      for (const res of answers) expect(res.statusCode, res.body).toBe(200);
+    }
+    const first = (await storedRows(a, 'payment_events', ['kind', 'customer_id', 'object_id'])).filter((r) => r.kind === 'first_paid_invoice');
+    expect(first.map((r) => [r.customer_id, r.object_id]).sort()).toEqual(customers.map((c) => [c, `in_${c}_0`]).sort());
   });
 
   it('two nodes starting at once on an empty store without bootstrap keys make one default workspace', async () => {

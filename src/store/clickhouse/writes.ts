@@ -169,9 +169,22 @@ class ClickHouseWrites implements AnalyticsWrites {
     }
   }
 
-  /** Rows of `name` committed but not acknowledged yet, and the unit's own. */
+  /** Rows of `name` committed but not acknowledged yet (this process's), and the unit's own. */
   private unacknowledged(name: ReadTable, match: (r: Row) => boolean): Row[] {
     return [...this.outbox.rowsOf(name), ...(this.rows.get(name) ?? [])].filter(match);
+  }
+
+  /**
+   * Payment state decided from rows not acknowledged yet: with nodes sharing the control store,
+   * every node's (the shared outbox, read in this transaction), so a decision never misses what
+   * another node committed a moment before; otherwise this process's. (Page views' channel
+   * inheritance keeps reading this process's: a moment's lag there is harmless and the rows many.)
+   */
+  private async unacknowledgedPayments(name: 'subscriptions' | 'invoices' | 'payment_events', match: (r: Row) => boolean): Promise<Row[]> {
+    if (!this.ctx.control.shared) return this.unacknowledged(name, match);
+    const bodies = await this.tx.all('SELECT body FROM analytics_outbox WHERE table_name = $1', [name]);
+    const pending = bodies.flatMap((b) => (b.body as string).split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as Row));
+    return [...pending, ...(this.rows.get(name) ?? [])].filter(match);
   }
 
   async appendEvents(ws: string, events: EventRecord[], receivedAt: Date): Promise<void> {
@@ -257,7 +270,7 @@ class ClickHouseWrites implements AnalyticsWrites {
   private async currentState(name: 'subscriptions' | 'invoices', ws: string, key: string, id: string, columns: string[]): Promise<Row | undefined> {
     const stored = await select(this.ctx, `SELECT ${[key, ...columns].join(', ')}, toString(version) AS version
       FROM ${table(this.ctx, name)} WHERE workspace_id = {ws:String} AND ${key} = {id:String} ORDER BY version DESC LIMIT 1`, { ws, id });
-    const rows = [...stored, ...this.unacknowledged(name, (r) => r.workspace_id === ws && r[key] === id)];
+    const rows = [...stored, ...await this.unacknowledgedPayments(name, (r) => r.workspace_id === ws && r[key] === id)];
     return newestByKey(rows, () => id).get(id);
   }
 
@@ -295,7 +308,7 @@ class ClickHouseWrites implements AnalyticsWrites {
         toString(version) AS version
       FROM ${table(this.ctx, 'payment_events')} WHERE workspace_id = {ws:String} AND kind = {kind:String} AND ${by} = {value:String}
       ORDER BY version DESC LIMIT 1 BY customer_id, object_id`, { ws, kind, value });
-    const unacknowledged = this.unacknowledged('payment_events', (r) => r.workspace_id === ws && r.kind === kind && r[by] === value);
+    const unacknowledged = await this.unacknowledgedPayments('payment_events', (r) => r.workspace_id === ws && r.kind === kind && r[by] === value);
     const current = newestByKey([...stored, ...unacknowledged], (r) => `${r.customer_id as string}\0${r.object_id as string}`);
     return [...current.values()].filter((r) => Number(r.deleted) === 0);
   }
@@ -325,6 +338,11 @@ class ClickHouseWrites implements AnalyticsWrites {
   }
 
   async recordPaidInvoice(ws: string, customerId: string, at: Date, invoiceId: string, money: Money): Promise<void> {
+    // Two units deciding one customer's first paid invoice on two nodes: both write the customer's
+    // row first, so the second waits for the first and runs again from a snapshot that has its rows.
+    if (this.ctx.control.shared) {
+      await this.tx.run('UPDATE payment_customers SET updated_at = updated_at WHERE workspace_id = $1 AND customer_id = $2', [ws, customerId]);
+    }
     const found = await this.liveEvents(ws, 'first_paid_invoice', 'customer_id', customerId);
     if (found.some((r) => fromChTime(r.ts as string).getTime() <= at.getTime())) return;
     this.withdraw(found);
