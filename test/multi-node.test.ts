@@ -7,7 +7,6 @@
 
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
@@ -20,6 +19,7 @@ import { CHDB_INSTALLED } from './support/engines.js';
 import { createDatabase, POSTGRES_RUNNING, type TestDatabase } from './support/postgres.js';
 import { type Receiver, startReceiver } from './support/receiver.js';
 import { checkoutSession, notification } from './support/stripe.js';
+import { freePort } from './support/ports.js';
 
 const SECRET = 'sk_multi_node_test';
 const WEBHOOK_SECRET = 'whsec_multi_node_test';
@@ -33,14 +33,6 @@ interface Node {
   output: () => string;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 const running = new Set<ChildProcess>();
 

@@ -7,10 +7,10 @@
 
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from './support/ports.js';
 
 const ROOT = resolve(import.meta.dirname, '..');
 const README = readFileSync(join(ROOT, 'README.md'), 'utf8');
@@ -104,14 +104,6 @@ function compare(actual: string, shown: string): string | null {
   return bad === -1 ? null : `line ${bad + 1}: ${gotLines[bad]} is not ${shownLines[bad]}`;
 }
 
-function freePort(): Promise<number> {
-  return new Promise((done) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
-}
 
 describe('README', () => {
   const blocks = shellBlocks(README);

@@ -5,7 +5,7 @@
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
-import { connect, createServer } from 'node:net';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -13,6 +13,7 @@ import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import { Store } from '../src/store/duckdb/db.js';
 import type { AnalyticsEngine } from '../src/store/open.js';
 import { ENGINES } from './support/engines.js';
+import { freePort } from './support/ports.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'server-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -43,14 +44,6 @@ async function ticks(engine: AnalyticsEngine, database: string, clickhouse: { pa
   }
 }
 
-function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const server = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 interface Running {
   child: ChildProcess;

@@ -6,12 +6,12 @@
 import { execFileSync } from 'node:child_process';
 import { chownSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
+import { freePort } from './ports.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -24,13 +24,6 @@ const TEMPLATE = 'audiences_template';
 const USER = 'postgres';
 const PASSWORD = 'test';
 
-const freePort = () => new Promise<number>((resolve, reject) => {
-  const server = createServer().listen(0, '127.0.0.1', () => {
-    const { port } = server.address() as { port: number };
-    server.close(() => resolve(port));
-  });
-  server.on('error', reject);
-});
 
 /** PostgreSQL refuses to run as root: the data directory then belongs to the system's postgres user. */
 function ownForPostgres(dir: string): void {

@@ -19,7 +19,7 @@
 import type { LeafScan, SetPlan, TimeRange } from '../plan.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
-import { VISITOR_LINKS } from '../../store/clickhouse/schema.js';
+import { literal, VISITOR_LINKS } from '../../store/clickhouse/schema.js';
 import { anyOfSql, type LeafTests, planFormula, type SqlParam } from './walker.js';
 
 export type ClickHouseParam = SqlParam | number[];
@@ -48,8 +48,7 @@ class Params {
 
   /** The links dictionary's name as dictGet reads it: a string literal (of configured identifiers), `db.name` unquoted. */
   dictionary(): string {
-    const name = this.database === undefined ? VISITOR_LINKS : `${this.database}.${VISITOR_LINKS}`;
-    return `'${name.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+    return literal(this.database === undefined ? VISITOR_LINKS : `${this.database}.${VISITOR_LINKS}`);
   }
 
   /** A placeholder for `value` read as `type`; equal values of a type share one. */
@@ -355,9 +354,10 @@ function profilesSql(plan: SetPlan, ws: string, params: Params): string {
   }
   const parts = ownerRows(leaves.map((scan, n) => ({ n, scan })), w, params);
   // An anonymous owner's person (owner < 0; 0 is nobody, and key 0 of the dictionary is its cut): its
-  // recent link when it has one (a miss reads visitor_key 0), else the dictionary's.
+  // recent link when it has one (a miss reads visitor_key 0), else the dictionary's; unlinked: itself.
   const linked = `if(l.visitor_key != 0, l.person_key, dictGetOrDefault(${params.dictionary()}, 'person_key', toUInt64(-o.owner), toInt64(0)))`;
-  const profiles = `SELECT if(o.owner >= 0, o.owner, if(${linked} != 0, ${linked}, o.owner)) AS profile, o.leaf AS leaf, sum(o.n) AS n
+  const profile = `if(o.owner >= 0, o.owner, ifNull(nullIf(${linked}, 0), o.owner))`;
+  const profiles = `SELECT ${profile} AS profile, o.leaf AS leaf, sum(o.n) AS n
     FROM (
     ${parts.join('\n    UNION ALL ')}
     ) AS o

@@ -244,8 +244,8 @@ const TABLES: readonly TableSpec[] = [
 /** The analytical tables' names, as the criteria queries read them (Distributed ones on a cluster). */
 export const CLICKHOUSE_TABLES: readonly string[] = TABLES.map((t) => t.name);
 
-/** A string literal of configured text (a query, credentials). */
-const literal = (text: string) => `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
+/** A string literal of configured text (a query, credentials, a dictionary's name). */
+export const literal = (text: string) => `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
 
 const quote = (identifier: string) => `\`${identifier.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``;
 

@@ -139,6 +139,7 @@ const table = (ctx: ClickHouseContext, name: string) => `${quote(ctx.database)}.
 class ClickHouseWrites implements AnalyticsWrites {
   private readonly lines = new Map<string, string[]>();
   private readonly rows = new Map<ReadTable, Row[]>();
+  private readonly outboxRows = new Map<ReadTable, Promise<Row[]>>();
   /** Audiences deleted by the unit: their snapshots are dropped after the commit. */
   readonly droppedAudiences: [ws: string, audienceId: string][] = [];
 
@@ -182,9 +183,18 @@ class ClickHouseWrites implements AnalyticsWrites {
    */
   private async unacknowledgedPayments(name: 'subscriptions' | 'invoices' | 'payment_events', match: (r: Row) => boolean): Promise<Row[]> {
     if (!this.ctx.control.shared) return this.unacknowledged(name, match);
-    const bodies = await this.tx.all('SELECT body FROM analytics_outbox WHERE table_name = $1', [name]);
-    const pending = bodies.flatMap((b) => (b.body as string).split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as Row));
-    return [...pending, ...(this.rows.get(name) ?? [])].filter(match);
+    return [...await this.sharedOutbox(name), ...(this.rows.get(name) ?? [])].filter(match);
+  }
+
+  /** Every node's unacknowledged rows of a table, read once per unit (its transaction's snapshot does not change). */
+  private sharedOutbox(name: ReadTable): Promise<Row[]> {
+    let rows = this.outboxRows.get(name);
+    if (!rows) {
+      rows = this.tx.all('SELECT body FROM analytics_outbox WHERE table_name = $1', [name]).then((bodies) =>
+        bodies.flatMap((b) => (b.body as string).split('\n').filter((line) => line !== '').map((line) => JSON.parse(line) as Row)));
+      this.outboxRows.set(name, rows);
+    }
+    return rows;
   }
 
   async appendEvents(ws: string, events: EventRecord[], receivedAt: Date): Promise<void> {

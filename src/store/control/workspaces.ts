@@ -118,6 +118,8 @@ export class Workspaces {
    * create one: the one holding the lease creates it, the others find it or skip.
    */
   async createFirst(name: string): Promise<CreatedWorkspace | null> {
+    // Every later start finds a workspace: a read, no lease written.
+    if ((await this.count()) > 0) return null;
     const done = await withLease(this.store, 'bootstrap', `bootstrap:${process.pid}:${randomUUID()}`, LEASE_DEFAULTS,
       async () => ((await this.count()) === 0 ? this.create(name) : null));
     return done?.value ?? null;
