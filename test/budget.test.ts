@@ -46,7 +46,7 @@ describe('estimate budget', () => {
     }
     const res = await pending;
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ valid: true, is_time_windowed: false, estimated_count: { count: null, is_estimate: true, hit_limit: true } });
+    expect(res.json()).toEqual({ valid: true, is_time_windowed: false, estimated_count: { count: null, is_estimate: true, hit_limit: true, approximate: null } });
     expect(healthyDuring).toBeGreaterThan(0);
 
     // The pool's only connection was the interrupted one: it must answer the next query.
@@ -119,7 +119,7 @@ describe('budget wherever the deadline falls', () => {
   it('answers a compile over a 1 ms budget with hit_limit through the app, and the connection answers next', async () => {
     const res = await t.compile(thirtyLeaves);
     expect(res.statusCode).toBe(200);
-    expect(res.json().estimated_count).toEqual({ count: null, is_estimate: true, hit_limit: true });
+    expect(res.json().estimated_count).toEqual({ count: null, is_estimate: true, hit_limit: true, approximate: null });
     expect(await lightCount()).toBe(50_000);
   });
 
@@ -137,7 +137,7 @@ describe('budget wherever the deadline falls', () => {
     expect(budgets.length).toBeGreaterThan(3);
     for (const budgetMs of budgets) {
       const result = await compileCriteria(t.stores.analytics, t.ws.workspace_id, thirtyLeaves, { at: new Date(), budgetMs });
-      expect(result, `budget ${budgetMs} ms`).toMatchObject({ valid: true, estimated_count: { count: null, is_estimate: true, hit_limit: true } });
+      expect(result, `budget ${budgetMs} ms`).toMatchObject({ valid: true, estimated_count: { count: null, is_estimate: true, hit_limit: true, approximate: null } });
       expect(await lightCount()).toBe(50_000);
     }
     expect(await t.store.countWithin(tree.sql, tree.params, 600_000)).toBe(exact);

@@ -36,7 +36,7 @@ describe('OpenAPI document', () => {
       return example === undefined ? [] : [{ path, method, example }];
     });
     expect(examples.map((e) => `${e.method} ${e.path}`)).toEqual(expect.arrayContaining([
-      'post /v1/persons', 'post /v1/events', 'post /v1/pageviews', 'post /v1/audiences/compile', 'post /v1/audiences',
+      'post /v1/persons', 'post /v1/events', 'post /v1/pageviews', 'post /v1/audiences/compile', 'post /v1/audiences/overlap', 'post /v1/audiences',
     ]));
     // The event example names the visitor that the page-view example is sent by, so page views go
     // first; the criteria example filters on a trait that the person and event examples define.

@@ -118,3 +118,32 @@ function flatten(kind: 'union' | 'intersect', inputs: SetPlan[]): SetPlan {
 export function planCriteria(criteria: AudienceCriteria, at: Date): SetPlan {
   return planNode(criteria.root, at);
 }
+
+/**
+ * A deterministic sample of profiles: those whose hash (salted) modulo `modulus` is below `keep`,
+ * a fraction keep / modulus of every set. Taking it inside every leaf gives exactly the sampled
+ * part of the plan's set, since set operations commute with a filter on the profile.
+ */
+export interface Sample {
+  modulus: number;
+  keep: number;
+  salt: number;
+}
+
+export const sampleFraction = (sample: Sample): number => sample.keep / sample.modulus;
+
+/**
+ * What a breakdown groups an audience's profiles by: the first touch's channel_category (as
+ * `first_touch_channel` shows it: `Non-attributed` without a page view), a trait's current value
+ * (its JSON scalar as text), or the status of the profile's latest subscription or invoice.
+ */
+export type Breakdown =
+  | { kind: 'first_touch_channel' }
+  | { kind: 'trait'; path: string }
+  | { kind: 'payments_status'; entity: PaymentsEntity };
+
+/** Rows a breakdown answers: the most frequent values, the rest as `(other)`. */
+export const BREAKDOWN_TOP = 20;
+
+/** The first-touch value of a profile without a page view (decisions §10, `first_touch_channel`). */
+export const NON_ATTRIBUTED = 'Non-attributed';

@@ -3,6 +3,7 @@
 
 import { type CriteriaError, type CriteriaErrorCode, pointer } from './errors.js';
 import { normalizeHost } from './host.js';
+import type { Breakdown } from './plan.js';
 import {
   type AudienceCriteria, type CountOp, type CriteriaNode, type FieldSpec, type Leaf, type Occurrence,
   type PaymentsEntity, type Predicate, type PredicateOp, type PropertyCatalog, type Scalar, type Window,
@@ -461,4 +462,20 @@ export function validateCriteria(raw: unknown, catalog: PropertyCatalog): Valida
     return { ok: false, errors: v.errors.length > 0 ? v.errors : [{ code: 'invalid_envelope', path: '', message: 'invalid criteria' }] };
   }
   return { ok: true, criteria };
+}
+
+/** What `breakdown` may name: every kind of Breakdown, spelled as the caller writes it. */
+export const BREAKDOWN_NAMES = ['channel_category', 'traits.<key>', 'subscription.status', 'invoice.status'] as const;
+
+/** A breakdown as written (`channel_category`, `traits.plan`, `subscription.status`), or why not. */
+export function parseBreakdown(raw: string, catalog: PropertyCatalog): Breakdown | { code: CriteriaErrorCode; message: string } {
+  if (raw === 'channel_category') return { kind: 'first_touch_channel' };
+  if (raw === 'subscription.status') return { kind: 'payments_status', entity: 'subscription' };
+  if (raw === 'invoice.status') return { kind: 'payments_status', entity: 'invoice' };
+  if (raw.startsWith(TRAITS_PREFIX)) {
+    const path = raw.slice(TRAITS_PREFIX.length);
+    if (catalog.traits.has(path)) return { kind: 'trait', path };
+    return { code: 'unknown_field', message: `no person has shown the trait "${path}"` };
+  }
+  return { code: 'unknown_field', message: `breakdown must be one of ${BREAKDOWN_NAMES.join(', ')}` };
 }

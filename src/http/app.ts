@@ -28,6 +28,8 @@ export const BODY_LIMIT_BYTES = 1024 * 1024;
 export interface AppOptions {
   stores: Stores;
   estimateBudgetMs: number;
+  /** The part of the estimate budget an exact count may take before the sampled one (tests set 0). */
+  estimateExactShare?: number;
   /** Evaluation time for estimates; injectable so tests are deterministic. */
   clock?: () => Date;
   logger?: boolean;
@@ -91,7 +93,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(authPlugin, { workspaces });
   await app.register(healthRoutes);
   const clock = opts.clock ?? (() => new Date());
-  await app.register(compileRoutes, { analytics: opts.stores.analytics, budgetMs: opts.estimateBudgetMs, clock });
+  await app.register(compileRoutes, { stores: opts.stores, budgetMs: opts.estimateBudgetMs, exactShare: opts.estimateExactShare, clock });
   const audiences = createAudienceService(opts.stores, clock, (err) => app.log.error({ err }, 'audience refresh or delivery failed'), opts.audiences);
   app.decorate('audiences', audiences);
   // Stops the scheduler before the store closes (app.close() runs before store.close()).

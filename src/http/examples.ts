@@ -31,7 +31,13 @@ export const REQUEST_EXAMPLES = {
     referrer: 'https://chatgpt.com/',
     title: 'Pricing',
   },
-  compile: { criteria_json: CRITERIA_EXAMPLE },
+  compile: { criteria_json: CRITERIA_EXAMPLE, breakdown: 'channel_category' },
+  overlap: {
+    audiences: [
+      { criteria_json: CRITERIA_EXAMPLE },
+      { criteria_json: { version: 1, root: { source: 'payments', event: 'first_paid_invoice', occurrence: { window: { kind: 'last_n_days', n: 30 } } } } },
+    ],
+  },
   audience: {
     name: 'AI visitors who signed up',
     refresh_every: '1h',

@@ -8,7 +8,7 @@
 // the visitor registry, customers' link states, audience definitions and deliveries, read and
 // written in transactions. A write that touches both sides is a unit of work (`unit`).
 
-import type { CompiledQuery, PropertyCatalog, SetPlan } from '../criteria/index.js';
+import type { Breakdown, CompiledQuery, PropertyCatalog, Sample, SetPlan } from '../criteria/index.js';
 import type { DeliveryRow } from './control/audiences.js';
 import type { PersonRecord, VisitorRecord } from './control/people.js';
 import type { ControlTx } from './control/store.js';
@@ -133,9 +133,9 @@ export interface EstimateStats {
   running: number;
   /** Estimates under way without a place to run: before their query, or waiting for one. */
   waiting: number;
-  /** Estimates that got a place and ran their query. */
+  /** Queries of estimates that got a place and ran (an estimate past its exact count runs a sampled one too). */
   started: number;
-  /** Estimates whose budget ran out before they got a place: their query never ran. */
+  /** Queries of estimates whose budget ran out before they got a place: they never ran. */
   expired: number;
   /** Estimates turned away at once because the queue was full. */
   refused: number;
@@ -146,10 +146,25 @@ export interface EstimateStats {
  * refuses it before any work. End it on every path.
  */
 export interface EstimateTurn {
-  /** The number of profiles of `plan` in the workspace within what is left of the budget; null past it. */
-  count(plan: SetPlan, workspaceId: string): Promise<number | null>;
+  /** When the budget runs out (a performance.now() time). */
+  readonly deadline: number;
+  /**
+   * The number of profiles of `plan` in the workspace (of its sampled part, with a sample) within
+   * what is left of the budget, or before `by` when that is earlier; null past it.
+   */
+  count(plan: SetPlan, workspaceId: string, options?: { sample?: Sample; by?: number }): Promise<number | null>;
+  /** The profiles of `plan` per value of `breakdown` (the most frequent BREAKDOWN_TOP) and in all; null past the budget (or `by`). */
+  breakdown(plan: SetPlan, workspaceId: string, breakdown: Breakdown, options?: { by?: number }): Promise<BreakdownCounts | null>;
+  /** The profiles in any of `plans` per membership mask (bit i set: in plans[i]); null past the budget. */
+  overlap(plans: SetPlan[], workspaceId: string): Promise<Map<number, number> | null>;
   /** Gives the place back (again is harmless). */
   end(): void;
+}
+
+/** An audience's size and its most frequent values of a breakdown, most first. */
+export interface BreakdownCounts {
+  total: number;
+  top: { value: string | null; count: number }[];
 }
 
 export interface FirstTouchChannels {

@@ -34,6 +34,8 @@ export interface TestAppOptions extends StoreOptions {
   /** On ClickHouse, a server to reach over HTTP (test/support/chdb-server.ts); the in-process chDB unless given. */
   clickhouseUrl?: string;
   budgetMs?: number;
+  /** The part of the budget an exact count may take (0: every estimate answers from its sample). */
+  exactShare?: number;
   at?: Date;
   /** A moving clock, for tests that let time pass; `at` fixes it instead. */
   clock?: () => Date;
@@ -65,7 +67,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   // Tests deliver to loopback receivers: private destinations are allowed unless a test says otherwise.
   const audiences = { ...options.audiences, delivery: { ...AUDIENCE_DEFAULTS.delivery, allowPrivateDestinations: true, ...options.audiences?.delivery } };
   const app = await buildApp({
-    stores, estimateBudgetMs: options.budgetMs ?? 5000, clock: options.clock ?? (at ? () => at : undefined), audiences,
+    stores, estimateBudgetMs: options.budgetMs ?? 5000, estimateExactShare: options.exactShare, clock: options.clock ?? (at ? () => at : undefined), audiences,
     rateLimits: options.rateLimits,
   });
   const post = (url: string, body: unknown, key = ws.secret_key) => app.inject({

@@ -16,11 +16,11 @@
 //   traits text with JSONExtract only where JSONType says the value is of the type compared;
 // - case-insensitive ops use lowerUTF8 (lower is ASCII-only).
 
-import type { LeafScan, SetPlan, TimeRange } from '../plan.js';
+import { type Breakdown, BREAKDOWN_TOP, type LeafScan, NON_ATTRIBUTED, type Sample, type SetPlan, type TimeRange } from '../plan.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
 import { literal, VISITOR_LINKS } from '../../store/clickhouse/schema.js';
-import { anyOfSql, type LeafTests, planFormula, type SqlParam } from './walker.js';
+import { anyOfSql, type LeafTests, planFormulas, type SqlParam } from './walker.js';
 
 export type ClickHouseParam = SqlParam | number[];
 
@@ -30,7 +30,7 @@ export interface ClickHouseQuery {
   params: Record<string, ClickHouseParam>;
 }
 
-type ParamType = 'String' | 'Float64' | 'Bool' | "DateTime64(6, 'UTC')" | 'Array(Int64)';
+type ParamType = 'String' | 'Float64' | 'Bool' | 'UInt64' | "DateTime64(6, 'UTC')" | 'Array(Int64)';
 
 const SCALAR_TYPE = { string: 'String', boolean: 'Bool' } as const;
 
@@ -266,15 +266,26 @@ function counted(owner: [expression: string, name: string][], source: string, le
 /** A row that counts for at least one of the leaves: the others add nothing, so they are not grouped. */
 const anyLeaf = (leaves: NumberedScan[], params: Params): string => `(${leaves.map((l) => condition(l.scan, params)).join(' OR ')})`;
 
-/** Rows `(owner, leaf, n)` of the leaves, each table read once. */
-function ownerRows(leaves: NumberedScan[], w: string, params: Params): string[] {
+/** Whether profile `profile` (an Int64 expression) is in the sample. */
+function sampled(profile: string, sample: Sample, params: Params): string {
+  const [salt, modulus, keep] = [sample.salt, sample.modulus, sample.keep].map((n) => params.add(n, 'UInt64'));
+  return `cityHash64(${profile}, ${salt}) % ${modulus} < ${keep}`;
+}
+
+/**
+ * Rows `(owner, leaf, n)` of the leaves, each table read once. With a sample, rows whose person is
+ * known are sampled before their predicates are read (profiles are sampled after).
+ */
+function ownerRows(leaves: NumberedScan[], w: string, params: Params, sample: Sample | undefined): string[] {
   const of = (...tables: LeafScan['table'][]) => leaves.filter((l) => tables.includes(l.scan.table));
   const ranges = (ls: NumberedScan[]) => ls.map((l) => ('range' in l.scan ? l.scan.range : { toExclusive: false }));
   const parts: string[] = [];
   const events = of('events');
   if (events.length > 0) {
     const names = [...new Set(events.map((l) => (l.scan as { name: string }).name))].map((n) => params.add(n, 'String'));
-    const where = [`e.workspace_id = ${w}`, `e.event_name IN (${names.join(', ')})`, ...hull('e.ts', ranges(events), params), anyLeaf(events, params)];
+    const where = [`e.workspace_id = ${w}`, `e.event_name IN (${names.join(', ')})`, ...hull('e.ts', ranges(events), params)];
+    if (sample) where.push(`(e.person_key = 0 OR ${sampled('e.person_key', sample, params)})`);
+    where.push(anyLeaf(events, params));
     parts.push(counted([[owner('e.person_key', 'e.visitor_key'), 'owner']],
       `${params.table('events')} AS e\n      WHERE ${where.join(' AND ')}`, events, params));
   }
@@ -305,7 +316,8 @@ function ownerRows(leaves: NumberedScan[], w: string, params: Params): string[] 
   if (persons.length > 0) {
     // Persons only: an anonymous profile has no traits.
     const rows = current('persons', 'person_key', ['traits'], w, params);
-    parts.push(counted([['x.person_key', 'owner']], `${rows} AS x WHERE ${anyLeaf(persons, params)}`, persons, params));
+    const where = [...(sample ? [sampled('x.person_key', sample, params)] : []), anyLeaf(persons, params)];
+    parts.push(counted([['x.person_key', 'owner']], `${rows} AS x WHERE ${where.join(' AND ')}`, persons, params));
   }
   if (customers.length > 0) {
     // Payments rows belong to their customer's person, else to its visitor's.
@@ -338,44 +350,92 @@ const LEAVES_OF_PROFILE: LeafTests = {
 };
 
 /**
- * The plan's profiles. Every table is read once, whatever the number of leaves: per owner the
- * rows counting for each leaf, then per profile (its person, else its visitor's linked person,
- * else minus the visitor; 0 is nobody) the leaves it is in, each with its count checked (bounds
- * per leaf number in bound arrays), then the plan as a formula over them.
+ * An anonymous owner's person (owner < 0; 0 is nobody, and key 0 of the dictionary is its cut): its
+ * recent link when it has one (a miss reads visitor_key 0), else the dictionary's; unlinked: itself.
+ * Over rows `o` with an `owner`, joined to the recent links as `l` (ownersJoin).
  */
-function profilesSql(plan: SetPlan, ws: string, params: Params): string {
-  const w = params.add(ws, 'String');
-  const { formula, leaves } = planFormula(plan, LEAVES_OF_PROFILE);
+function profileOfOwner(params: Params): string {
+  const linked = `if(l.visitor_key != 0, l.person_key, dictGetOrDefault(${params.dictionary()}, 'person_key', toUInt64(-o.owner), toInt64(0)))`;
+  return `if(o.owner >= 0, o.owner, ifNull(nullIf(${linked}, 0), o.owner))`;
+}
+
+/** Rows `owners` (with an `owner` column) as `o`, with the recent links that profileOfOwner reads. */
+const ownersJoin = (owners: string, w: string, params: Params) => `(
+    ${owners}
+    ) AS o
+      LEFT JOIN ${recentLinks(w, params)} AS l ON l.visitor_key = -o.owner`;
+
+/**
+ * Per profile (its person, else its visitor's linked person, else minus the visitor; 0 is nobody)
+ * the leaves it is in, each with its count checked (bounds per leaf number in bound arrays):
+ * rows `(profile, leaf)`. Every table is read once, whatever the number of leaves: per owner the
+ * rows counting for each leaf first.
+ */
+function leafRows(leaves: LeafScan[], w: string, params: Params, sample: Sample | undefined): string {
   const ranges = leaves.map((scan) => countRange('count' in scan ? scan.count : null));
   const having = ['profile != 0'];
   if (ranges.some(([lo, hi]) => lo !== 1 || hi !== Number.MAX_SAFE_INTEGER)) {
     const [lo, hi, outside] = [0, 1, 2].map((i) => params.add(ranges.map((r) => r[i]!), 'Array(Int64)'));
     having.push(`(n BETWEEN ${lo}[leaf + 1] AND ${hi}[leaf + 1]) != ${outside}[leaf + 1]`);
   }
-  const parts = ownerRows(leaves.map((scan, n) => ({ n, scan })), w, params);
-  // An anonymous owner's person (owner < 0; 0 is nobody, and key 0 of the dictionary is its cut): its
-  // recent link when it has one (a miss reads visitor_key 0), else the dictionary's; unlinked: itself.
-  const linked = `if(l.visitor_key != 0, l.person_key, dictGetOrDefault(${params.dictionary()}, 'person_key', toUInt64(-o.owner), toInt64(0)))`;
-  const profile = `if(o.owner >= 0, o.owner, ifNull(nullIf(${linked}, 0), o.owner))`;
-  const profiles = `SELECT ${profile} AS profile, o.leaf AS leaf, sum(o.n) AS n
-    FROM (
-    ${parts.join('\n    UNION ALL ')}
-    ) AS o
-      LEFT JOIN ${recentLinks(w, params)} AS l ON l.visitor_key = -o.owner`;
-  // A plan that is one leaf: its profiles, without gathering leaves per profile.
-  if (formula === LEAVES_OF_PROFILE.any([0])) return `SELECT profile FROM (${profiles}\n    GROUP BY profile, leaf\n    HAVING ${having.join(' AND ')})`;
-  return `SELECT profile FROM (SELECT profile, groupArray(leaf) AS leaves FROM (
-    ${profiles}
+  if (sample) having.push(sampled('profile', sample, params));
+  const parts = ownerRows(leaves.map((scan, n) => ({ n, scan })), w, params, sample);
+  return `SELECT ${profileOfOwner(params)} AS profile, o.leaf AS leaf, sum(o.n) AS n
+    FROM ${ownersJoin(parts.join('\n    UNION ALL '), w, params)}
     GROUP BY profile, leaf
-    HAVING ${having.join(' AND ')}
-  ) GROUP BY profile)
+    HAVING ${having.join(' AND ')}`;
+}
+
+/** The leaves each profile is in, as `(profile, leaves)`, for testing the plans' formulas. */
+const leavesOfProfiles = (rows: string) => `SELECT profile, groupArray(leaf) AS leaves FROM (
+    ${rows}
+  ) GROUP BY profile`;
+
+/** The plan's profiles: the plan as a formula over the leaves each profile is in. */
+function profilesSql(plan: SetPlan, ws: string, params: Params, sample: Sample | undefined): string {
+  const w = params.add(ws, 'String');
+  const { formulas: [formula], leaves } = planFormulas([plan], LEAVES_OF_PROFILE);
+  const rows = leafRows(leaves, w, params, sample);
+  // A plan that is one leaf: its profiles, without gathering leaves per profile.
+  if (formula === LEAVES_OF_PROFILE.any([0])) return `SELECT profile FROM (${rows})`;
+  return `SELECT profile FROM (${leavesOfProfiles(rows)})
   WHERE ${formula}`;
 }
 
-/** One statement: `select` around the plan's set of profiles. */
-function print(plan: SetPlan, workspaceId: string, database: string | undefined, select: (set: string, params: Params) => string): ClickHouseQuery {
+/** One statement: `select` around the plan's set of profiles (of the sampled ones only, with a sample). */
+function print(
+  plan: SetPlan, workspaceId: string, database: string | undefined, select: (set: string, params: Params) => string, sample?: Sample,
+): ClickHouseQuery {
   const params = new Params(database);
-  return { sql: select(profilesSql(plan, workspaceId, params), params), params: params.values };
+  return { sql: select(profilesSql(plan, workspaceId, params, sample), params), params: params.values };
+}
+
+/** Rows `(profile, value)`: each profile's value for a breakdown, for the profiles that have one. */
+function breakdownValues(breakdown: Breakdown, w: string, params: Params): string {
+  switch (breakdown.kind) {
+    case 'first_touch_channel':
+      // Per visitor its earliest page view, then per profile the earliest of its visitors'.
+      return `SELECT ${profileOfOwner(params)} AS profile, argMin(o.category, o.first) AS value
+    FROM ${ownersJoin(`SELECT -pv.visitor_key AS owner, argMin(pv.channel_category, pv.ts) AS category, min(pv.ts) AS first
+      FROM ${params.table('pageviews')} AS pv WHERE pv.workspace_id = ${w} GROUP BY owner`, w, params)}
+    GROUP BY profile`;
+    case 'trait': {
+      const steps = breakdown.path.split('.').map((step) => params.add(step, 'String')).join(', ');
+      // A string as itself, another scalar (or an object) as its JSON text, JSON null as absent.
+      return `SELECT x.person_key AS profile,
+      multiIf(JSONType(x.traits, ${steps}) = 'String', JSONExtractString(x.traits, ${steps}),
+        JSONType(x.traits, ${steps}) = 'Null', NULL, JSONExtractRaw(x.traits, ${steps})) AS value
+    FROM ${current('persons', 'person_key', ['traits'], w, params)} AS x`;
+    }
+    case 'payments_status': {
+      const [table, key] = breakdown.entity === 'subscription' ? ['subscriptions', 'subscription_id'] : ['invoices', 'invoice_id'];
+      return `SELECT ${profileOfOwner(params)} AS profile, argMax(o.status, o.at) AS value
+    FROM ${ownersJoin(`SELECT ${owner('c.person_key', 'c.visitor_key')} AS owner, x.status AS status, x.created_at AS at
+      FROM ${current(table, key, ['customer_id', 'status', 'created_at'], w, params)} AS x
+        JOIN ${current('payment_customers', 'customer_id', ['person_key', 'visitor_key'], w, params)} AS c ON c.customer_id = x.customer_id`, w, params)}
+    GROUP BY profile`;
+    }
+  }
 }
 
 /**
@@ -392,9 +452,41 @@ export const CLICKHOUSE_QUERY_SETTINGS = {
 
 /** The ClickHouse statements of a plan, as printCount / printMembers / printProfiles print DuckDB's. */
 export const clickhousePrinter = {
-  /** `SELECT count() AS count`: the audience size. */
-  count(plan: SetPlan, workspaceId: string, database?: string): ClickHouseQuery {
-    return print(plan, workspaceId, database, (set) => `SELECT count() AS count FROM (\n  ${set}\n) AS audience`);
+  /** `SELECT count() AS count`: the audience size, or of its sampled part. */
+  count(plan: SetPlan, workspaceId: string, database?: string, sample?: Sample): ClickHouseQuery {
+    return print(plan, workspaceId, database, (set) => `SELECT count() AS count FROM (\n  ${set}\n) AS audience`, sample);
+  },
+
+  /**
+   * The audience's profiles per value of `breakdown`, most first, at most BREAKDOWN_TOP rows:
+   * `{ value, count, total }`, total being the audience size. A profile without a value reads NULL
+   * (a join miss is the type's default unless join_use_nulls: `t.profile` is then 0).
+   */
+  breakdown(plan: SetPlan, workspaceId: string, breakdown: Breakdown, database?: string): ClickHouseQuery {
+    return print(plan, workspaceId, database, (set, params) => {
+      const w = params.add(workspaceId, 'String');
+      const missing = breakdown.kind === 'first_touch_channel' ? params.add(NON_ATTRIBUTED, 'String') : 'NULL';
+      return `SELECT value, count() AS count, sum(count()) OVER () AS total FROM (
+  SELECT if(ifNull(t.profile, 0) = 0, ${missing}, t.value) AS value
+  FROM (\n  ${set}\n) AS a
+    LEFT JOIN (${breakdownValues(breakdown, w, params)}) AS t ON t.profile = a.profile
+)
+GROUP BY value
+ORDER BY count DESC, value ASC NULLS LAST
+LIMIT ${BREAKDOWN_TOP}`;
+    });
+  },
+
+  /** The profiles of any of `plans` per membership mask (bit i: in plans[i]): `{ mask, count }`. Each table read once. */
+  overlap(plans: SetPlan[], workspaceId: string, database?: string): ClickHouseQuery {
+    const params = new Params(database);
+    const w = params.add(workspaceId, 'String');
+    const { formulas, leaves } = planFormulas(plans, LEAVES_OF_PROFILE);
+    const mask = formulas.map((f, i) => `(${f}) * ${2 ** i}`).join(' + ');
+    const sql = `SELECT mask, count() AS count FROM (
+  SELECT ${mask} AS mask FROM (${leavesOfProfiles(leafRows(leaves, w, params, undefined))})
+) WHERE mask != 0 GROUP BY mask`;
+    return { sql, params: params.values };
   },
 
   /** The members as snapshot rows `{ profile, person_id, visitor_id, external_id, email }`, by profile. */

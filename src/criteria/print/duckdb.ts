@@ -5,7 +5,7 @@
 // visitor (keys are positive). The store's tables (store/duckdb/migrations.ts) provide the columns used.
 
 import { pointer } from '../errors.js';
-import type { LeafScan, SetPlan, TimeRange } from '../plan.js';
+import { type Breakdown, BREAKDOWN_TOP, type LeafScan, NON_ATTRIBUTED, type Sample, type SetPlan, type TimeRange } from '../plan.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
 import { anyOfSql, SetPrinter, type SqlParam } from './walker.js';
@@ -152,13 +152,22 @@ function linkedVisitors(w: string): string {
   return `(SELECT visitor_key, person_key FROM visitors WHERE workspace_id = ${w} AND person_key IS NOT NULL)`;
 }
 
-/** Rows of one leaf as `profile` values (with repeats), before counting. */
-function scanRows(scan: LeafScan, ws: string, params: Params): string {
+/** Whether profile `profile` (an expression) is in the sample. */
+function sampled(profile: string, sample: Sample, params: Params): string {
+  return `hash(${profile}, ${params.add(sample.salt)}) % ${params.add(sample.modulus)} < ${params.add(sample.keep)}`;
+}
+
+/**
+ * Rows of one leaf as `profile` values (with repeats), before counting. With a sample, rows whose
+ * person is known are sampled before their predicates are read (the leaf samples every row after).
+ */
+function scanRows(scan: LeafScan, ws: string, params: Params, sample: Sample | undefined): string {
   const w = params.add(ws);
   const where: string[] = [];
   switch (scan.table) {
     case 'events': {
       where.push(`e.workspace_id = ${w}`, `e.event_name = ${params.add(scan.name)}`, ...rangeSql('e.ts', scan.range, params));
+      if (sample) where.push(`(e.person_key IS NULL OR ${sampled('e.person_key', sample, params)})`);
       where.push(...anyOfSql(scan.anyOf, (group) => jsonSql('e.properties', PAYLOAD_PREFIX, group, params)));
       const conditions = where.join('\n      AND ');
       // Most events carry their person; only the others need the visitor's link. With payload
@@ -202,6 +211,7 @@ function scanRows(scan: LeafScan, ws: string, params: Params): string {
     case 'persons':
       // Persons only: an anonymous profile has no traits.
       where.push(`p.workspace_id = ${w}`);
+      if (sample) where.push(sampled('p.person_key', sample, params));
       if (scan.predicates.length > 0) where.push(jsonSql('p.traits', TRAITS_PREFIX, scan.predicates, params));
       return `SELECT p.person_key AS profile FROM persons p
     WHERE ${where.join('\n      AND ')}`;
@@ -217,27 +227,94 @@ function customerRows(table: string, w: string, where: string[]): string {
     WHERE ${where.join('\n      AND ')}`;
 }
 
-function leafSql(scan: LeafScan, ws: string, params: Params): string {
-  const rows = scanRows(scan, ws, params);
+function leafSql(scan: LeafScan, ws: string, params: Params, sample: Sample | undefined): string {
+  const rows = scanRows(scan, ws, params, sample);
+  const where = `profile IS NOT NULL${sample ? ` AND ${sampled('profile', sample, params)}` : ''}`;
   const count = 'count' in scan ? scan.count : null;
-  if (!count) return `SELECT DISTINCT profile FROM (${rows}) WHERE profile IS NOT NULL`;
-  return `SELECT profile FROM (${rows}) WHERE profile IS NOT NULL GROUP BY profile HAVING count(*) ${COUNT_SQL[count.op]} ${params.add(count.value)}`;
+  if (!count) return `SELECT DISTINCT profile FROM (${rows}) WHERE ${where}`;
+  return `SELECT profile FROM (${rows}) WHERE ${where} GROUP BY profile HAVING count(*) ${COUNT_SQL[count.op]} ${params.add(count.value)}`;
 }
 
 const DUCKDB_SET_OPERATORS = { union: 'UNION', intersect: 'INTERSECT', except: 'EXCEPT' };
 
-/** One statement: the shared leaves' CTEs, then `select` around the set expression. */
-function print(plan: SetPlan, workspaceId: string, select: (set: string, params: Params) => string): CompiledQuery {
+/**
+ * One statement: the leaves shared by the plans as CTEs, then `select` around their set expressions
+ * (of the sampled profiles only, with a sample).
+ */
+function printSets(plans: SetPlan[], workspaceId: string, select: (sets: string[], params: Params) => string, sample?: Sample): CompiledQuery {
   const params = new Params();
-  const printer = new SetPrinter(plan, (scan) => leafSql(scan, workspaceId, params), DUCKDB_SET_OPERATORS);
-  const set = printer.set(plan);
-  const outer = select(set, params);
+  const all: SetPlan = plans.length === 1 ? plans[0]! : { kind: 'union', inputs: plans };
+  const printer = new SetPrinter(all, (scan) => leafSql(scan, workspaceId, params, sample), DUCKDB_SET_OPERATORS);
+  const sets = plans.map((plan) => printer.set(plan));
+  const outer = select(sets, params);
   return { sql: `${printer.withClause()}${outer}`, params: params.values };
 }
 
-/** `SELECT count(*) AS count`: the audience size. */
-export function printCount(plan: SetPlan, workspaceId: string): CompiledQuery {
-  return print(plan, workspaceId, (set) => `SELECT count(*) AS count FROM (\n  ${set}\n) AS audience`);
+function print(plan: SetPlan, workspaceId: string, select: (set: string, params: Params) => string, sample?: Sample): CompiledQuery {
+  return printSets([plan], workspaceId, ([set], params) => select(set!, params), sample);
+}
+
+/** `SELECT count(*) AS count`: the audience size, or of its sampled part. */
+export function printCount(plan: SetPlan, workspaceId: string, sample?: Sample): CompiledQuery {
+  return print(plan, workspaceId, (set) => `SELECT count(*) AS count FROM (\n  ${set}\n) AS audience`, sample);
+}
+
+/** A profile's value for a breakdown: the joins that find it and its expression. */
+function breakdownValue(breakdown: Breakdown, w: string, params: Params): { join: string; value: string } {
+  switch (breakdown.kind) {
+    case 'first_touch_channel':
+      return {
+        join: `LEFT JOIN (SELECT coalesce(v.person_key, -pv.visitor_key) AS profile, arg_min(pv.channel_category, pv.ts) AS category
+    FROM pageviews pv LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = pv.visitor_key
+    WHERE pv.workspace_id = ${w} GROUP BY 1) AS t ON t.profile = a.profile`,
+        value: `coalesce(t.category, ${params.add(NON_ATTRIBUTED)})`,
+      };
+    case 'trait': {
+      const path = params.add(jsonPointer(breakdown.path));
+      return {
+        join: `LEFT JOIN persons p ON p.workspace_id = ${w} AND p.person_key = a.profile`,
+        // A string as itself, another scalar (or an object) as its JSON text, JSON null as absent.
+        value: `CASE json_type(p.traits, ${path}) WHEN 'VARCHAR' THEN json_extract_string(p.traits, ${path}) WHEN 'NULL' THEN NULL
+    ELSE CAST(json_extract(p.traits, ${path}) AS VARCHAR) END`,
+      };
+    }
+    case 'payments_status': {
+      const table = breakdown.entity === 'subscription' ? 'subscriptions' : 'invoices';
+      return {
+        join: `LEFT JOIN (SELECT coalesce(c.person_key, v.person_key, -c.visitor_key) AS profile, arg_max(x.status, x.created_at) AS status
+    FROM ${table} x
+      JOIN payment_customers c ON c.workspace_id = x.workspace_id AND c.customer_id = x.customer_id
+      LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key
+    WHERE x.workspace_id = ${w} GROUP BY 1) AS t ON t.profile = a.profile`,
+        value: 't.status',
+      };
+    }
+  }
+}
+
+/**
+ * The audience's profiles per value of `breakdown`, most first, at most BREAKDOWN_TOP rows:
+ * `{ value, count, total }`, total being the audience size.
+ */
+export function printBreakdown(plan: SetPlan, workspaceId: string, breakdown: Breakdown): CompiledQuery {
+  return print(plan, workspaceId, (set, params) => {
+    const { join, value } = breakdownValue(breakdown, params.add(workspaceId), params);
+    return `SELECT value, count(*) AS count, sum(count(*)) OVER () AS total
+FROM (SELECT ${value} AS value FROM (\n  ${set}\n) AS a\n  ${join}) AS b
+GROUP BY value
+ORDER BY count DESC, value NULLS LAST
+LIMIT ${BREAKDOWN_TOP}`;
+  });
+}
+
+/** The profiles of any of `plans` per membership mask (bit i: in plans[i]): `{ mask, count }`. */
+export function printOverlap(plans: SetPlan[], workspaceId: string): CompiledQuery {
+  return printSets(plans, workspaceId, (sets) => {
+    const tagged = sets.map((set, i) => `SELECT profile, ${2 ** i} AS bit FROM (\n  ${set}\n) AS s${i}`).join('\n  UNION ALL ');
+    return `SELECT mask, count(*) AS count FROM (
+  SELECT profile, bit_or(bit) AS mask FROM (\n  ${tagged}\n  ) AS tagged GROUP BY profile
+) AS profiles GROUP BY mask`;
+  });
 }
 
 /** The members as snapshot rows `{ profile, person_id, visitor_id, external_id, email }`, by profile. */

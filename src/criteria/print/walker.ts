@@ -141,6 +141,12 @@ export interface LeafTests {
  * positive input), so the profiles found in the leaves are all it needs to be evaluated on.
  */
 export function planFormula(plan: SetPlan, tests: LeafTests): { formula: string; leaves: LeafScan[] } {
+  const { formulas, leaves } = planFormulas([plan], tests);
+  return { formula: formulas[0]!, leaves };
+}
+
+/** planFormula of several plans over one numbering of their distinct leaves (overlaps read each table once). */
+export function planFormulas(plans: SetPlan[], tests: LeafTests): { formulas: string[]; leaves: LeafScan[] } {
   const numbers = new Map<string, number>();
   const leaves: LeafScan[] = [];
   const number = (scan: LeafScan): number => {
@@ -169,5 +175,5 @@ export function planFormula(plan: SetPlan, tests: LeafTests): { formula: string;
         return `(${formula(p.input)} AND NOT ${branch(p.minus, 'any', 'OR')})`;
     }
   };
-  return { formula: formula(plan), leaves };
+  return { formulas: plans.map(formula), leaves };
 }

@@ -7,6 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { type ClickHouseQuery, clickhousePrinter, type CompiledQuery, type SetPlan, type SqlParam } from '../../criteria/index.js';
 import type { EstimateStats, EstimateTurn, Member } from '../analytics.js';
 import { EstimateAdmission } from '../estimate-admission.js';
+import { breakdownOf, countOf, overlapOf } from '../estimate-rows.js';
 import type { ClickHouseContext } from './context.js';
 import { bounded, num, settings, STOPPED } from './run.js';
 
@@ -36,8 +37,16 @@ export class ClickHouseQueries {
 
   estimateTurn(budgetMs: number): EstimateTurn {
     const place = this.queue.admit(performance.now() + budgetMs);
+    const db = this.ctx.database;
+    const read = async <T>(query: ClickHouseQuery, as: (rows: Record<string, unknown>[]) => T, by?: number): Promise<T | null> => {
+      const rows = await this.readBy<Record<string, unknown>>(query, Math.min(by ?? Infinity, place.deadline));
+      return rows === null ? null : as(rows);
+    };
     return {
-      count: (plan, ws) => this.countBy(this.printCount(plan, ws), place.deadline),
+      deadline: place.deadline,
+      count: (plan, ws, options) => read(clickhousePrinter.count(plan, ws, db, options?.sample), countOf, options?.by),
+      breakdown: (plan, ws, breakdown, options) => read(clickhousePrinter.breakdown(plan, ws, breakdown, db), breakdownOf, options?.by),
+      overlap: (plans, ws) => read(clickhousePrinter.overlap(plans, ws, db), overlapOf),
       end: () => this.queue.leave(place),
     };
   }
@@ -101,8 +110,8 @@ export class ClickHouseQueries {
   }
 
   private async countBy(query: ClickHouseQuery, deadline: number): Promise<number | null> {
-    const rows = await this.readBy<{ count: unknown }>(query, deadline);
-    return rows === null ? null : num(rows[0]?.count ?? 0);
+    const rows = await this.readBy<Record<string, unknown>>(query, deadline);
+    return rows === null ? null : countOf(rows);
   }
 
   /** The rows of a statement run in its turn before `deadline`; null once it has passed, waiting or running. */

@@ -3,7 +3,9 @@
 // persons) directly.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { type CompiledQuery, printCount, printMembers, type PropertyCatalog, type SetPlan } from '../../criteria/index.js';
+import {
+  type CompiledQuery, printBreakdown, printCount, printMembers, printOverlap, type PropertyCatalog, type SetPlan,
+} from '../../criteria/index.js';
 import {
   type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type CustomerLink, type DiffMember, type EstimateStats, type EstimateTurn,
   type EventRecord, type FirstTouchChannels, type InvoiceState, type Member, type MemberRow, type Money, type PageviewRecord,
@@ -12,6 +14,7 @@ import {
 } from '../analytics.js';
 import type { DeliveryRow } from '../control/audiences.js';
 import type { PersonRecord, VisitorRecord } from '../control/people.js';
+import { breakdownOf, countOf, overlapOf } from '../estimate-rows.js';
 import { controlTx } from './control.js';
 import type { Store } from './db.js';
 import { appendEvents } from './events.js';
@@ -110,11 +113,15 @@ export class DuckDBAnalytics implements AnalyticsStore {
 
   estimateTurn(budgetMs: number): EstimateTurn {
     const turn = this.store.estimateTurn(budgetMs);
+    const read = async <T>(query: CompiledQuery, as: (rows: Record<string, unknown>[]) => T, by?: number): Promise<T | null> => {
+      const rows = await turn.read(query.sql, query.params, by);
+      return rows === null ? null : as(rows);
+    };
     return {
-      count: (plan, ws) => {
-        const query = printCount(plan, ws);
-        return turn.count(query.sql, query.params);
-      },
+      deadline: turn.deadline,
+      count: (plan, ws, options) => read(printCount(plan, ws, options?.sample), countOf, options?.by),
+      breakdown: (plan, ws, breakdown, options) => read(printBreakdown(plan, ws, breakdown), breakdownOf, options?.by),
+      overlap: (plans, ws) => read(printOverlap(plans, ws), overlapOf),
       end: () => turn.end(),
     };
   }

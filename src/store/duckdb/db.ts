@@ -8,6 +8,7 @@ import { dirname } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import type { EstimateStats } from '../analytics.js';
 import { EstimateAdmission } from '../estimate-admission.js';
+import { countOf } from '../estimate-rows.js';
 import { MIGRATIONS } from './migrations.js';
 
 export type Row = Record<string, unknown>;
@@ -29,8 +30,10 @@ class Lock {
  * refuses it before any work. End it on every path.
  */
 export interface QueryTurn {
-  /** Runs a `SELECT count(*) AS count` query within what is left of the budget; null past it. */
-  count(sql: string, params: Params): Promise<number | null>;
+  /** When the budget runs out (performance.now() time). */
+  readonly deadline: number;
+  /** The rows of a query run within what is left of the budget, or before `by` when earlier; null past it. */
+  read(sql: string, params: Params, by?: number): Promise<Row[] | null>;
   /** Gives the place back (again is harmless). */
   end(): void;
 }
@@ -130,7 +133,6 @@ async function interruptAfter<T>(
   }
 }
 
-const countOf = (rows: Row[] | null) => (rows === null ? null : Number(rows[0]?.count ?? 0));
 
 export interface StoreOptions {
   /** DuckDB worker threads (default: one per core). */
@@ -291,7 +293,8 @@ export class Store {
   estimateTurn(budgetMs: number): QueryTurn {
     const place = this.estimates.admit(performance.now() + budgetMs);
     return {
-      count: async (sql, params) => countOf(await this.readBy(sql, params, place.deadline)),
+      deadline: place.deadline,
+      read: (sql, params, by) => this.readBy(sql, params, Math.min(by ?? Infinity, place.deadline)),
       end: () => this.estimates.leave(place),
     };
   }
@@ -302,7 +305,8 @@ export class Store {
    * if the budget ran out waiting for a connection; the answer is then null.
    */
   async countWithin(sql: string, params: Params, budgetMs: number): Promise<number | null> {
-    return countOf(await this.readWithin(sql, params, budgetMs));
+    const rows = await this.readWithin(sql, params, budgetMs);
+    return rows === null ? null : countOf(rows);
   }
 
   /**
