@@ -152,6 +152,23 @@ describe('cli against the HTTP compile', () => {
     expect(http.every((c) => c > 0)).toBe(true);
   });
 
+  it('estimate --breakdown gives the HTTP compile\'s breakdown, from the directory and the database file', async () => {
+    const criteria = { version: 1, root: CRITERIA.payload };
+    for (const [by, data] of [['channel_category', fx], ['traits.plan', db]] as const) {
+      const res = await app.post('/v1/audiences/compile', { criteria_json: criteria, breakdown: by });
+      const http = res.json().breakdown as { value: string | null; count: number }[];
+      expect(http.length, res.body).toBeGreaterThan(1);
+      const out = await cli('estimate', files.payload!, '--data', data, '--at', AT, '--json', '--breakdown', by);
+      expect(out.code, out.stderr).toBe(0);
+      expect(JSON.parse(out.stdout).breakdown).toEqual(http);
+    }
+    const text = await cli('estimate', files.payload!, '--data', db, '--at', AT, '--breakdown', 'channel_category');
+    expect(text.stdout).toMatch(/^\s+[\d,]+ {2}Direct$/m);
+    const unknown = await cli('estimate', files.payload!, '--data', db, '--at', AT, '--breakdown', 'traits.nope');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain('/breakdown');
+  });
+
   it('members files are identical from the directory read in place and from the database file', async () => {
     for (const name of ['payments', 'payload', 'not']) {
       const fromViews = join(dir, `members-${name}-views.csv`);
