@@ -276,10 +276,15 @@ export function printCount(plan: SetPlan, workspaceId: string, sample?: Sample):
 function breakdownValue(breakdown: Breakdown, w: string, params: Params): { join: string; value: string } {
   switch (breakdown.kind) {
     case 'first_touch_channel':
+      // The page views of the audience's visitors only: an anonymous profile's own, and those
+      // linked to its persons now (finding every profile's first touch took 0.6–1 s at 2 M page views).
       return {
-        join: `LEFT JOIN (SELECT coalesce(v.person_key, -pv.visitor_key) AS profile, arg_min(pv.channel_category, pv.ts) AS category
-    FROM pageviews pv LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = pv.visitor_key
-    WHERE pv.workspace_id = ${w} GROUP BY 1) AS t ON t.profile = a.profile`,
+        join: `LEFT JOIN (SELECT x.profile, arg_min(pv.channel_category, pv.ts) AS category
+    FROM (SELECT -profile AS visitor_key, profile FROM audience WHERE profile < 0
+      UNION ALL
+      SELECT visitor_key, person_key FROM visitors WHERE workspace_id = ${w} AND person_key IN (SELECT profile FROM audience)) AS x
+      JOIN pageviews pv ON pv.visitor_key = x.visitor_key
+    WHERE pv.workspace_id = ${w} GROUP BY x.profile) AS t ON t.profile = a.profile`,
         value: `coalesce(t.category, ${params.add(NON_ATTRIBUTED)})`,
       };
     case 'trait': {
@@ -313,7 +318,7 @@ export function printBreakdown(plan: SetPlan, workspaceId: string, breakdown: Br
   return print(plan, workspaceId, (set, params) => {
     const { join, value } = breakdownValue(breakdown, params.add(workspaceId), params);
     return `SELECT value, count(*) AS count, sum(count(*)) OVER () AS total
-FROM (SELECT ${value} AS value FROM (\n  ${set}\n) AS a\n  ${join}) AS b
+FROM (WITH audience AS MATERIALIZED (\n  ${set}\n)\n  SELECT ${value} AS value FROM audience AS a\n  ${join}) AS b
 GROUP BY value
 ORDER BY count DESC, value NULLS LAST
 LIMIT ${BREAKDOWN_TOP}`;
