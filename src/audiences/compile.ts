@@ -43,7 +43,7 @@ export async function compileCriteria(
 }
 
 /** The estimate's place, before any work: an overloaded service answers 503 at once. */
-function takeTurn(analytics: AnalyticsStore, budgetMs: number): EstimateTurn {
+export function takeTurn(analytics: AnalyticsStore, budgetMs: number): EstimateTurn {
   try {
     return analytics.estimateTurn(budgetMs);
   } catch (err) {

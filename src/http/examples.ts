@@ -32,6 +32,10 @@ export const REQUEST_EXAMPLES = {
     title: 'Pricing',
   },
   compile: { criteria_json: CRITERIA_EXAMPLE },
+  revenue: {
+    from: '2026-01-01', to: '2027-01-01', interval: 'month', group_by: 'channel_category', model: 'first_touch',
+    filter: { 'traits.plan': { op: '=', value: 'pro' } },
+  },
   audience: {
     name: 'AI visitors who signed up',
     refresh_every: '1h',

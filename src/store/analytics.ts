@@ -8,7 +8,7 @@
 // the visitor registry, customers' link states, audience definitions and deliveries, read and
 // written in transactions. A write that touches both sides is a unit of work (`unit`).
 
-import type { CompiledQuery, PropertyCatalog, SetPlan } from '../criteria/index.js';
+import type { CompiledQuery, PropertyCatalog, ReportPlan, SetPlan } from '../criteria/index.js';
 import type { DeliveryRow } from './control/audiences.js';
 import type { PersonRecord, VisitorRecord } from './control/people.js';
 import type { ControlTx } from './control/store.js';
@@ -70,6 +70,15 @@ export type InvoiceState = InvoiceRow & { paid_at: Date | null };
 export interface Money {
   amount: number | null;
   currency: string | null;
+}
+
+/** A payment as the control store holds it after a change: what the revenue report's one-time payments read. */
+export interface PaymentRecord extends Money {
+  payment_id: string;
+  customer_id: string | null;
+  paid_at: Date | null;
+  /** The invoice it paid, when one was named: then the invoice is counted instead, if stored. */
+  invoice_id: string | null;
 }
 
 /** A member's public ids: a person's, or an anonymous visitor's. */
@@ -148,8 +157,40 @@ export interface EstimateStats {
 export interface EstimateTurn {
   /** The number of profiles of `plan` in the workspace within what is left of the budget; null past it. */
   count(plan: SetPlan, workspaceId: string): Promise<number | null>;
+  /** The revenue report's figures within what is left of the budget; null past it. */
+  revenue(report: ReportPlan, workspaceId: string): Promise<RevenueRow[] | null>;
   /** Gives the place back (again is harmless). */
   end(): void;
+}
+
+/**
+ * One row of a revenue report, at one of four levels (grouping(bucket, group, currency)): 0 the
+ * money of a bucket, group and currency; 1 the counts of a bucket and group; 6 the money of a
+ * currency over the range; 7 the counts over the range. Amounts in minor units.
+ */
+export interface RevenueRow {
+  level: 0 | 1 | 6 | 7;
+  bucket: string | null;
+  group: string | null;
+  currency: string | null;
+  paid: number;
+  refunded: number;
+  refund_count: number;
+  paying: number;
+  new_paying: number;
+}
+
+/**
+ * A revenue row as an engine returns it (64-bit numbers as bigint or text; a column its level does
+ * not group by is NULL or, on ClickHouse, its type's default).
+ */
+export function revenueRow(r: Record<string, unknown>): RevenueRow {
+  const level = Number(r.level) as RevenueRow['level'];
+  const text = (v: unknown, bit: number) => (v === null || v === undefined || (level & bit) !== 0 ? null : String(v));
+  return {
+    level, bucket: text(r.bucket, 4), group: text(r.grp, 2), currency: text(r.currency, 1),
+    paid: Number(r.paid), refunded: Number(r.refunded), refund_count: Number(r.refund_count), paying: Number(r.paying), new_paying: Number(r.new_paying),
+  };
 }
 
 export interface FirstTouchChannels {
@@ -190,6 +231,11 @@ export interface AnalyticsWrites {
   withdrawPaymentEvent(ws: string, kind: PaymentEventKind, objectId: string): Promise<void>;
   /** Keeps one first_paid_invoice per customer: the earliest paid invoice seen, whatever the arrival order. */
   recordPaidInvoice(ws: string, customerId: string, at: Date, invoiceId: string, money: Money): Promise<void>;
+  /**
+   * A payment recorded or changed in the control store, as it now stands there. Engines that cannot
+   * read the control store's payments (ClickHouse) keep a copy for the revenue report.
+   */
+  savePayment(ws: string, payment: PaymentRecord): Promise<void>;
   /** Forgets an audience's snapshots, their members and diffs (the audience is being deleted). */
   dropSnapshots(ws: string, audienceId: string): Promise<void>;
 }

@@ -5,7 +5,7 @@
 import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { type ClickHouseQuery, clickhousePrinter, type CompiledQuery, type SetPlan, type SqlParam } from '../../criteria/index.js';
-import type { EstimateStats, EstimateTurn, Member } from '../analytics.js';
+import { type EstimateStats, type EstimateTurn, type Member, revenueRow } from '../analytics.js';
 import { EstimateAdmission } from '../estimate-admission.js';
 import type { ClickHouseContext } from './context.js';
 import { bounded, num, settings, STOPPED } from './run.js';
@@ -38,6 +38,8 @@ export class ClickHouseQueries {
     const place = this.queue.admit(performance.now() + budgetMs);
     return {
       count: (plan, ws) => this.countBy(this.printCount(plan, ws), place.deadline),
+      revenue: async (report, ws) => (await this.readBy<Record<string, unknown>>(clickhousePrinter.revenue(report, ws, this.ctx.database), place.deadline))
+        ?.map(revenueRow) ?? null,
       end: () => this.queue.leave(place),
     };
   }

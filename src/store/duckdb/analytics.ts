@@ -3,11 +3,11 @@
 // persons) directly.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { type CompiledQuery, printCount, printMembers, type PropertyCatalog, type SetPlan } from '../../criteria/index.js';
+import { type CompiledQuery, printCount, printMembers, printRevenue, type PropertyCatalog, type SetPlan } from '../../criteria/index.js';
 import {
   type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type CustomerLink, type DiffMember, type EstimateStats, type EstimateTurn,
   type EventRecord, type FirstTouchChannels, type InvoiceState, type Member, type MemberRow, type Money, type PageviewRecord,
-  type PaymentEventKind, RefusedValue, type SnapshotInput, type SnapshotResult, type Staged, type SubscriptionState, type UnitOfWork,
+  type PaymentEventKind, type PaymentRecord, RefusedValue, revenueRow, type SnapshotInput, type SnapshotResult, type Staged, type SubscriptionState, type UnitOfWork,
   type VisitorLink,
 } from '../analytics.js';
 import type { DeliveryRow } from '../control/audiences.js';
@@ -84,6 +84,9 @@ class DuckDBWrites implements AnalyticsWrites {
     return recordPaidInvoice(this.tx, ws, customerId, at, invoiceId, money);
   }
 
+  // The revenue report reads the control store's payments table, in this same database.
+  async savePayment(_ws: string, _payment: PaymentRecord): Promise<void> {}
+
   dropSnapshots(ws: string, audienceId: string): Promise<void> {
     return dropSnapshots(this.tx, ws, audienceId);
   }
@@ -114,6 +117,10 @@ export class DuckDBAnalytics implements AnalyticsStore {
       count: (plan, ws) => {
         const query = printCount(plan, ws);
         return turn.count(query.sql, query.params);
+      },
+      revenue: async (report, ws) => {
+        const query = printRevenue(report, ws);
+        return (await turn.rows(query.sql, query.params))?.map(revenueRow) ?? null;
       },
       end: () => turn.end(),
     };

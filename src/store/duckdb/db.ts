@@ -31,6 +31,8 @@ class Lock {
 export interface QueryTurn {
   /** Runs a `SELECT count(*) AS count` query within what is left of the budget; null past it. */
   count(sql: string, params: Params): Promise<number | null>;
+  /** Runs a query within what is left of the budget: its rows; null past it. */
+  rows(sql: string, params: Params): Promise<Row[] | null>;
   /** Gives the place back (again is harmless). */
   end(): void;
 }
@@ -292,6 +294,7 @@ export class Store {
     const place = this.estimates.admit(performance.now() + budgetMs);
     return {
       count: async (sql, params) => countOf(await this.readBy(sql, params, place.deadline)),
+      rows: (sql, params) => this.readBy(sql, params, place.deadline),
       end: () => this.estimates.leave(place),
     };
   }
