@@ -3,6 +3,7 @@
 // Like an estimate: its place is taken first (an overloaded service refuses it before any work),
 // and the budget runs from there, the query cancelled inside the engine when it runs out.
 
+import type { z } from 'zod';
 import { takeTurn } from '../audiences/compile.js';
 import {
   type AttributionModel, bucketCount, type CriteriaError, MAX_REPORT_BUCKETS, planCriteria, type Predicate, type PropertyCatalog,
@@ -12,20 +13,9 @@ import { AppError, invalidRequest } from '../errors.js';
 import type { AnalyticsStore, RevenueRow } from '../store/analytics.js';
 import { getAudience } from '../store/control/audiences.js';
 import type { ControlSql } from '../store/control/store.js';
+import type { revenueRequest } from './request.js';
 
-export interface RevenueRequest {
-  /** ISO date (UTC midnight) or datetime (UTC unless it has an offset); inclusive. */
-  from: string;
-  /** Exclusive. */
-  to: string;
-  interval: ReportInterval;
-  group_by: string;
-  model?: AttributionModel;
-  /** Trait predicates, as a person leaf's filter. */
-  filter?: unknown;
-  criteria_json?: unknown;
-  audience_id?: string;
-}
+export type RevenueRequest = z.infer<typeof revenueRequest>;
 
 /** Per currency, in minor units. */
 export type Amounts = Record<string, number>;

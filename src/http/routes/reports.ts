@@ -3,12 +3,10 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { ATTRIBUTION_MODELS, REPORT_INTERVALS } from '../../criteria/index.js';
+import { revenueRequest } from '../../reports/request.js';
 import { revenueReport } from '../../reports/revenue.js';
 import type { Stores } from '../../store/open.js';
 import { REQUEST_EXAMPLES } from '../examples.js';
-
-const instant = z.union([z.iso.date(), z.iso.datetime({ offset: true, local: true })])
-  .describe('ISO 8601 date (UTC midnight) or datetime (UTC unless it has an offset)');
 
 const amounts = z.record(z.string(), z.number().int()).describe('per currency (lowercase ISO code), in minor units');
 
@@ -36,23 +34,6 @@ const revenueResponse = z.object({
   totals: z.object(figures).nullable(),
 });
 
-const body = z.object({
-  from: instant.describe('inclusive'),
-  to: instant.describe('exclusive; at most 1,000 buckets of the interval after from'),
-  interval: z.enum(REPORT_INTERVALS),
-  group_by: z.string().min(1).max(300)
-    .describe('channel_category, channel, campaign, medium, referrer_host, landing_path, or traits.<path> of a trait defined in the workspace'),
-  model: z.enum(ATTRIBUTION_MODELS).optional()
-    .describe('first_touch (default): the earliest page view of the customer\'s visitors; last_touch: the last non-Direct page view before its first payment'),
-  filter: z.unknown().optional().describe('trait predicates, as a person leaf\'s filter: { "traits.plan": { "op": "=", "value": "pro" } }'),
-  criteria_json: z.unknown().optional().describe('AudienceCriteria: only the people of this audience, evaluated now'),
-  audience_id: z.string().min(1).max(128).optional().describe('a saved audience: only its people, its criteria evaluated now'),
-}).superRefine((value, ctx) => {
-  if (value.criteria_json !== undefined && value.audience_id !== undefined) {
-    ctx.addIssue({ code: 'custom', path: ['audience_id'], message: 'give criteria_json or audience_id, not both' });
-  }
-});
-
 export interface ReportRouteOptions {
   stores: Stores;
   budgetMs: number;
@@ -68,7 +49,7 @@ export const reportRoutes: FastifyPluginAsyncZod<ReportRouteOptions> = async (ap
         + 'Customers that no visitor is linked to are the Non-attributed group, so the totals are the processor\'s for the period. '
         + 'Within the estimate budget from the request\'s start; past it the query is cancelled and hit_limit is true. '
         + 'Faults of filter, group_by or the audience answer 400 invalid_criteria with every fault, its path a JSON Pointer into this body.',
-      body: body.meta({ example: REQUEST_EXAMPLES.revenue }),
+      body: revenueRequest.meta({ example: REQUEST_EXAMPLES.revenue }),
       response: { 200: revenueResponse },
     },
   }, async (request) => revenueReport(opts.stores.analytics, opts.stores.control, request.workspaceId, request.body, {
