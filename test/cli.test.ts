@@ -182,6 +182,24 @@ describe('cli against the HTTP compile', () => {
     }
   });
 
+  it('report gives the HTTP revenue report: directory read in place and database file, with criteria; a fault exits 1', async () => {
+    const body = { from: '2020-01-01', to: '2028-01-01', interval: 'month', group_by: 'channel_category', model: 'last_touch' };
+    const res = await app.post('/v1/reports/revenue', { ...body, criteria_json: { version: 1, root: CRITERIA.payments } });
+    expect(res.statusCode, res.body).toBe(200);
+    const http = res.json() as { rows: unknown[]; totals: { paying_customers: number } };
+    expect(http.totals.paying_customers).toBeGreaterThan(0);
+    const args = ['--from', body.from, '--to', body.to, '--model', body.model, '--criteria', files.payments!, '--at', AT, '--json'];
+    for (const data of [fx, db]) {
+      const out = await cli('report', '--data', data, ...args);
+      expect(out.code, out.stderr).toBe(0);
+      const { elapsed_ms: _, ...report } = JSON.parse(out.stdout) as Record<string, unknown>;
+      expect(report).toEqual(http);
+    }
+    const fault = await cli('report', '--data', db, '--from', body.from, '--to', body.to, '--group-by', 'traits.nope');
+    expect(fault.code).toBe(1);
+    expect(fault.stdout).toMatch(/^unknown_field\s+\/group_by/);
+  });
+
   it('payload paths are checked against the data, read in place or from the database file', async () => {
     const unseen = join(dir, 'unseen.json');
     writeFileSync(unseen, JSON.stringify({ version: 1, root: event('purchase', did(), { 'payload.nope': { op: 'is_set' } }) }));

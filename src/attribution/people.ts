@@ -1,10 +1,10 @@
 // GET /people: matching people with their payment customers, link state and first-touch channel.
 
+import { NON_ATTRIBUTED } from '../criteria/index.js';
 import { invalidRequest } from '../errors.js';
 import { lookupPeople } from '../store/control/lookup.js';
 import type { Stores } from '../store/open.js';
 
-export const NON_ATTRIBUTED = 'Non-attributed';
 
 export interface PersonMatch {
   person_id: string | null;

@@ -85,14 +85,14 @@ async function applyEffects(store: ControlStore, work: UnitOfWork, ws: string, n
   const customerId = named !== null && named.length <= ID_MAX ? named : null;
   const payer = customerId ?? await customerOfObject(tx, ws, facts.related) ?? facts.guestKey;
   for (const refund of facts.refunds) await saveRefund(work, ws, { ...refund, customer_id: payer }, n.created);
-  if (facts.invoiceLink) await linkPaymentsToInvoice(tx, ws, facts.invoiceLink.payments, facts.invoiceLink.invoice);
+  if (facts.invoiceLink) await linkPaymentsToInvoice(work, ws, facts.invoiceLink.payments, facts.invoiceLink.invoice);
   if (payer === null) return; // a refund of a payment not seen yet waits for it; an unpaid guest is no payer
 
   const signals = { ...await signalsOf(tx, ws, n), email: emailOf(n), customerEmail: customerEmailOf(n) };
   await updateCustomer(store, work, ws, payer, signals, n.created, now);
   await rememberObjects(tx, ws, payer, facts.related);
   await attributeRefunds(work, ws, payer, facts.related);
-  if (facts.payment) await recordPayment(tx, ws, { ...facts.payment, customer_id: payer });
+  if (facts.payment) await recordPayment(work, ws, { ...facts.payment, customer_id: payer });
 
   const o = n.object;
   const objectId = one(o.id);
@@ -197,7 +197,7 @@ async function applyInvoicePayment(work: UnitOfWork, ws: string, o: Json): Promi
   const invoice = one(o.invoice);
   const payments = ids(field(o, 'payment', 'payment_intent'), field(o, 'payment', 'charge'));
   if (!invoice || payments.length === 0) return;
-  await linkPaymentsToInvoice(work.control, ws, payments, invoice);
+  await linkPaymentsToInvoice(work, ws, payments, invoice);
   const customer = await work.analytics.customerOfInvoice(ws, invoice);
   if (customer) {
     await rememberObjects(work.control, ws, customer, payments);

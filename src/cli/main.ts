@@ -1,6 +1,6 @@
 // The analyst command line: the audience engine on parquet exports or a database file, no server;
 // and the service's workspaces and keys, in its database while it is stopped.
-//   audiences <load|validate|estimate|members|explain> … [--json] [--help]
+//   audiences <load|validate|estimate|members|explain|report> … [--json] [--help]
 //   audiences workspace <create|list|mode> …   audiences keys rotate …   audiences migrate
 // Every failure is one line on stderr and a non-zero exit: 1 for errors, 2 for usage.
 
@@ -12,10 +12,11 @@ import { keysRotate } from './keys.js';
 import { load } from './load.js';
 import { members } from './members.js';
 import { migrateCommand } from './migrate.js';
+import { report } from './report.js';
 import { validate } from './validate.js';
 import { workspaceCreate, workspaceList, workspaceMode } from './workspace.js';
 
-const COMMANDS: Command[] = [load, validate, estimate, members, explain, migrateCommand, workspaceCreate, workspaceList, workspaceMode, keysRotate];
+const COMMANDS: Command[] = [load, validate, estimate, members, explain, report, migrateCommand, workspaceCreate, workspaceList, workspaceMode, keysRotate];
 const WIDTH = Math.max(...COMMANDS.map((c) => c.name.length));
 
 const commandLine = (c: Command) => `  ${c.name.padEnd(WIDTH)}  ${c.summary}`;

@@ -211,11 +211,14 @@ class Validator {
 
   personLeaf(raw: Json, path: Path): Leaf | undefined {
     let filter: Predicate[] | undefined = [];
-    for (const key of this.keys(raw, path, 'person leaf', [], ['filter'])) {
-      filter = this.predicates(raw[key], step(path, key), { prefix: TRAITS_PREFIX, paths: this.catalog.traits },
-        'traits.<path> with a trait path seen on this workspace\'s persons');
-    }
+    for (const key of this.keys(raw, path, 'person leaf', [], ['filter'])) filter = this.traitFilter(raw[key], step(path, key));
     return filter && { source: 'person', filter };
+  }
+
+  /** A person leaf's filter: predicates on `traits.<path>` of the workspace's trait definitions. */
+  traitFilter(raw: unknown, path: Path): Predicate[] | undefined {
+    return this.predicates(raw, path, { prefix: TRAITS_PREFIX, paths: this.catalog.traits },
+      'traits.<path> with a trait path seen on this workspace\'s persons');
   }
 
   paymentsEventLeaf(raw: Json, path: Path): Leaf | undefined {
@@ -478,4 +481,14 @@ export function parseBreakdown(raw: string, catalog: PropertyCatalog): Breakdown
     return { code: 'unknown_field', message: `no person has shown the trait "${path}"` };
   }
   return { code: 'unknown_field', message: `breakdown must be one of ${BREAKDOWN_NAMES.join(', ')}` };
+}
+
+/**
+ * A trait filter outside a tree (the revenue report's `filter`): exactly a person leaf's filter,
+ * with its codes, its faults at JSON Pointers under `/<key>` of the request body.
+ */
+export function validateTraitFilter(raw: unknown, catalog: PropertyCatalog, key: string): { ok: true; predicates: Predicate[] } | { ok: false; errors: CriteriaError[] } {
+  const v = new Validator(catalog);
+  const predicates = v.traitFilter(raw, step(null, key));
+  return predicates && v.errors.length === 0 ? { ok: true, predicates } : { ok: false, errors: v.errors };
 }

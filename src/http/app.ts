@@ -20,6 +20,7 @@ import { ingestRoutes } from './routes/ingest.js';
 import { trackerRoutes } from './routes/tracker.js';
 import { PaymentWebhook } from '../attribution/webhook.js';
 import { peopleRoutes } from './routes/people.js';
+import { reportRoutes } from './routes/reports.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { workspaceRoutes } from './routes/workspace.js';
 
@@ -80,6 +81,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'audiences', description: 'Validate and estimate criteria; saved audiences, their members, exports and deliveries.' },
         { name: 'payments', description: 'Signed payment-processor notifications that link paying customers to visitors.' },
         { name: 'people', description: 'Look customers up, with their link state and first-touch channel.' },
+        { name: 'reports', description: 'Revenue per period, attributed to channels or grouped by traits (secret key).' },
         { name: 'workspace', description: 'The key\'s workspace and where to point the payment webhook.' },
         { name: 'service', description: 'Liveness.' },
       ],
@@ -105,6 +107,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(workspaceRoutes, { workspaces, publicUrl: opts.publicUrl ?? 'http://127.0.0.1:3000' });
   await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.stores, ingest) });
   await app.register(peopleRoutes, { stores: opts.stores });
+  await app.register(reportRoutes, { stores: opts.stores, budgetMs: opts.estimateBudgetMs, clock });
   await app.ready();
   return app;
 }

@@ -38,6 +38,10 @@ export const REQUEST_EXAMPLES = {
       { criteria_json: { version: 1, root: { source: 'payments', event: 'first_paid_invoice', occurrence: { window: { kind: 'last_n_days', n: 30 } } } } },
     ],
   },
+  revenue: {
+    from: '2026-01-01', to: '2027-01-01', interval: 'month', group_by: 'channel_category', model: 'first_touch',
+    filter: { 'traits.plan': { op: '=', value: 'pro' } },
+  },
   audience: {
     name: 'AI visitors who signed up',
     refresh_every: '1h',

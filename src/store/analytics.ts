@@ -8,7 +8,7 @@
 // the visitor registry, customers' link states, audience definitions and deliveries, read and
 // written in transactions. A write that touches both sides is a unit of work (`unit`).
 
-import type { Breakdown, CompiledQuery, PropertyCatalog, Sample, SetPlan } from '../criteria/index.js';
+import type { Breakdown, CompiledQuery, PropertyCatalog, ReportPlan, Sample, SetPlan } from '../criteria/index.js';
 import type { DeliveryRow } from './control/audiences.js';
 import type { PersonRecord, VisitorRecord } from './control/people.js';
 import type { ControlTx } from './control/store.js';
@@ -70,6 +70,15 @@ export type InvoiceState = InvoiceRow & { paid_at: Date | null };
 export interface Money {
   amount: number | null;
   currency: string | null;
+}
+
+/** A payment as the control store holds it after a change: what the revenue report's one-time payments read. */
+export interface PaymentRecord extends Money {
+  payment_id: string;
+  customer_id: string | null;
+  paid_at: Date | null;
+  /** The invoice it paid, when one was named: then the invoice is counted instead, if stored. */
+  invoice_id: string | null;
 }
 
 /** A member's public ids: a person's, or an anonymous visitor's. */
@@ -157,6 +166,8 @@ export interface EstimateTurn {
   breakdown(plan: SetPlan, workspaceId: string, breakdown: Breakdown, options?: { by?: number }): Promise<BreakdownCounts | null>;
   /** The profiles in any of `plans` per membership mask (bit i set: in plans[i]); null past the budget. */
   overlap(plans: SetPlan[], workspaceId: string): Promise<Map<number, number> | null>;
+  /** The revenue report's figures within what is left of the budget; null past it. */
+  revenue(report: ReportPlan, workspaceId: string): Promise<RevenueRow[] | null>;
   /** Gives the place back (again is harmless). */
   end(): void;
 }
@@ -165,6 +176,23 @@ export interface EstimateTurn {
 export interface BreakdownCounts {
   total: number;
   top: { value: string | null; count: number }[];
+}
+
+/**
+ * One row of a revenue report, at one of four levels (grouping(bucket, group, currency)): 0 the
+ * money of a bucket, group and currency; 1 the counts of a bucket and group; 6 the money of a
+ * currency over the range; 7 the counts over the range. Amounts in minor units.
+ */
+export interface RevenueRow {
+  level: 0 | 1 | 6 | 7;
+  bucket: string | null;
+  group: string | null;
+  currency: string | null;
+  paid: number;
+  refunded: number;
+  refund_count: number;
+  paying: number;
+  new_paying: number;
 }
 
 export interface FirstTouchChannels {
@@ -205,6 +233,11 @@ export interface AnalyticsWrites {
   withdrawPaymentEvent(ws: string, kind: PaymentEventKind, objectId: string): Promise<void>;
   /** Keeps one first_paid_invoice per customer: the earliest paid invoice seen, whatever the arrival order. */
   recordPaidInvoice(ws: string, customerId: string, at: Date, invoiceId: string, money: Money): Promise<void>;
+  /**
+   * A payment recorded or changed in the control store, as it now stands there. Engines that cannot
+   * read the control store's payments (ClickHouse) keep a copy for the revenue report.
+   */
+  savePayment(ws: string, payment: PaymentRecord): Promise<void>;
   /** Forgets an audience's snapshots, their members and diffs (the audience is being deleted). */
   dropSnapshots(ws: string, audienceId: string): Promise<void>;
 }

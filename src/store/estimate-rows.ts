@@ -1,7 +1,7 @@
 // The rows of the estimate statements as the features read them, alike for every engine (each
 // returns its integers in its own way: bigint, number or decimal text).
 
-import type { BreakdownCounts } from './analytics.js';
+import type { BreakdownCounts, RevenueRow } from './analytics.js';
 
 type Row = Record<string, unknown>;
 
@@ -18,3 +18,16 @@ export function breakdownOf(rows: Row[]): BreakdownCounts {
 
 /** `{ mask, count }` rows: profiles per membership mask. */
 export const overlapOf = (rows: Row[]): Map<number, number> => new Map(rows.map((r) => [Number(r.mask), Number(r.count)]));
+
+/**
+ * A revenue row as an engine returns it (64-bit numbers as bigint or text; a column its level does
+ * not group by is NULL or, on ClickHouse, its type's default).
+ */
+export function revenueRow(r: Record<string, unknown>): RevenueRow {
+  const level = Number(r.level) as RevenueRow['level'];
+  const text = (v: unknown, bit: number) => (v === null || v === undefined || (level & bit) !== 0 ? null : String(v));
+  return {
+    level, bucket: text(r.bucket, 4), group: text(r.grp, 2), currency: text(r.currency, 1),
+    paid: Number(r.paid), refunded: Number(r.refunded), refund_count: Number(r.refund_count), paying: Number(r.paying), new_paying: Number(r.new_paying),
+  };
+}

@@ -6,6 +6,7 @@
 
 import { pointer } from '../errors.js';
 import { type Breakdown, BREAKDOWN_TOP, type LeafScan, NON_ATTRIBUTED, type Sample, type SetPlan, type TimeRange } from '../plan.js';
+import { type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS } from '../report.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
 import { anyOfSql, SetPrinter, type SqlParam } from './walker.js';
@@ -292,8 +293,7 @@ function breakdownValue(breakdown: Breakdown, w: string, params: Params): { join
       return {
         join: `LEFT JOIN persons p ON p.workspace_id = ${w} AND p.person_key = a.profile`,
         // A string as itself, another scalar (or an object) as its JSON text, JSON null as absent.
-        value: `CASE json_type(p.traits, ${path}) WHEN 'VARCHAR' THEN json_extract_string(p.traits, ${path}) WHEN 'NULL' THEN NULL
-    ELSE CAST(json_extract(p.traits, ${path}) AS VARCHAR) END`,
+        value: `json_extract_string(p.traits, ${path})`,
       };
     }
     case 'payments_status': {
@@ -350,4 +350,94 @@ ORDER BY a.profile`;
 /** `SELECT profile`: the members' profiles alone, for `INSERT … SELECT` of a snapshot inside the database. */
 export function printProfiles(plan: SetPlan, workspaceId: string): CompiledQuery {
   return print(plan, workspaceId, (set) => `SELECT profile FROM (\n  ${set}\n) AS audience`);
+}
+
+// The revenue report (criteria/report.ts): payments and refunds per bucket and group.
+
+/** The money of the workspace, every row once: paid invoices, one-time payments (no stored invoice), refunds not withdrawn. */
+function revenueMoney(w: string): string {
+  return `SELECT customer_id, paid_at AS ts, amount_paid AS amount, lower(currency) AS currency, true AS is_payment
+    FROM invoices WHERE workspace_id = ${w} AND amount_paid > 0 AND paid_at IS NOT NULL
+    UNION ALL
+    SELECT customer_id, paid_at, amount, lower(currency), true
+    FROM one_time_payments WHERE workspace_id = ${w} AND paid_at IS NOT NULL AND currency IS NOT NULL
+    UNION ALL
+    SELECT customer_id, ts, amount, lower(currency), false
+    FROM payment_events WHERE workspace_id = ${w} AND kind = 'refund_issued' AND amount IS NOT NULL AND currency IS NOT NULL`;
+}
+
+const DUCKDB_TRUNC: Record<ReportInterval, string> = { day: "'day'", week: "'week'", month: "'month'" };
+
+/**
+ * Each paying customer's group: its touch's column (the earliest page view of its profile, or the
+ * last non-Direct one before its first payment), or its person's trait; `found` false: Non-attributed.
+ */
+function revenueGroups(report: ReportPlan, w: string, params: Params): string {
+  if ('trait' in report.group) {
+    const path = params.add(jsonPointer(report.group.trait));
+    return `SELECT p.customer_id, p.person_key IS NOT NULL AS found, json_extract_string(ps.traits, ${path}) AS grp
+    FROM payers p LEFT JOIN persons ps ON ps.workspace_id = ${w} AND ps.person_key = p.person_key`;
+  }
+  const column = `pv."${TOUCH_DIMENSIONS[report.group.touch]}"`;
+  const touch = report.model === 'first_touch'
+    ? `arg_min({'v': ${column}}, (pv.ts, pv.pageview_id))`
+    : `arg_max({'v': ${column}}, (pv.channel_category <> 'Direct', pv.ts, pv.pageview_id))`;
+  const before = report.model === 'last_touch' ? '\n      AND (t.first_paid IS NULL OR pv.ts < t.first_paid)' : '';
+  return `SELECT p.customer_id, t.touch IS NOT NULL AS found, t.touch.v AS grp
+    FROM payers p LEFT JOIN (
+      SELECT t.customer_id, ${touch} AS touch
+      FROM pageviews pv JOIN (
+        SELECT p.customer_id, p.first_paid, v.visitor_key FROM payers p
+          JOIN (SELECT visitor_key, coalesce(person_key, -visitor_key) AS profile FROM visitors WHERE workspace_id = ${w}) v ON v.profile = p.profile
+      ) t ON t.visitor_key = pv.visitor_key
+      WHERE pv.workspace_id = ${w}${before}
+      GROUP BY t.customer_id
+    ) t ON t.customer_id = p.customer_id`;
+}
+
+/**
+ * The revenue report as rows at four levels, `level` being grouping(bucket, grp, currency): 0 money
+ * per bucket, group and currency; 1 counts per bucket and group; 6 money per currency; 7 counts.
+ * A customer's profile is its person, else its visitor's person, else minus its visitor (as in
+ * customerRows); its page views are those of its profile's visitors.
+ */
+export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQuery {
+  const params = new Params();
+  const printer = report.audience ? new SetPrinter(report.audience, (scan) => leafSql(scan, workspaceId, params, undefined), DUCKDB_SET_OPERATORS) : null;
+  const audience = printer && report.audience ? `\n      AND c.profile IN (${printer.set(report.audience)})` : '';
+  const w = params.add(workspaceId);
+  const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
+  const bucket = (ts: string) => `date_trunc(${DUCKDB_TRUNC[report.interval]}, ${ts})`;
+  const ctes = [...(printer?.ctes ?? []),
+    `customers AS (
+    SELECT c.customer_id, coalesce(c.person_key, v.person_key) AS person_key, coalesce(c.person_key, v.person_key, -c.visitor_key) AS profile
+    FROM payment_customers c LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key
+    WHERE c.workspace_id = ${w}
+  )`,
+    `in_range AS MATERIALIZED (
+    SELECT m.customer_id, m.ts, m.amount, m.currency, m.is_payment, m.first_paid, c.person_key, c.profile
+    FROM (SELECT *, min(ts) FILTER (WHERE is_payment) OVER (PARTITION BY customer_id) AS first_paid FROM (
+    ${revenueMoney(w)})) m
+      LEFT JOIN customers c ON c.customer_id = m.customer_id
+    WHERE m.ts >= ${from} AND m.ts < ${to}${audience}
+  )`,
+    'payers AS (SELECT DISTINCT customer_id, person_key, profile, first_paid FROM in_range)',
+    `report_rows AS (
+    SELECT r.customer_id, r.amount, r.currency, r.is_payment, strftime(${bucket('r.ts')}, '%Y-%m-%d') AS bucket,
+      CASE WHEN g.found THEN g.grp ELSE ${params.add(NON_ATTRIBUTED)} END AS grp,
+      r.is_payment AND r.first_paid >= ${from} AND ${bucket('r.first_paid')} = ${bucket('r.ts')} AS is_first
+    FROM in_range r LEFT JOIN (${revenueGroups(report, w, params)}) g ON g.customer_id = r.customer_id
+  )`];
+  return {
+    sql: `WITH ${ctes.join(',\n')}
+SELECT grouping(bucket, grp, currency) AS level, bucket, grp, currency,
+  coalesce(sum(amount) FILTER (WHERE is_payment), 0) AS paid,
+  coalesce(sum(amount) FILTER (WHERE NOT is_payment), 0) AS refunded,
+  count(*) FILTER (WHERE NOT is_payment) AS refund_count,
+  count(DISTINCT customer_id) FILTER (WHERE is_payment) AS paying,
+  count(DISTINCT customer_id) FILTER (WHERE is_first) AS new_paying
+FROM report_rows
+GROUP BY GROUPING SETS ((bucket, grp, currency), (bucket, grp), (currency), ())`,
+    params: params.values,
+  };
 }

@@ -7,7 +7,7 @@ import { pipeline } from 'node:stream/promises';
 import { type ClickHouseQuery, clickhousePrinter, type CompiledQuery, type SetPlan, type SqlParam } from '../../criteria/index.js';
 import type { EstimateStats, EstimateTurn, Member } from '../analytics.js';
 import { EstimateAdmission } from '../estimate-admission.js';
-import { breakdownOf, countOf, overlapOf } from '../estimate-rows.js';
+import { breakdownOf, countOf, overlapOf, revenueRow } from '../estimate-rows.js';
 import type { ClickHouseContext } from './context.js';
 import { bounded, num, settings, STOPPED } from './run.js';
 
@@ -47,6 +47,7 @@ export class ClickHouseQueries {
       count: (plan, ws, options) => read(clickhousePrinter.count(plan, ws, db, options?.sample), countOf, options?.by),
       breakdown: (plan, ws, breakdown, options) => read(clickhousePrinter.breakdown(plan, ws, breakdown, db), breakdownOf, options?.by),
       overlap: (plans, ws) => read(clickhousePrinter.overlap(plans, ws, db), overlapOf),
+      revenue: (report, ws) => read(clickhousePrinter.revenue(report, ws, db), (rows) => rows.map(revenueRow)),
       end: () => this.queue.leave(place),
     };
   }

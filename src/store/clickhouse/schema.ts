@@ -188,6 +188,23 @@ const TABLES: readonly TableSpec[] = [
     orderBy: '(workspace_id, kind, customer_id, object_id)',
   },
   {
+    // The control store's payments (a payment intent, else its session or charge), copied by each
+    // unit that changes one: the revenue report's one-time payments are those whose invoice is not
+    // a stored invoice. Payments recorded before this table existed are not in it.
+    name: 'payments',
+    columns: `
+    workspace_id String,
+    payment_id String,
+    customer_id Nullable(String),
+    amount Nullable(Int64),
+    currency Nullable(String),
+    paid_at Nullable(${TS}),
+    invoice_id Nullable(String),
+    version UInt64`,
+    engine: 'ReplacingMergeTree(version)',
+    orderBy: '(workspace_id, payment_id)',
+  },
+  {
     // Membership snapshots: the profiles of each refresh.
     name: 'audience_members',
     columns: `

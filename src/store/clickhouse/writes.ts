@@ -15,7 +15,7 @@ import type { PropertyCatalog } from '../../criteria/index.js';
 import { stringifyWellFormed, wellFormedIn } from '../../well-formed.js';
 import {
   type AnalyticsWrites, type ChannelFields, type CustomerLink, type EventRecord, type FirstTouchChannels, type InvoiceState, type Money,
-  type PageviewRecord, type PaymentEventKind, RefusedValue, type Staged, type SubscriptionState, type UnitOfWork, type VisitorLink,
+  type PageviewRecord, type PaymentEventKind, type PaymentRecord, RefusedValue, type Staged, type SubscriptionState, type UnitOfWork, type VisitorLink,
 } from '../analytics.js';
 import { type PersonRecord, personTraits, type VisitorRecord } from '../control/people.js';
 import type { ControlTx } from '../control/store.js';
@@ -57,7 +57,7 @@ function nextVersion(): string {
 }
 
 /** Tables whose versions come from nextVersion. */
-const CLOCKED = ['visitors', 'persons', 'payment_customers', 'payment_events'];
+const CLOCKED = ['visitors', 'persons', 'payment_customers', 'payment_events', 'payments'];
 
 /** Moves the version clock past every version stored, so a restart on a clock that went back still counts up. */
 async function versionsFrom(ctx: ClickHouseContext): Promise<void> {
@@ -357,6 +357,13 @@ class ClickHouseWrites implements AnalyticsWrites {
     if (found.some((r) => fromChTime(r.ts as string).getTime() <= at.getTime())) return;
     this.withdraw(found);
     await this.addPaymentEvent(ws, customerId, 'first_paid_invoice', at, invoiceId, money);
+  }
+
+  async savePayment(ws: string, p: PaymentRecord): Promise<void> {
+    this.add('payments', {
+      workspace_id: ws, payment_id: p.payment_id, customer_id: p.customer_id, amount: p.amount, currency: p.currency,
+      paid_at: p.paid_at === null ? null : chTime(p.paid_at), invoice_id: p.invoice_id, version: nextVersion(),
+    });
   }
 
   async dropSnapshots(ws: string, audienceId: string): Promise<void> {

@@ -176,7 +176,12 @@ export async function attributeRefunds(work: UnitOfWork, ws: string, customerId:
  * Records a payment, or merges a later announcement of it: the amount of the best source so far
  * (payment intent, then charge, then session), the earliest time, the invoice once one is named.
  */
-export async function recordPayment(tx: ControlTx, ws: string, p: PaymentState): Promise<void> {
+export async function recordPayment(work: UnitOfWork, ws: string, p: PaymentState): Promise<void> {
+  await storePayment(work.control, ws, p);
+  await mirrorPayment(work, ws, p.payment_id);
+}
+
+async function storePayment(tx: ControlTx, ws: string, p: PaymentState): Promise<void> {
   const [found] = await rows(tx, 'SELECT customer_id, amount, currency, paid_at, source, invoice_id FROM payments WHERE workspace_id = $1 AND payment_id = $2',
     [ws, p.payment_id]);
   if (!found) {
@@ -196,7 +201,8 @@ export async function recordPayment(tx: ControlTx, ws: string, p: PaymentState):
 }
 
 /** These payments paid `invoiceId` (named by the invoice, the payment or an invoice payment, in any order). */
-export async function linkPaymentsToInvoice(tx: ControlTx, ws: string, paymentIds: string[], invoiceId: string): Promise<void> {
+export async function linkPaymentsToInvoice(work: UnitOfWork, ws: string, paymentIds: string[], invoiceId: string): Promise<void> {
+  const tx = work.control;
   for (const id of new Set(paymentIds)) {
     const seen = await rows(tx, 'SELECT 1 FROM payments WHERE workspace_id = $1 AND payment_id = $2', [ws, id]);
     if (seen.length > 0) {
@@ -204,7 +210,19 @@ export async function linkPaymentsToInvoice(tx: ControlTx, ws: string, paymentId
     } else {
       await tx.run('INSERT INTO payments (workspace_id, payment_id, invoice_id) VALUES ($1, $2, $3)', [ws, id, invoiceId]);
     }
+    await mirrorPayment(work, ws, id);
   }
+}
+
+/** Hands the payment as it now stands in the control store to the analytical writes (the revenue report's copy). */
+async function mirrorPayment(work: UnitOfWork, ws: string, paymentId: string): Promise<void> {
+  const [r] = await rows(work.control, 'SELECT customer_id, amount, currency, paid_at, invoice_id FROM payments WHERE workspace_id = $1 AND payment_id = $2',
+    [ws, paymentId]);
+  if (!r) return;
+  await work.analytics.savePayment(ws, {
+    payment_id: paymentId, customer_id: (r.customer_id as string | null) ?? null, amount: num(r.amount), currency: (r.currency as string | null) ?? null,
+    paid_at: (r.paid_at as Date | null) ?? null, invoice_id: (r.invoice_id as string | null) ?? null,
+  });
 }
 
 /** Remembers which customer a charge or payment intent belongs to (refunds name only those). */

@@ -4,17 +4,17 @@
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import {
-  type CompiledQuery, printBreakdown, printCount, printMembers, printOverlap, type PropertyCatalog, type SetPlan,
+  type CompiledQuery, printBreakdown, printCount, printMembers, printOverlap, printRevenue, type PropertyCatalog, type SetPlan,
 } from '../../criteria/index.js';
 import {
   type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type CustomerLink, type DiffMember, type EstimateStats, type EstimateTurn,
   type EventRecord, type FirstTouchChannels, type InvoiceState, type Member, type MemberRow, type Money, type PageviewRecord,
-  type PaymentEventKind, RefusedValue, type SnapshotInput, type SnapshotResult, type Staged, type SubscriptionState, type UnitOfWork,
+  type PaymentEventKind, type PaymentRecord, RefusedValue, type SnapshotInput, type SnapshotResult, type Staged, type SubscriptionState, type UnitOfWork,
   type VisitorLink,
 } from '../analytics.js';
 import type { DeliveryRow } from '../control/audiences.js';
 import type { PersonRecord, VisitorRecord } from '../control/people.js';
-import { breakdownOf, countOf, overlapOf } from '../estimate-rows.js';
+import { breakdownOf, countOf, overlapOf, revenueRow } from '../estimate-rows.js';
 import { controlTx } from './control.js';
 import type { Store } from './db.js';
 import { appendEvents } from './events.js';
@@ -87,6 +87,9 @@ class DuckDBWrites implements AnalyticsWrites {
     return recordPaidInvoice(this.tx, ws, customerId, at, invoiceId, money);
   }
 
+  // The revenue report reads the control store's payments table, in this same database.
+  async savePayment(_ws: string, _payment: PaymentRecord): Promise<void> {}
+
   dropSnapshots(ws: string, audienceId: string): Promise<void> {
     return dropSnapshots(this.tx, ws, audienceId);
   }
@@ -122,6 +125,7 @@ export class DuckDBAnalytics implements AnalyticsStore {
       count: (plan, ws, options) => read(printCount(plan, ws, options?.sample), countOf, options?.by),
       breakdown: (plan, ws, breakdown, options) => read(printBreakdown(plan, ws, breakdown), breakdownOf, options?.by),
       overlap: (plans, ws) => read(printOverlap(plans, ws), overlapOf),
+      revenue: (report, ws) => read(printRevenue(report, ws), (rows) => rows.map(revenueRow)),
       end: () => turn.end(),
     };
   }

@@ -87,6 +87,8 @@ export const MAPPINGS: Record<DatasetTable, TableMapping> = {
     columns: {
       workspace_id: '{ws}', invoice_id: 's.invoice_id', customer_id: 's.customer_id', subscription_id: 's.subscription_id',
       status: 's.status', amount_due: 's.amount_due', amount_paid: 's.amount_paid', currency: 's.currency', created_at: 's.created_at',
+      // The layout has no payment time: a paid invoice counts for the revenue report at its creation.
+      paid_at: 'CASE WHEN s.amount_paid > 0 THEN s.created_at END',
     },
     from: '{src} s',
   },
