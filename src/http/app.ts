@@ -18,6 +18,8 @@ import { type AudienceService, type AudienceServiceOptions, createAudienceServic
 import { healthRoutes } from './routes/health.js';
 import { ingestRoutes } from './routes/ingest.js';
 import { trackerRoutes } from './routes/tracker.js';
+import { consoleRoutes } from './routes/console.js';
+import { definitionRoutes } from './routes/definitions.js';
 import { PaymentWebhook } from '../attribution/webhook.js';
 import { peopleRoutes } from './routes/people.js';
 import { webhookRoutes } from './routes/webhooks.js';
@@ -78,7 +80,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'audiences', description: 'Validate and estimate criteria; saved audiences, their members, exports and deliveries.' },
         { name: 'payments', description: 'Signed payment-processor notifications that link paying customers to visitors.' },
         { name: 'people', description: 'Look customers up, with their link state and first-touch channel.' },
-        { name: 'workspace', description: 'The key\'s workspace and where to point the payment webhook.' },
+        { name: 'workspace', description: 'The key\'s workspace, where to point the payment webhook, and the names criteria may use.' },
         { name: 'service', description: 'Liveness.' },
       ],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
@@ -101,8 +103,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(ingestRoutes, { ingest });
   await app.register(trackerRoutes);
   await app.register(workspaceRoutes, { workspaces, publicUrl: opts.publicUrl ?? 'http://127.0.0.1:3000' });
+  await app.register(definitionRoutes, { analytics: opts.stores.analytics });
   await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.stores, ingest) });
   await app.register(peopleRoutes, { stores: opts.stores });
+  await app.register(consoleRoutes);
   await app.ready();
   return app;
 }
