@@ -30,7 +30,7 @@ async function ok(res: { statusCode: number; body: string }) {
   expect(res.statusCode, res.body).toBeLessThan(300);
 }
 
-/** Six visitors (three from ChatGPT, one from Google, one from a newsletter, one direct), four of them signed up, two paying. */
+/** Six visitors (three from AI assistants, one from Google, one from a newsletter, one direct), four of them known, three paying. */
 async function seed() {
   const pageviews = [
     ['v_ai_1', 'https://shop.example/pricing', 'https://chatgpt.com/'],
@@ -58,8 +58,16 @@ async function seed() {
     await ok(await deliver(t, notification('checkout.session.completed',
       checkoutSession(customerId, { tr_user_id: user }, `${user.slice(2)}@example.com`, { subscription: sub.id, amount }))));
     await ok(await deliver(t, notification('customer.subscription.created', sub)));
-    await ok(await deliver(t, notification('invoice.paid', invoice(customerId, { amount, subscription: sub.id, paid_at: nowS() }))));
+    // Two months of renewals before this one, so the chart has a history.
+    for (const weeksAgo of [8, 4, 0]) {
+      const at = nowS() - weeksAgo * 7 * 86_400;
+      await ok(await deliver(t, notification('invoice.paid', invoice(customerId, { amount, subscription: sub.id, paid_at: at, created: at }))));
+    }
   }
+  // Bob paid once, six weeks ago (a one-time payment).
+  const bobAt = nowS() - 6 * 7 * 86_400;
+  await ok(await deliver(t, notification('checkout.session.completed',
+    checkoutSession('cus_bob', { tr_user_id: 'u_bob' }, 'bob@example.com', { mode: 'payment', amount: 9900, created: bobAt }))));
 }
 
 async function axeViolations(): Promise<string[]> {
@@ -197,8 +205,8 @@ describe('the web console, a newcomer\'s first minutes', () => {
     await page.locator('.chart canvas').first().waitFor();
     const table = page.locator('table.revenue');
     await expect.poll(() => table.locator('tbody tr').count()).toBeGreaterThan(0);
-    expect(await table.locator('tfoot').textContent()).toContain('$68.00');
-    expect(await page.locator('.legend').textContent()).toContain('AI');
+    expect(await table.locator('tfoot').textContent()).toContain('$303.00');
+    expect(await page.locator('.legend li').allTextContents()).toEqual(['AI', 'Organic Search', 'Email']); // largest first
     expect(await axeViolations()).toEqual([]);
     await page.screenshot({ path: join(SCREENSHOTS, 'console-revenue.png'), fullPage: true });
   });

@@ -26,14 +26,18 @@ export function StackedBars({ buckets, series, format, label }: {
     const running: number[][] = [];
     series.forEach((s, i) => running.push(s.values.map((v, j) => v + (i > 0 ? running[i - 1]![j]! : 0))));
     const order = series.map((_, i) => i).reverse();
-    const day = 86_400;
+    const step = xs.length > 1 ? xs[1]! - xs[0]! : 86_400;
     const plot = new uPlot({
       width: Math.max(280, el.clientWidth),
       height: 280,
       legend: { show: false },
       cursor: { show: false },
       tzDate: (ts) => uPlot.tzDate(new Date(ts * 1000), 'Etc/UTC'),
-      scales: { x: { time: true, range: (_u, min, max) => [min - day / 2 * (buckets.length > 1 ? (xs[1]! - xs[0]!) / day : 1), max + day / 2 * (buckets.length > 1 ? (xs[1]! - xs[0]!) / day : 1)] } },
+      scales: {
+        // Half a bucket of room at each end, so the first and last bars are whole.
+        x: { time: true, range: (_u, min, max) => [min - step / 2, max + step / 2] },
+        y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
+      },
       axes: [
         { stroke: '#333', grid: { show: false } },
         { stroke: '#333', size: 80, values: (_u, ticks) => ticks.map((t) => format(t)), grid: { stroke: '#e4e4e4' } },

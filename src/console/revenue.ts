@@ -31,8 +31,9 @@ export function Revenue({ defs }: { defs: Definitions }) {
 
   const filter = Object.fromEntries(filters.filter((f) => f.key).map((f) => [f.key,
     takesValue(f.op) ? { op: f.op, value: parseValue(f.text, 'json', f.op) } : { op: f.op }]));
+  // The API's `to` is exclusive; the page's is the last day shown.
   const body = {
-    from, to, interval, group_by: groupBy, model,
+    from, to: isoDay(new Date(Date.parse(`${to}T00:00:00Z`) + 86_400_000)), interval, group_by: groupBy, model,
     ...(Object.keys(filter).length ? { filter } : {}),
     ...(audienceId ? { audience_id: audienceId } : {}),
   };
@@ -91,18 +92,37 @@ export function Revenue({ defs }: { defs: Definitions }) {
   </section>`;
 }
 
+/** The starts of the buckets from `from` (inclusive) to `to` (exclusive), in UTC: weeks from Monday, months from the 1st. */
+export function bucketsBetween(from: string, to: string, interval: RevenueReport['interval']): string[] {
+  const d = new Date(from);
+  const end = new Date(to).getTime();
+  if (Number.isNaN(d.getTime()) || Number.isNaN(end)) return [];
+  d.setUTCHours(0, 0, 0, 0);
+  if (interval === 'week') d.setUTCDate(d.getUTCDate() - ((d.getUTCDay() + 6) % 7));
+  if (interval === 'month') d.setUTCDate(1);
+  const out: string[] = [];
+  while (d.getTime() < end && out.length < 1000) {
+    out.push(isoDay(d));
+    if (interval === 'day') d.setUTCDate(d.getUTCDate() + 1);
+    else if (interval === 'week') d.setUTCDate(d.getUTCDate() + 7);
+    else d.setUTCMonth(d.getUTCMonth() + 1);
+  }
+  return out;
+}
+
 function Report({ report, currency }: { report: RevenueReport; currency: string }) {
   const amount = (m: Money | undefined) => m?.[currency] ?? 0;
   const major = 10 ** minorUnits(currency);
   const { buckets, series } = useMemo(() => {
-    const buckets = [...new Set(report.rows.map((r) => r.bucket))].sort();
+    // Every bucket of the range, those without money too, so the bars sit on an even time axis.
+    const buckets = [...new Set([...bucketsBetween(report.from, report.to, report.interval), ...report.rows.map((r) => r.bucket.slice(0, 10))])].sort();
     const totals = new Map<string, number>();
     for (const r of report.rows) totals.set(r.group ?? '(none)', (totals.get(r.group ?? '(none)') ?? 0) + amount(r.revenue));
     const groups = [...totals.keys()].sort((a, b) => totals.get(b)! - totals.get(a)!);
     const series = groups.map((g, i) => ({
       label: g,
       color: g === '(none)' || g === 'Non-attributed' ? '#767676' : PALETTE[i % PALETTE.length]!,
-      values: buckets.map((b) => report.rows.filter((r) => r.bucket === b && (r.group ?? '(none)') === g).reduce((s, r) => s + amount(r.revenue), 0) / major),
+      values: buckets.map((b) => report.rows.filter((r) => r.bucket.slice(0, 10) === b && (r.group ?? '(none)') === g).reduce((s, r) => s + amount(r.revenue), 0) / major),
     }));
     return { buckets, series };
   }, [report, currency]);
