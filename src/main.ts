@@ -3,6 +3,7 @@
 import { loadConfig } from './config.js';
 import { AUDIENCE_DEFAULTS } from './audiences/service.js';
 import { buildApp, buildDataApp } from './http/app.js';
+import { consoleBundle } from './http/routes/console.js';
 import { webhookUrl } from './http/routes/workspace.js';
 import { leaseOf } from './store/control/leases.js';
 import { Workspaces } from './store/control/workspaces.js';
@@ -62,7 +63,10 @@ const app = await buildApp({
     },
   },
 });
-await app.listen({ port: config.port, host: config.host });
+const address = await app.listen({ port: config.port, host: config.host });
+// Built now rather than on the first visit; a failure only leaves the console out, the API serves.
+consoleBundle().then(() => console.log(`console: ${address}/ (the secret key is asked for in the page)`),
+  (err: unknown) => app.log.error({ err }, 'the console did not build; the API is unaffected'));
 app.audiences.scheduler.start();
 // The people lookup also on DATA_PORT, so that {data_url} can be a separate address.
 const dataApp = config.dataPort === null ? null : await buildDataApp({ stores, logger: true, rateLimits: config.rateLimits });

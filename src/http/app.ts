@@ -18,6 +18,8 @@ import { type AudienceService, type AudienceServiceOptions, createAudienceServic
 import { healthRoutes } from './routes/health.js';
 import { ingestRoutes } from './routes/ingest.js';
 import { trackerRoutes } from './routes/tracker.js';
+import { consoleRoutes } from './routes/console.js';
+import { definitionRoutes } from './routes/definitions.js';
 import { PaymentWebhook } from '../attribution/webhook.js';
 import { peopleRoutes } from './routes/people.js';
 import { reportRoutes } from './routes/reports.js';
@@ -82,7 +84,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'payments', description: 'Signed payment-processor notifications that link paying customers to visitors.' },
         { name: 'people', description: 'Look customers up, with their link state and first-touch channel.' },
         { name: 'reports', description: 'Revenue per period, attributed to channels or grouped by traits (secret key).' },
-        { name: 'workspace', description: 'The key\'s workspace and where to point the payment webhook.' },
+        { name: 'workspace', description: 'The key\'s workspace, where to point the payment webhook, and the names criteria may use.' },
         { name: 'service', description: 'Liveness.' },
       ],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
@@ -105,9 +107,11 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(ingestRoutes, { ingest });
   await app.register(trackerRoutes);
   await app.register(workspaceRoutes, { workspaces, publicUrl: opts.publicUrl ?? 'http://127.0.0.1:3000' });
+  await app.register(definitionRoutes, { analytics: opts.stores.analytics });
   await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.stores, ingest) });
   await app.register(peopleRoutes, { stores: opts.stores });
   await app.register(reportRoutes, { stores: opts.stores, budgetMs: opts.estimateBudgetMs, clock });
+  await app.register(consoleRoutes);
   await app.ready();
   return app;
 }

@@ -1,0 +1,53 @@
+// The people lookup: who paid, how their payments link to a visitor, and their first-touch channel.
+
+import { html } from 'htm/preact';
+import { useState } from 'preact/hooks';
+import { api, type Person } from './api.js';
+import { ErrorNote, valueOf } from './ui.js';
+
+interface Page { data: Person[]; next_cursor: string | null }
+
+export function People() {
+  const [q, setQ] = useState('');
+  const [people, setPeople] = useState<Person[] | null>(null);
+  const [next, setNext] = useState<string | null>(null);
+  const [error, setError] = useState<unknown>(null);
+  const [loading, setLoading] = useState(false);
+
+  const load = async (cursor?: string) => {
+    setLoading(true);
+    setError(null);
+    try {
+      const page = await api<Page>('GET', `/people?q=${encodeURIComponent(q)}&limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      setPeople(cursor ? [...(people ?? []), ...page.data] : page.data);
+      setNext(page.next_cursor);
+    } catch (err) {
+      setError(err);
+    } finally {
+      setLoading(false);
+    }
+  };
+
+  return html`<section aria-labelledby="people-title">
+    <h1 id="people-title">People</h1>
+    <form class="search" role="search" onSubmit=${(e: Event) => { e.preventDefault(); void load(); }}>
+      <label>Email, user id, name or customer id <input type="search" value=${q} onInput=${(e: Event) => setQ(valueOf(e))} /></label>
+      <button type="submit" class="primary" disabled=${loading}>Look up</button>
+    </form>
+    <${ErrorNote} error=${error} />
+    ${people && people.length === 0 && html`<p class="empty">Nobody matches “${q}”.</p>`}
+    ${people && people.length > 0 && html`<div class="table-wrap"><table>
+      <caption class="sr-only">People matching ${q}</caption>
+      <thead><tr><th scope="col">Email</th><th scope="col">User id</th><th scope="col">Name</th><th scope="col">Customers</th>
+        <th scope="col">Link state</th><th scope="col">First-touch channel</th></tr></thead>
+      <tbody>${people.map((p) => html`<tr>
+        <td>${p.email ?? ''}</td><td>${p.external_id ?? ''}</td><td>${p.name ?? ''}</td>
+        <td>${p.customer_ids.map((c) => html`<code class="kv">${c}</code>`)}</td>
+        <td>${p.link_state ?? '—'}</td>
+        <td><span class=${p.first_touch_channel === 'Non-attributed' ? 'muted' : 'channel'}>${p.first_touch_channel}</span></td>
+      </tr>`)}</tbody>
+    </table></div>`}
+    ${next && html`<button type="button" onClick=${() => load(next)} disabled=${loading}>More</button>`}
+    <p class="hint">A payer still Non-attributed minutes after checkout means the payment metadata (tr_user_id, tr_visitor_id) is not arriving.</p>
+  </section>`;
+}

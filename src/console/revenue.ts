@@ -1,0 +1,148 @@
+// The revenue report: revenue over time by channel (or another grouping), stacked, one currency
+// at a time, with the table under it.
+
+import { html } from 'htm/preact';
+import { useMemo, useState } from 'preact/hooks';
+import { type Audience, api, ApiError, type Definitions, type Money, type RevenueReport } from './api.js';
+import { PALETTE, StackedBars } from './chart.js';
+import { OP_LABELS, opsFor, parseValue, takesValue } from './criteria.js';
+import { ErrorNote, minorUnits, money, num, useLoad, valueOf } from './ui.js';
+
+const GROUPS: [string, string][] = [
+  ['channel_category', 'channel category'], ['channel', 'channel'], ['campaign', 'campaign'], ['medium', 'medium'],
+  ['referrer_host', 'referrer'], ['landing_path', 'landing page'],
+];
+
+const isoDay = (d: Date) => d.toISOString().slice(0, 10);
+
+interface TraitFilter { key: string; op: string; text: string }
+
+export function Revenue({ defs }: { defs: Definitions }) {
+  const today = new Date();
+  const [from, setFrom] = useState(isoDay(new Date(today.getTime() - 89 * 86_400_000)));
+  const [to, setTo] = useState(isoDay(today));
+  const [interval, setIntervalOf] = useState<'day' | 'week' | 'month'>('week');
+  const [model, setModel] = useState('first_touch');
+  const [groupBy, setGroupBy] = useState('channel_category');
+  const [filters, setFilters] = useState<TraitFilter[]>([]);
+  const [audienceId, setAudienceId] = useState('');
+  const [currency, setCurrency] = useState<string | null>(null);
+  const audiences = useLoad((signal) => api<{ data: Audience[] }>('GET', '/v1/audiences', undefined, { signal }), []);
+
+  const filter = Object.fromEntries(filters.filter((f) => f.key).map((f) => [f.key,
+    takesValue(f.op) ? { op: f.op, value: parseValue(f.text, 'json', f.op) } : { op: f.op }]));
+  // The API's `to` is exclusive; the page's is the last day shown.
+  const body = {
+    from, to: isoDay(new Date(Date.parse(`${to}T00:00:00Z`) + 86_400_000)), interval, group_by: groupBy, model,
+    ...(Object.keys(filter).length ? { filter } : {}),
+    ...(audienceId ? { audience_id: audienceId } : {}),
+  };
+  const request = JSON.stringify(body);
+  const report = useLoad((signal) => api<RevenueReport>('POST', '/v1/reports/revenue', body, { signal }), [request]);
+  const data = report.data;
+  const shown = data && (currency && data.currencies.includes(currency) ? currency : data.currencies[0]);
+
+  const traitKeys = defs.traits.map((t) => `traits.${t}`);
+  const setFilter = (i: number, change: Partial<TraitFilter>) => setFilters(filters.map((f, j) => (j === i ? { ...f, ...change } : f)));
+
+  return html`<section aria-labelledby="revenue-title">
+    <h1 id="revenue-title">Revenue</h1>
+    <form class="controls panel" onSubmit=${(e: Event) => e.preventDefault()}>
+      <label>From <input type="date" value=${from} max=${to} onChange=${(e: Event) => setFrom(valueOf(e))} /></label>
+      <label>To <input type="date" value=${to} min=${from} onChange=${(e: Event) => setTo(valueOf(e))} /></label>
+      <label>Interval <select value=${interval} onChange=${(e: Event) => setIntervalOf(valueOf(e) as typeof interval)}>
+        <option value="day">day</option><option value="week">week</option><option value="month">month</option>
+      </select></label>
+      <label>Attribution <select value=${model} onChange=${(e: Event) => setModel(valueOf(e))}>
+        <option value="first_touch">first touch</option><option value="last_touch">last touch</option>
+      </select></label>
+      <label>Group by <select value=${groupBy} onChange=${(e: Event) => setGroupBy(valueOf(e))}>
+        ${GROUPS.map(([v, l]) => html`<option value=${v}>${l}</option>`)}
+        ${traitKeys.map((k) => html`<option value=${k}>trait ${k.slice('traits.'.length)}</option>`)}
+      </select></label>
+      <label>People <select value=${audienceId} onChange=${(e: Event) => setAudienceId(valueOf(e))}>
+        <option value="">everyone</option>
+        ${(audiences.data?.data ?? []).map((a) => html`<option value=${a.id}>${a.name}</option>`)}
+      </select></label>
+      <fieldset class="filters">
+        <legend>Trait filters</legend>
+        ${filters.map((f, i) => html`<div class="row filter">
+          <select aria-label="Trait" value=${f.key} onChange=${(e: Event) => setFilter(i, { key: valueOf(e) })}>
+            ${traitKeys.map((k) => html`<option value=${k}>${k}</option>`)}
+          </select>
+          <select aria-label="Comparison" value=${f.op} onChange=${(e: Event) => setFilter(i, { op: valueOf(e) })}>
+            ${opsFor({ type: 'json' }).map((op) => html`<option value=${op}>${OP_LABELS[op]}</option>`)}
+          </select>
+          ${takesValue(f.op) && html`<input aria-label="Value" value=${f.text} onChange=${(e: Event) => setFilter(i, { text: valueOf(e) })} />`}
+          <button type="button" class="small danger" aria-label=${`Remove filter ${f.key}`} onClick=${() => setFilters(filters.filter((_, j) => j !== i))}>×</button>
+        </div>`)}
+        ${traitKeys.length > 0
+          ? html`<button type="button" class="small" onClick=${() => setFilters([...filters, { key: traitKeys[0]!, op: '=', text: '' }])}>Add trait filter</button>`
+          : html`<p class="hint">No traits seen yet.</p>`}
+      </fieldset>
+      ${data && data.currencies.length > 1 && html`<label>Currency <select value=${shown} onChange=${(e: Event) => setCurrency(valueOf(e))}>
+        ${data.currencies.map((c) => html`<option value=${c}>${c.toUpperCase()}</option>`)}
+      </select></label>`}
+    </form>
+    ${report.error && html`<${ErrorNote} error=${report.error instanceof ApiError && report.error.status === 404
+      ? new Error('This server has no revenue report yet (POST /v1/reports/revenue answered 404).') : report.error} />`}
+    ${report.loading && html`<p class="hint">Loading…</p>`}
+    ${data && data.hit_limit && html`<p class="notice warn">The report ran past its time budget: figures may be partial.</p>`}
+    ${data && (shown ? html`<${Report} report=${data} currency=${shown} />` : html`<p class="empty">No revenue in this period.</p>`)}
+  </section>`;
+}
+
+/** The starts of the buckets from `from` (inclusive) to `to` (exclusive), in UTC: weeks from Monday, months from the 1st. */
+export function bucketsBetween(from: string, to: string, interval: RevenueReport['interval']): string[] {
+  const d = new Date(from);
+  const end = new Date(to).getTime();
+  if (Number.isNaN(d.getTime()) || Number.isNaN(end)) return [];
+  d.setUTCHours(0, 0, 0, 0);
+  if (interval === 'week') d.setUTCDate(d.getUTCDate() - ((d.getUTCDay() + 6) % 7));
+  if (interval === 'month') d.setUTCDate(1);
+  const out: string[] = [];
+  while (d.getTime() < end && out.length < 1000) {
+    out.push(isoDay(d));
+    if (interval === 'day') d.setUTCDate(d.getUTCDate() + 1);
+    else if (interval === 'week') d.setUTCDate(d.getUTCDate() + 7);
+    else d.setUTCMonth(d.getUTCMonth() + 1);
+  }
+  return out;
+}
+
+function Report({ report, currency }: { report: RevenueReport; currency: string }) {
+  const amount = (m: Money | undefined) => m?.[currency] ?? 0;
+  const major = 10 ** minorUnits(currency);
+  const { buckets, series } = useMemo(() => {
+    // Every bucket of the range, those without money too, so the bars sit on an even time axis.
+    const buckets = [...new Set([...bucketsBetween(report.from, report.to, report.interval), ...report.rows.map((r) => r.bucket.slice(0, 10))])].sort();
+    const totals = new Map<string, number>();
+    for (const r of report.rows) totals.set(r.group ?? '(none)', (totals.get(r.group ?? '(none)') ?? 0) + amount(r.revenue));
+    const groups = [...totals.keys()].sort((a, b) => totals.get(b)! - totals.get(a)!);
+    const series = groups.map((g, i) => ({
+      label: g,
+      color: g === '(none)' || g === 'Non-attributed' ? '#767676' : PALETTE[i % PALETTE.length]!,
+      values: buckets.map((b) => report.rows.filter((r) => r.bucket.slice(0, 10) === b && (r.group ?? '(none)') === g).reduce((s, r) => s + amount(r.revenue), 0) / major),
+    }));
+    return { buckets, series };
+  }, [report, currency]);
+  const fmt = (v: number) => money(Math.round(v * major), currency);
+  return html`
+    <${StackedBars} buckets=${buckets} series=${series} format=${fmt}
+      label=${`Revenue in ${currency.toUpperCase()} per ${report.interval} by ${report.group_by.replace('_', ' ')}`} />
+    <div class="table-wrap"><table class="revenue">
+      <caption>Revenue in ${currency.toUpperCase()} per ${report.interval} by ${report.group_by}, ${report.model.replace('_', ' ')} attribution</caption>
+      <thead><tr><th scope="col">${report.interval}</th><th scope="col">${report.group_by}</th><th scope="col" class="num">Revenue</th>
+        <th scope="col" class="num">Refunds</th><th scope="col" class="num">Refund count</th><th scope="col" class="num">Paying customers</th>
+        <th scope="col" class="num">New paying</th></tr></thead>
+      <tbody>${report.rows.map((r) => html`<tr><td>${r.bucket}</td><td>${r.group ?? '(none)'}</td>
+        <td class="num">${money(amount(r.revenue), currency)}</td><td class="num">${money(amount(r.refunds), currency)}</td>
+        <td class="num">${num(r.refund_count)}</td><td class="num">${num(r.paying_customers)}</td><td class="num">${num(r.new_paying_customers)}</td></tr>`)}
+      </tbody>
+      ${report.totals && html`<tfoot><tr><th scope="row" colspan="2">Total</th>
+        <td class="num">${money(amount(report.totals.revenue), currency)}</td><td class="num">${money(amount(report.totals.refunds), currency)}</td>
+        <td class="num">${num(report.totals.refund_count)}</td><td class="num">${num(report.totals.paying_customers)}</td>
+        <td class="num">${num(report.totals.new_paying_customers)}</td></tr></tfoot>`}
+    </table></div>`;
+}
+

@@ -1,0 +1,67 @@
+// Small pieces shared by the pages: formatting, notices, the hash router.
+
+import { html } from 'htm/preact';
+import { useEffect, useState } from 'preact/hooks';
+import { message } from './api.js';
+
+export const valueOf = (e: Event): string => (e.currentTarget as HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement).value;
+
+const numbers = new Intl.NumberFormat('en-US');
+export const num = (n: number | null | undefined): string => (n === null || n === undefined ? '—' : numbers.format(n));
+
+export function when(iso: string | null | undefined): string {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' }) + ' UTC';
+}
+
+/** Money in minor units of `currency`, formatted with that currency's decimals (JPY has none). */
+export function money(minor: number | undefined, currency: string): string {
+  const format = new Intl.NumberFormat('en-US', { style: 'currency', currency: currency.toUpperCase() });
+  const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
+  return format.format((minor ?? 0) / 10 ** digits);
+}
+
+export const minorUnits = (currency: string): number =>
+  new Intl.NumberFormat('en-US', { style: 'currency', currency: currency.toUpperCase() }).resolvedOptions().maximumFractionDigits ?? 2;
+
+export function ErrorNote({ error }: { error: unknown }) {
+  if (!error) return null;
+  return html`<p class="notice error" role="alert">${message(error)}</p>`;
+}
+
+export function StatusBadge({ status }: { status: string }) {
+  return html`<span class=${`badge badge-${status}`}>${status}</span>`;
+}
+
+/** The hash route (`#/audiences/aud_1` → `/audiences/aud_1`), kept current. */
+export function useRoute(): string {
+  const read = () => location.hash.replace(/^#/, '') || '/builder';
+  const [route, setRoute] = useState(read);
+  useEffect(() => {
+    const onChange = () => setRoute(read());
+    addEventListener('hashchange', onChange);
+    return () => removeEventListener('hashchange', onChange);
+  }, []);
+  return route;
+}
+
+export const go = (route: string) => {
+  location.hash = `#${route}`;
+};
+
+/** Runs `load` when `deps` change; the latest answer wins. */
+export function useLoad<T>(load: (signal: AbortSignal) => Promise<T>, deps: unknown[]): { data: T | undefined; error: unknown; loading: boolean; reload: () => void } {
+  const [state, setState] = useState<{ data: T | undefined; error: unknown; loading: boolean }>({ data: undefined, error: null, loading: true });
+  const [tick, setTick] = useState(0);
+  useEffect(() => {
+    const controller = new AbortController();
+    setState((s) => ({ ...s, loading: true }));
+    load(controller.signal).then(
+      (data) => { if (!controller.signal.aborted) setState({ data, error: null, loading: false }); },
+      (error: unknown) => { if (!controller.signal.aborted) setState({ data: undefined, error, loading: false }); },
+    );
+    return () => controller.abort();
+  }, [...deps, tick]);
+  return { ...state, reload: () => setTick((n) => n + 1) };
+}

@@ -1,0 +1,32 @@
+// GET /v1/definitions (secret key): the workspace's property definitions, the names a criteria tree
+// may use: event names with the payload paths seen on each, and the trait paths seen on persons.
+// The console offers them in the audience builder; any client can.
+
+import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { z } from 'zod';
+import type { AnalyticsStore } from '../../store/analytics.js';
+
+const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
+
+export const definitionRoutes: FastifyPluginAsyncZod<{ analytics: AnalyticsStore }> = async (app, { analytics }) => {
+  app.get('/v1/definitions', {
+    config: { auth: 'secret' },
+    schema: {
+      tags: ['workspace'], summary: 'Event names, their payload paths and the trait paths criteria may name',
+      description: 'A product_event filter key is payload.<path> with a path of that event; a person leaf\'s is traits.<path>. '
+        + 'Paths are kept current at ingest; a path once seen stays defined.',
+      response: {
+        200: z.object({
+          events: z.array(z.object({ name: z.string(), paths: z.array(z.string()) })),
+          traits: z.array(z.string()),
+        }),
+      },
+    },
+  }, async (request) => {
+    const catalog = await analytics.propertyCatalog(request.workspaceId);
+    return {
+      events: [...catalog.events].map(([name, paths]) => ({ name, paths: [...paths].sort(byName) })).sort((a, b) => byName(a.name, b.name)),
+      traits: [...catalog.traits].sort(byName),
+    };
+  });
+};
