@@ -31,7 +31,6 @@ export type TouchDimension = keyof typeof TOUCH_DIMENSIONS;
 /** What a paying customer is grouped by: a column of its touch, or a trait of its person. */
 export type ReportGroup = { touch: TouchDimension } | { trait: string };
 
-
 /** An interval of day gives at most this many buckets (about 2.7 years). */
 export const MAX_REPORT_BUCKETS = 1000;
 
