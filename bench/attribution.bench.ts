@@ -12,7 +12,7 @@ import { existsSync, rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { DuckDBConnection } from '@duckdb/node-api';
+import { DuckDBConnection, DuckDBPreparedStatement } from '@duckdb/node-api';
 import Stripe from 'stripe';
 import { Bench } from 'tinybench';
 import { findPeople } from '../src/attribution/people.js';
@@ -109,15 +109,19 @@ for (const flight of inFlight) {
 // SQL statements per notification, counted on the DuckDB connections (BEGIN and COMMIT included).
 {
   let statements = 0;
-  const proto = DuckDBConnection.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
-  // runAndReadAll runs through run: counted once.
-  for (const name of ['run', 'prepare', 'stream']) {
-    const original = proto[name]!;
-    proto[name] = function (this: unknown, ...a: unknown[]) {
-      statements++;
-      return original.apply(this, a);
-    };
-  }
+  // A statement with parameters runs as a prepared one (kept, or prepared by run); one without, through run.
+  const connection = DuckDBConnection.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
+  const prepared = DuckDBPreparedStatement.prototype as unknown as Record<string, (...a: unknown[]) => unknown>;
+  const run = connection.run!;
+  connection.run = function (this: unknown, ...a: unknown[]) {
+    if (a[1] === undefined) statements++;
+    return run.apply(this, a);
+  };
+  const execute = prepared.run!;
+  prepared.run = function (this: unknown, ...a: unknown[]) {
+    statements++;
+    return execute.apply(this, a);
+  };
   const stores = await openStores({ analyticsStore: 'duckdb', databasePath: ':memory:' });
   const ws = await new Workspaces(stores.control).create('bench', { stripe_webhook_secret: WEBHOOK_SECRET });
   const app = await buildApp({ stores, estimateBudgetMs: 5000, rateLimits: { ingestPerMinute: 1e9, perMinute: 1e9 } });
