@@ -65,7 +65,8 @@ export class PaymentWebhook {
   private applyGroup(ws: string, ns: Notification[]): Promise<Staged<{ duplicate: boolean }[]>> {
     const now = this.clock();
     return this.stores.analytics.stage(async (work) => {
-      const fresh = await claimNotifications(work.control, ws, [...new Set(ns.map((n) => n.id))]);
+      // In one order on every node: two groups claiming the same ids never wait for each other crosswise.
+      const fresh = await claimNotifications(work.control, ws, [...new Set(ns.map((n) => n.id))].sort());
       const receipts: { duplicate: boolean }[] = [];
       for (const n of ns) {
         const claimed = fresh.delete(n.id);
