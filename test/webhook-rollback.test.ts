@@ -21,10 +21,11 @@ function failingOnPaymentEvents(stores: Stores): Stores {
   const failing = Object.create(store) as Store;
   failing.transaction = (fn) => store.transaction((tx) => fn(new Proxy(tx, {
     get(target, prop) {
-      if (prop === 'run') {
+      // Statements run as they are, or prepared once and kept (store/duckdb/statements.ts).
+      if (prop === 'run' || prop === 'prepare') {
         return (sql: string, ...rest: unknown[]) => (sql.includes('INSERT INTO payment_events')
           ? Promise.reject(new Error('disk full'))
-          : (target.run as (...a: unknown[]) => Promise<unknown>).call(target, sql, ...rest));
+          : (target[prop] as (...a: unknown[]) => Promise<unknown>).call(target, sql, ...rest));
       }
       const value = Reflect.get(target, prop, target) as unknown;
       return typeof value === 'function' ? value.bind(target) : value;

@@ -1,12 +1,14 @@
-// Payment-processor notifications: verified, then applied once each in one unit of work (payer
-// link, subscription and invoice state, payments and refunds, lifecycle events). A failure keeps
-// nothing, so the processor's retry starts clean.
+// Payment-processor notifications: verified, then applied once each (payer link, subscription and
+// invoice state, payments and refunds, lifecycle events). Notifications of a workspace that arrive
+// together share one unit of work (ingest's group commit), applied in arrival order as one by one;
+// a failing one is retried apart and fails alone, keeping nothing, so the processor's retry starts clean.
 
 import { AppError } from '../errors.js';
+import { GroupCommit } from '../ingest/group-commit.js';
 import type { Ingest } from '../ingest/ingest.js';
-import type { UnitOfWork, VisitorLink } from '../store/analytics.js';
+import type { Staged, UnitOfWork, VisitorLink } from '../store/analytics.js';
 import {
-  attributeRefunds, claimNotification, customerOfObject, linkDeferredCustomers, linkPaymentsToInvoice, recordPayment, rememberObjects,
+  attributeRefunds, claimNotifications, customerOfObject, linkDeferredCustomers, linkPaymentsToInvoice, recordPayment, rememberObjects,
   saveRefund, webhookSettings,
 } from '../store/control/payments.js';
 import { visitorsById } from '../store/control/people.js';
@@ -25,7 +27,16 @@ export interface Receipt {
   ignored?: 'livemode';
 }
 
+/** The most notifications one unit of work takes. */
+const GROUP_MAX = 500;
+
+type Settings = Awaited<ReturnType<typeof webhookSettings>>;
+
 export class PaymentWebhook {
+  private readonly writes = new GroupCommit<Notification, { duplicate: boolean }>((ws, ns) => this.applyGroup(ws, ns), GROUP_MAX);
+  /** Settings reads under way per workspace: deliveries arriving meanwhile share the read (nothing is kept after it). */
+  private readonly settingsReads = new Map<string, Promise<Settings>>();
+
   constructor(private readonly stores: Stores, ingest: Ingest, private readonly clock: () => Date = () => new Date()) {
     // Deferred customers resolve as soon as their visitor is linked to a person.
     ingest.onVisitorLinked((work, links) => this.visitorsLinked(work, links));
@@ -33,7 +44,7 @@ export class PaymentWebhook {
 
   /** Verifies and applies one delivery; `duplicate` when its id was processed before. */
   async receive(ws: string, rawBody: Buffer, signature: unknown): Promise<Receipt> {
-    const settings = ws.length <= 256 ? await webhookSettings(this.stores.control, ws) : null;
+    const settings = ws.length <= 256 ? await this.settingsOf(ws) : null;
     if (!settings?.secret) throw new AppError('invalid_signature', 'unknown workspace, or no webhook secret set for it');
     const notification = parseNotification(verifyNotification(rawBody, signature, settings.secret));
     // A notification that does not say its mode is applied: only a holder of the secret could sign it.
@@ -41,13 +52,38 @@ export class PaymentWebhook {
     return this.apply(ws, notification);
   }
 
+  /** Applies a verified notification with those of the workspace waiting; `duplicate` when its id was processed before. */
   async apply(ws: string, n: Notification): Promise<{ duplicate: boolean }> {
+    const [receipt] = await this.writes.submit(ws, [n]);
+    return receipt!;
+  }
+
+  /**
+   * One unit of work for a group: the ids claimed in one statement, then each notification applied
+   * in arrival order. An id twice in the group is claimed by its first delivery; the later ones are duplicates.
+   */
+  private applyGroup(ws: string, ns: Notification[]): Promise<Staged<{ duplicate: boolean }[]>> {
     const now = this.clock();
-    return this.stores.analytics.unit(async (work) => {
-      if (!(await claimNotification(work.control, ws, n.id))) return { duplicate: true };
-      await applyEffects(this.stores.control, work, ws, n, now);
-      return { duplicate: false };
+    return this.stores.analytics.stage(async (work) => {
+      // In one order on every node: two groups claiming the same ids never wait for each other crosswise.
+      const fresh = await claimNotifications(work.control, ws, [...new Set(ns.map((n) => n.id))].sort());
+      const receipts: { duplicate: boolean }[] = [];
+      for (const n of ns) {
+        const claimed = fresh.delete(n.id);
+        if (claimed) await applyEffects(this.stores.control, work, ws, n, now);
+        receipts.push({ duplicate: !claimed });
+      }
+      return receipts;
     });
+  }
+
+  private settingsOf(ws: string): Promise<Settings> {
+    let read = this.settingsReads.get(ws);
+    if (!read) {
+      read = webhookSettings(this.stores.control, ws).finally(() => this.settingsReads.delete(ws));
+      this.settingsReads.set(ws, read);
+    }
+    return read;
   }
 
   private async visitorsLinked(work: UnitOfWork, links: VisitorLink[]): Promise<void> {

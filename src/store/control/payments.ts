@@ -57,13 +57,13 @@ const rows = (tx: ControlSql, sql: string, params: (string | number | Date | nul
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
 /**
- * Claims a notification id: false when it was processed before (the caller then does nothing).
- * One statement, so a redelivery claimed meanwhile by another node waits for it and finds it.
+ * Claims notification ids (distinct): those not processed before, which the caller then applies. One
+ * statement, so a redelivery claimed meanwhile by another node waits for it and finds it.
  */
-export async function claimNotification(tx: ControlTx, ws: string, id: string): Promise<boolean> {
-  const claimed = await tx.all(`INSERT INTO processed_notifications (workspace_id, notification_id) VALUES ($1, $2)
-    ON CONFLICT DO NOTHING RETURNING notification_id`, [ws, id]);
-  return claimed.length > 0;
+export async function claimNotifications(tx: ControlTx, ws: string, ids: string[]): Promise<Set<string>> {
+  const claimed = await tx.all(`INSERT INTO processed_notifications (workspace_id, notification_id)
+    SELECT $1, ${tx.dialect.texts('$2')} ON CONFLICT DO NOTHING RETURNING notification_id`, [ws, column(ids)]);
+  return new Set(claimed.map((r) => r.notification_id as string));
 }
 
 export async function getCustomer(tx: ControlSql, ws: string, customerId: string): Promise<CustomerRecord | null> {

@@ -4,6 +4,7 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import type { ControlDialect, ControlRow, ControlSql, ControlStore, ControlTx, ControlValue } from '../control/store.js';
 import type { Store } from './db.js';
+import { runKept } from './statements.js';
 import { timestamp } from './time.js';
 
 const FIELD_TYPES = { text: 'VARCHAR', bigint: 'BIGINT', boolean: 'BOOLEAN' } as const;
@@ -37,11 +38,15 @@ class DuckDBControlSql implements ControlSql {
   constructor(protected readonly conn: DuckDBConnection) {}
 
   async all(sql: string, params: readonly ControlValue[] = []): Promise<ControlRow[]> {
-    return (await this.conn.runAndReadAll(sql, bind(params))).getRowObjectsJS() as ControlRow[];
+    return (await (await this.execute(sql, params)).getRowObjectsJS()) as ControlRow[];
   }
 
   async run(sql: string, params: readonly ControlValue[] = []): Promise<number> {
-    return Number((await this.conn.run(sql, bind(params))).rowsChanged);
+    return Number((await this.execute(sql, params)).rowsChanged);
+  }
+
+  private execute(sql: string, params: readonly ControlValue[]) {
+    return params.length > 0 ? runKept(this.conn, sql, bind(params)) : this.conn.run(sql);
   }
 }
 
