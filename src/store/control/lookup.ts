@@ -21,6 +21,21 @@ const LINKED_VISITOR = 'LEFT JOIN visitors v ON v.workspace_id = $1 AND v.visito
 const OWNER = 'coalesce(c.person_key, v.person_key)';
 const LINK_STATE = "CASE WHEN c.link_state = 'deferred' AND v.person_key IS NOT NULL THEN 'linked' ELSE c.link_state END";
 
+/** A person's place in the pages: customers ('c' and their id) come first, then persons by key. */
+const SORT_KEY = (personKey: string) => `'p' || lpad(CAST(${personKey} AS VARCHAR), 20, '0')`;
+const MAX_KEY = 2n ** 63n - 1n;
+
+/**
+ * A key that every person after the cursor `after` (a sort key) exceeds: the indexed side of the
+ * exact comparison of sort keys, which stays beside it for any other cursor text.
+ */
+function personKeyBound(after: string): bigint {
+  const digits = /^p(\d{20})$/.exec(after)?.[1];
+  if (digits === undefined) return 0n;
+  const key = BigInt(digits);
+  return key < MAX_KEY ? key : MAX_KEY;
+}
+
 /**
  * Matching persons and customers first (indexed on PostgreSQL, one search column on DuckDB), then
  * the page of them, then the customers of the page's persons only: nothing reads every customer.
@@ -37,17 +52,23 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
       FROM payment_customers c ${LINKED_VISITOR}
       WHERE c.workspace_id = $1 AND (${has('c.customer_id')} OR ${has('c.email')})
     ),
-    keys AS (
-      SELECT 'p' || lpad(CAST(m.person_key AS VARCHAR), 20, '0') AS sort_key, m.person_key, CAST(NULL AS VARCHAR) AS customer_id
-      FROM (
-        SELECT p.person_key FROM persons p WHERE p.workspace_id = $1 AND ${personMatches}
-        UNION
-        SELECT owner FROM hits WHERE owner IS NOT NULL AND id_hit
-      ) m
-      UNION ALL
-      SELECT 'c' || customer_id, NULL, customer_id FROM hits WHERE owner IS NULL
+    -- Each side's first page only: on PostgreSQL a common term walks the persons in key order and
+    -- stops, a rare one reads its index matches.
+    persons_hit AS (
+      SELECT p.person_key FROM persons p
+      WHERE p.workspace_id = $1 AND p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3 AND ${personMatches}
+      ORDER BY p.person_key LIMIT $4
     ),
-    page AS (SELECT sort_key, person_key, customer_id FROM keys WHERE sort_key > $3 ORDER BY sort_key LIMIT $4),
+    owners_hit AS (
+      SELECT owner FROM hits WHERE owner IS NOT NULL AND id_hit AND owner > $5 AND ${SORT_KEY('owner')} > $3 ORDER BY owner LIMIT $4
+    ),
+    keys AS (
+      SELECT ${SORT_KEY('m.person_key')} AS sort_key, m.person_key, CAST(NULL AS VARCHAR) AS customer_id
+      FROM (SELECT person_key FROM persons_hit UNION SELECT owner FROM owners_hit) m
+      UNION ALL
+      SELECT 'c' || customer_id, NULL, customer_id FROM hits WHERE owner IS NULL AND 'c' || customer_id > $3
+    ),
+    page AS (SELECT sort_key, person_key, customer_id FROM keys ORDER BY sort_key LIMIT $4),
     -- The page's persons' customers: their own, and those of their visitors (disjoint).
     owned_customers AS (
       SELECT c.customer_id, c.person_key AS owner, ${LINK_STATE} AS link_state
@@ -72,7 +93,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
     SELECT page.sort_key, NULL, NULL, NULL, h.email, NULL, h.visitor_key, ${d.listOf('h.customer_id')}, h.link_state
     FROM page JOIN hits h ON h.customer_id = page.customer_id
     ORDER BY sort_key`,
-  [ws, term, after, limit]);
+  [ws, term, after, limit, personKeyBound(after)]);
   return rows.map((r) => ({
     sort_key: r.sort_key as string,
     person_key: r.person_key === null ? null : Number(r.person_key),

@@ -23,7 +23,7 @@ export const duckdbDialect: ControlDialect = {
   containsLower,
   // The search column, unless the term holds its separator (it could then span two values).
   personMatches: (p, term) => `CASE WHEN contains(${term}, chr(10))
-    THEN ${['email', 'external_id', 'name'].map((c) => containsLower(`${p}.${c}`, term)).join(' OR ')}
+    THEN (${['email', 'external_id', 'name'].map((c) => containsLower(`${p}.${c}`, term)).join(' OR ')})
     ELSE contains(${p}.search, ${term}) END`,
   personSearch,
   listAgg: (value) => `list(${value} ORDER BY ${value})`,

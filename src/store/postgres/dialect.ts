@@ -21,7 +21,7 @@ export const postgresDialect: ControlDialect = {
   json: (value) => `CAST(${value} AS jsonb)`,
   mergeObject: (column, patch) => `(CASE WHEN jsonb_typeof(${column}) = 'object' THEN ${column} ELSE '{}'::jsonb END) || CAST(${patch} AS jsonb)`,
   containsLower,
-  personMatches: (p, term) => ['email', 'external_id', 'name'].map((c) => containsLower(`${p}.${c}`, term)).join(' OR '),
+  personMatches: (p, term) => `(${['email', 'external_id', 'name'].map((c) => containsLower(`${p}.${c}`, term)).join(' OR ')})`,
   personSearch: null,
   listAgg: (value) => `array_agg(${value} ORDER BY ${value})`,
   listOf: (value) => (value === null ? 'CAST(ARRAY[] AS text[])' : `ARRAY[${value}]`),
