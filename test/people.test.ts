@@ -3,6 +3,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDataApp } from '../src/http/app.js';
+import type { CreatedWorkspace } from '../src/store/control/workspaces.js';
+import { importDataset } from '../src/store/duckdb/import.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { checkoutSession, deliver, invoice, notification, nowS, subscription } from './support/stripe.js';
@@ -91,6 +93,82 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
         const res = await get(`/people?${qs}`);
         expect(res.statusCode).toBeLessThan(500);
       }), { numRuns: 60 });
+    });
+  });
+
+  describe('GET /people: what the indexes and the search column must not change', () => {
+    let other: CreatedWorkspace;
+    const find = async (q: string, key = () => other.secret_key) => {
+      const res = await get(`/people?${new URLSearchParams({ q, limit: '200' })}`, key());
+      expect(res.statusCode).toBe(200);
+      return (res.json() as { data: { external_id: string | null; customer_ids: string[] }[] }).data.map((d) => d.external_id ?? d.customer_ids[0]);
+    };
+
+    beforeAll(async () => {
+      other = await t.workspaces.create('lookup');
+      const add = async (body: unknown) => expect((await t.post('/v1/persons', body, other.secret_key)).statusCode).toBe(200);
+      // The first workspace's identifiers again: each workspace finds its own.
+      await add({ external_id: 'alice', email: 'alice@example.com', name: 'Alice Twin' });
+      await add({ external_id: 'dora', name: 'Dora Old' });
+      await add({ external_id: 'dora', email: 'dora@mail.example', name: 'Dora New' });
+      await add({ external_id: 'zoe', name: 'Zoë Ærøskøbing' });
+      for (const id of ['x%y', 'x_y', 'x\\y', 'xay']) await add({ external_id: id });
+    });
+
+    it('finds the persons of the key\'s workspace only', async () => {
+      expect(await find('alice')).toEqual(['alice']);
+      expect(await find('twin', () => t.ws.secret_key)).toEqual([]);
+      expect(await find('')).toEqual(['alice', 'dora', 'zoe', 'x%y', 'x_y', 'x\\y', 'xay']);
+    });
+
+    it('finds a person by the name and email written last, not by the name replaced', async () => {
+      expect(await find('DORA NEW')).toEqual(['dora']);
+      expect(await find('dora old')).toEqual([]);
+      expect(await find('@mail.exa')).toEqual(['dora']);
+    });
+
+    it('lowercases letters beyond ASCII on both sides', async () => {
+      expect(await find('ærøskøbing')).toEqual(['zoe']);
+      expect(await find('ZOË')).toEqual(['zoe']);
+    });
+
+    it('matches %, _ and \\ literally', async () => {
+      expect(await find('x%y')).toEqual(['x%y']);
+      expect(await find('x_y')).toEqual(['x_y']);
+      expect(await find('x\\y')).toEqual(['x\\y']);
+      expect(await find('%')).toEqual(['x%y']);
+      expect(await find('\\')).toEqual(['x\\y']);
+    });
+
+    it('never matches across two of a person\'s values', async () => {
+      expect(await find('example\ndora')).toEqual([]);
+      expect(await find('dora\ndora')).toEqual([]);
+      expect(await find('\n')).toEqual([]);
+    });
+
+    it('pages of one row list what one page lists, customers first, then persons found by a customer id', async () => {
+      for (const q of ['example.com', 'cus_', '']) {
+        const all = (await get(`/people?${new URLSearchParams({ q, limit: '200' })}`)).json() as { data: unknown[] };
+        const paged: unknown[] = [];
+        let cursor: string | null = null;
+        do {
+          const body = (await get(`/people?${new URLSearchParams({ q, limit: '1', ...(cursor ? { cursor } : {}) })}`)).json() as { data: unknown[]; next_cursor: string | null };
+          paged.push(...body.data);
+          cursor = body.next_cursor;
+        } while (cursor);
+        expect(paged).toEqual(all.data);
+      }
+      const ids = (await get('/people?q=cus_')).json().data.map((d: { external_id: string | null; customer_ids: string[] }) => d.external_id ?? d.customer_ids[0]);
+      expect(ids).toEqual(['cus_anon', 'alice', 'bob', 'carol']);
+    });
+
+    it.runIf(engine === 'duckdb')('finds persons an import brought', async () => {
+      const imported = await t.workspaces.create('imported');
+      await importDataset(t.store, imported.workspace_id, {
+        persons: [{ person_id: 'per_imported', external_id: 'imp-1', email: ' Imported@Example.ORG ', name: 'Ímported Person', traits: '{}', created_at: new Date() }],
+      });
+      expect(await find('imported@example.org', () => imported.secret_key)).toEqual(['imp-1']);
+      expect(await find('ÍMPORTED PERSON', () => imported.secret_key)).toEqual(['imp-1']);
     });
   });
 
