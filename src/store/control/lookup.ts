@@ -46,27 +46,31 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
   const has = (column: string) => d.containsLower(column, '$2');
   // Every person contains the empty term, even one without email, external_id and name.
   const personMatches = term === '' ? 'TRUE' : d.personMatches('p', '$2');
-  const rows = await store.all(`WITH hits AS (
-      SELECT c.customer_id, c.email, c.visitor_key, ${OWNER} AS owner, ${LINK_STATE} AS link_state,
-        coalesce(${has('c.customer_id')}, false) AS id_hit
-      FROM payment_customers c ${LINKED_VISITOR}
-      WHERE c.workspace_id = $1 AND (${has('c.customer_id')} OR ${has('c.email')})
+  const rows = await store.all(`WITH
+    -- Each side's first page only. On PostgreSQL a common term walks the persons in key order and
+    -- stops, a rare one reads its index matches; a customer's visitor is read for the matches only.
+    unowned_hit AS (
+      SELECT c.customer_id, c.email, c.visitor_key, c.link_state FROM payment_customers c
+      WHERE c.workspace_id = $1 AND c.person_key IS NULL AND 'c' || c.customer_id > $3 AND (${has('c.customer_id')} OR ${has('c.email')})
+        AND NOT EXISTS (SELECT 1 FROM visitors v WHERE v.workspace_id = $1 AND v.visitor_key = c.visitor_key AND v.person_key IS NOT NULL)
+      ORDER BY 'c' || c.customer_id LIMIT $4
     ),
-    -- Each side's first page only: on PostgreSQL a common term walks the persons in key order and
-    -- stops, a rare one reads its index matches.
     persons_hit AS (
       SELECT p.person_key FROM persons p
       WHERE p.workspace_id = $1 AND p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3 AND ${personMatches}
       ORDER BY p.person_key LIMIT $4
     ),
     owners_hit AS (
-      SELECT owner FROM hits WHERE owner IS NOT NULL AND id_hit AND owner > $5 AND ${SORT_KEY('owner')} > $3 ORDER BY owner LIMIT $4
+      SELECT DISTINCT o.owner FROM (
+        SELECT ${OWNER} AS owner FROM payment_customers c ${LINKED_VISITOR} WHERE c.workspace_id = $1 AND ${has('c.customer_id')}
+      ) o
+      WHERE o.owner > $5 AND ${SORT_KEY('o.owner')} > $3 ORDER BY o.owner LIMIT $4
     ),
     keys AS (
       SELECT ${SORT_KEY('m.person_key')} AS sort_key, m.person_key, CAST(NULL AS VARCHAR) AS customer_id
       FROM (SELECT person_key FROM persons_hit UNION SELECT owner FROM owners_hit) m
       UNION ALL
-      SELECT 'c' || customer_id, NULL, customer_id FROM hits WHERE owner IS NULL AND 'c' || customer_id > $3
+      SELECT 'c' || customer_id, NULL, customer_id FROM unowned_hit
     ),
     page AS (SELECT sort_key, person_key, customer_id FROM keys ORDER BY sort_key LIMIT $4),
     -- The page's persons' customers: their own, and those of their visitors (disjoint).
@@ -91,7 +95,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
       LEFT JOIN owned o ON o.owner = p.person_key
     UNION ALL
     SELECT page.sort_key, NULL, NULL, NULL, h.email, NULL, h.visitor_key, ${d.listOf('h.customer_id')}, h.link_state
-    FROM page JOIN hits h ON h.customer_id = page.customer_id
+    FROM page JOIN unowned_hit h ON h.customer_id = page.customer_id
     ORDER BY sort_key`,
   [ws, term, after, limit, personKeyBound(after)]);
   return rows.map((r) => ({
