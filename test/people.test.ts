@@ -1,10 +1,18 @@
 // End to end: acquisition channel → payment → people lookup and payments criteria (issue 5).
 
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDataApp } from '../src/http/app.js';
 import type { CreatedWorkspace } from '../src/store/control/workspaces.js';
+import { lookupPeople } from '../src/store/control/lookup.js';
+import { DuckDBControl } from '../src/store/duckdb/control.js';
+import { Store } from '../src/store/duckdb/db.js';
 import { importDataset } from '../src/store/duckdb/import.js';
+import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { checkoutSession, deliver, invoice, notification, nowS, subscription } from './support/stripe.js';
@@ -187,5 +195,35 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
       expect(await estimate({ source: 'payments', event: 'first_paid_invoice', occurrence: { window: { kind: 'last_n_days', n: 30 } } })).toBe(1);
       expect(await estimate({ source: 'payments', event: 'first_paid_invoice', occurrence: { window: { kind: 'ever' } } })).toBe(2);
     });
+  });
+});
+
+describe('the DuckDB search column', () => {
+  it('is filled by its migration for the persons stored before it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'search-migration-'));
+    const path = join(dir, 'before.duckdb');
+    const version = MIGRATIONS.findIndex((m) => m.includes('ADD COLUMN search'));
+    try {
+      // A file at the schema before the search column, with persons.
+      const before = await DuckDBInstance.create(path);
+      const conn = await before.connect();
+      await conn.run('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)');
+      for (let v = 1; v <= version; v++) await conn.run(`${MIGRATIONS[v - 1]!}; INSERT INTO schema_migrations (version) VALUES (${v})`);
+      await conn.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, created_at, updated_at) VALUES
+        ('w1', 1, 'p1', 'Ext-1', 'ann@example.com', 'Ann Ørsted', now(), now()), ('w1', 2, 'p2', NULL, NULL, 'Ben', now(), now())`);
+      conn.closeSync();
+      before.closeSync();
+      const store = await Store.open(path);
+      try {
+        const control = new DuckDBControl(store);
+        expect(await control.all('SELECT search FROM persons ORDER BY person_key')).toEqual([{ search: 'ann@example.com\next-1\nann ørsted' }, { search: 'ben' }]);
+        expect((await lookupPeople(control, 'w1', 'ØRSTED', '', 10)).map((r) => r.person_id)).toEqual(['p1']);
+        expect((await lookupPeople(control, 'w1', 'com\next', '', 10)).map((r) => r.person_id)).toEqual([]);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });
