@@ -1,8 +1,18 @@
 // End to end: acquisition channel → payment → people lookup and payments criteria (issue 5).
 
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DuckDBInstance } from '@duckdb/node-api';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildDataApp } from '../src/http/app.js';
+import type { CreatedWorkspace } from '../src/store/control/workspaces.js';
+import { lookupPeople } from '../src/store/control/lookup.js';
+import { DuckDBControl } from '../src/store/duckdb/control.js';
+import { Store } from '../src/store/duckdb/db.js';
+import { importDataset } from '../src/store/duckdb/import.js';
+import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { checkoutSession, deliver, invoice, notification, nowS, subscription } from './support/stripe.js';
@@ -94,6 +104,82 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
     });
   });
 
+  describe('GET /people: what the indexes and the search column must not change', () => {
+    let other: CreatedWorkspace;
+    const find = async (q: string, key = () => other.secret_key) => {
+      const res = await get(`/people?${new URLSearchParams({ q, limit: '200' })}`, key());
+      expect(res.statusCode).toBe(200);
+      return (res.json() as { data: { external_id: string | null; customer_ids: string[] }[] }).data.map((d) => d.external_id ?? d.customer_ids[0]);
+    };
+
+    beforeAll(async () => {
+      other = await t.workspaces.create('lookup');
+      const add = async (body: unknown) => expect((await t.post('/v1/persons', body, other.secret_key)).statusCode).toBe(200);
+      // The first workspace's identifiers again: each workspace finds its own.
+      await add({ external_id: 'alice', email: 'alice@example.com', name: 'Alice Twin' });
+      await add({ external_id: 'dora', name: 'Dora Old' });
+      await add({ external_id: 'dora', email: 'dora@mail.example', name: 'Dora New' });
+      await add({ external_id: 'zoe', name: 'Zoë Ærøskøbing' });
+      for (const id of ['x%y', 'x_y', 'x\\y', 'xay']) await add({ external_id: id });
+    });
+
+    it('finds the persons of the key\'s workspace only', async () => {
+      expect(await find('alice')).toEqual(['alice']);
+      expect(await find('twin', () => t.ws.secret_key)).toEqual([]);
+      expect(await find('')).toEqual(['alice', 'dora', 'zoe', 'x%y', 'x_y', 'x\\y', 'xay']);
+    });
+
+    it('finds a person by the name and email written last, not by the name replaced', async () => {
+      expect(await find('DORA NEW')).toEqual(['dora']);
+      expect(await find('dora old')).toEqual([]);
+      expect(await find('@mail.exa')).toEqual(['dora']);
+    });
+
+    it('lowercases letters beyond ASCII on both sides', async () => {
+      expect(await find('ærøskøbing')).toEqual(['zoe']);
+      expect(await find('ZOË')).toEqual(['zoe']);
+    });
+
+    it('matches %, _ and \\ literally', async () => {
+      expect(await find('x%y')).toEqual(['x%y']);
+      expect(await find('x_y')).toEqual(['x_y']);
+      expect(await find('x\\y')).toEqual(['x\\y']);
+      expect(await find('%')).toEqual(['x%y']);
+      expect(await find('\\')).toEqual(['x\\y']);
+    });
+
+    it('never matches across two of a person\'s values', async () => {
+      expect(await find('example\ndora')).toEqual([]);
+      expect(await find('dora\ndora')).toEqual([]);
+      expect(await find('\n')).toEqual([]);
+    });
+
+    it('pages of one row list what one page lists, customers first, then persons found by a customer id', async () => {
+      for (const q of ['example.com', 'cus_', '']) {
+        const all = (await get(`/people?${new URLSearchParams({ q, limit: '200' })}`)).json() as { data: unknown[] };
+        const paged: unknown[] = [];
+        let cursor: string | null = null;
+        do {
+          const body = (await get(`/people?${new URLSearchParams({ q, limit: '1', ...(cursor ? { cursor } : {}) })}`)).json() as { data: unknown[]; next_cursor: string | null };
+          paged.push(...body.data);
+          cursor = body.next_cursor;
+        } while (cursor);
+        expect(paged).toEqual(all.data);
+      }
+      const ids = (await get('/people?q=cus_')).json().data.map((d: { external_id: string | null; customer_ids: string[] }) => d.external_id ?? d.customer_ids[0]);
+      expect(ids).toEqual(['cus_anon', 'alice', 'bob', 'carol']);
+    });
+
+    it.runIf(engine === 'duckdb')('finds persons an import brought', async () => {
+      const imported = await t.workspaces.create('imported');
+      await importDataset(t.store, imported.workspace_id, {
+        persons: [{ person_id: 'per_imported', external_id: 'imp-1', email: ' Imported@Example.ORG ', name: 'Ímported Person', traits: '{}', created_at: new Date() }],
+      });
+      expect(await find('imported@example.org', () => imported.secret_key)).toEqual(['imp-1']);
+      expect(await find('ÍMPORTED PERSON', () => imported.secret_key)).toEqual(['imp-1']);
+    });
+  });
+
   describe('payments leaves in compile', () => {
     const estimate = async (root: unknown) => {
       const res = await t.compile({ version: 1, root });
@@ -109,5 +195,35 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
       expect(await estimate({ source: 'payments', event: 'first_paid_invoice', occurrence: { window: { kind: 'last_n_days', n: 30 } } })).toBe(1);
       expect(await estimate({ source: 'payments', event: 'first_paid_invoice', occurrence: { window: { kind: 'ever' } } })).toBe(2);
     });
+  });
+});
+
+describe('the DuckDB search column', () => {
+  it('is filled by its migration for the persons stored before it', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'search-migration-'));
+    const path = join(dir, 'before.duckdb');
+    const version = MIGRATIONS.findIndex((m) => m.includes('ADD COLUMN search'));
+    try {
+      // A file at the schema before the search column, with persons.
+      const before = await DuckDBInstance.create(path);
+      const conn = await before.connect();
+      await conn.run('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)');
+      for (let v = 1; v <= version; v++) await conn.run(`${MIGRATIONS[v - 1]!}; INSERT INTO schema_migrations (version) VALUES (${v})`);
+      await conn.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, created_at, updated_at) VALUES
+        ('w1', 1, 'p1', 'Ext-1', 'ann@example.com', 'Ann Ørsted', now(), now()), ('w1', 2, 'p2', NULL, NULL, 'Ben', now(), now())`);
+      conn.closeSync();
+      before.closeSync();
+      const store = await Store.open(path);
+      try {
+        const control = new DuckDBControl(store);
+        expect(await control.all('SELECT search FROM persons ORDER BY person_key')).toEqual([{ search: 'ann@example.com\next-1\nann ørsted' }, { search: 'ben' }]);
+        expect((await lookupPeople(control, 'w1', 'ØRSTED', '', 10)).map((r) => r.person_id)).toEqual(['p1']);
+        expect((await lookupPeople(control, 'w1', 'com\next', '', 10)).map((r) => r.person_id)).toEqual([]);
+      } finally {
+        await store.close();
+      }
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
   });
 });

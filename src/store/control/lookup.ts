@@ -17,42 +17,87 @@ export interface LookupRow {
 
 // A customer belongs to its person, else to the person its visitor is linked to now (docs/criteria.md);
 // a deferred customer whose visitor got linked reads as linked even before the listener ran.
-const CUSTOMERS = `SELECT c.customer_id, c.email, c.visitor_key, coalesce(c.person_key, v.person_key) AS owner,
-    CASE WHEN c.link_state = 'deferred' AND v.person_key IS NOT NULL THEN 'linked' ELSE c.link_state END AS link_state
-  FROM payment_customers c
-    LEFT JOIN (SELECT visitor_key, person_key FROM visitors WHERE workspace_id = $1 AND person_key IS NOT NULL) v
-      ON v.visitor_key = c.visitor_key
-  WHERE c.workspace_id = $1`;
+const LINKED_VISITOR = 'LEFT JOIN visitors v ON v.workspace_id = $1 AND v.visitor_key = c.visitor_key AND v.person_key IS NOT NULL';
+const OWNER = 'coalesce(c.person_key, v.person_key)';
+const LINK_STATE = "CASE WHEN c.link_state = 'deferred' AND v.person_key IS NOT NULL THEN 'linked' ELSE c.link_state END";
 
+/** A person's place in the pages: customers ('c' and their id) come first, then persons by key. */
+const SORT_KEY = (personKey: string) => `'p' || lpad(CAST(${personKey} AS VARCHAR), 20, '0')`;
+const MAX_KEY = 2n ** 63n - 1n;
+
+/**
+ * A key that every person after the cursor `after` (a sort key) exceeds: the indexed side of the
+ * exact comparison of sort keys, which stays beside it for any other cursor text.
+ */
+function personKeyBound(after: string): bigint {
+  const digits = /^p(\d{20})$/.exec(after)?.[1];
+  if (digits === undefined) return 0n;
+  const key = BigInt(digits);
+  return key < MAX_KEY ? key : MAX_KEY;
+}
+
+/**
+ * Matching persons and customers first (indexed on PostgreSQL, one search column on DuckDB), then
+ * the page of them, then the customers of the page's persons only: nothing reads every customer.
+ */
 export async function lookupPeople(store: ControlSql, ws: string, q: string, after: string, limit: number): Promise<LookupRow[]> {
   const d: ControlDialect = store.dialect;
-  const has = (column: string) => d.contains(`lower(coalesce(${column}, ''))`, '$2');
-  const rows = await store.all(`WITH customers AS (${CUSTOMERS}),
+  const term = q.toLowerCase();
+  const has = (column: string) => d.containsLower(column, '$2');
+  // Every person contains the empty term, even one without email, external_id and name.
+  const personMatches = term === '' ? 'TRUE' : d.personMatches('p', '$2');
+  const rows = await store.all(`WITH
+    -- Each side's first page only. On PostgreSQL a common term walks the persons in key order and
+    -- stops, a rare one reads its index matches; a customer's visitor is read for the matches only.
+    unowned_hit AS (
+      SELECT c.customer_id, c.email, c.visitor_key, c.link_state FROM payment_customers c
+      WHERE c.workspace_id = $1 AND c.person_key IS NULL AND 'c' || c.customer_id > $3 AND (${has('c.customer_id')} OR ${has('c.email')})
+        AND NOT EXISTS (SELECT 1 FROM visitors v WHERE v.workspace_id = $1 AND v.visitor_key = c.visitor_key AND v.person_key IS NOT NULL)
+      ORDER BY 'c' || c.customer_id LIMIT $4
+    ),
+    persons_hit AS (
+      SELECT p.person_key FROM persons p
+      WHERE p.workspace_id = $1 AND p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3 AND ${personMatches}
+      ORDER BY p.person_key LIMIT $4
+    ),
+    owners_hit AS (
+      SELECT DISTINCT o.owner FROM (
+        SELECT ${OWNER} AS owner FROM payment_customers c ${LINKED_VISITOR} WHERE c.workspace_id = $1 AND ${has('c.customer_id')}
+      ) o
+      WHERE o.owner > $5 AND ${SORT_KEY('o.owner')} > $3 ORDER BY o.owner LIMIT $4
+    ),
+    keys AS (
+      SELECT ${SORT_KEY('m.person_key')} AS sort_key, m.person_key, CAST(NULL AS VARCHAR) AS customer_id
+      FROM (SELECT person_key FROM persons_hit UNION SELECT owner FROM owners_hit) m
+      UNION ALL
+      SELECT 'c' || customer_id, NULL, customer_id FROM unowned_hit
+    ),
+    page AS (SELECT sort_key, person_key, customer_id FROM keys ORDER BY sort_key LIMIT $4),
+    -- The page's persons' customers: their own, and those of their visitors (disjoint).
+    owned_customers AS (
+      SELECT c.customer_id, c.person_key AS owner, ${LINK_STATE} AS link_state
+      FROM payment_customers c ${LINKED_VISITOR}
+      WHERE c.workspace_id = $1 AND c.person_key IN (SELECT person_key FROM page WHERE person_key IS NOT NULL)
+      UNION ALL
+      SELECT c.customer_id, v.person_key, CASE WHEN c.link_state = 'deferred' THEN 'linked' ELSE c.link_state END
+      FROM visitors v JOIN payment_customers c ON c.workspace_id = $1 AND c.visitor_key = v.visitor_key AND c.person_key IS NULL
+      WHERE v.workspace_id = $1 AND v.person_key IN (SELECT person_key FROM page WHERE person_key IS NOT NULL)
+    ),
     owned AS (
       SELECT owner, ${d.listAgg('customer_id')} AS customer_ids,
         CASE WHEN bool_or(link_state = 'linked') THEN 'linked' WHEN bool_or(link_state = 'email_matched') THEN 'email_matched'
           ELSE min(link_state) END AS link_state
-      FROM customers WHERE owner IS NOT NULL GROUP BY owner
-    ),
-    -- Matching persons first (a scan of persons and of customers), then their details.
-    matches AS (
-      SELECT person_key FROM persons p
-      WHERE p.workspace_id = $1 AND (${has('p.email')} OR ${has('p.external_id')} OR ${has('p.name')})
-      UNION
-      SELECT owner FROM customers c WHERE c.owner IS NOT NULL AND ${has('c.customer_id')}
-    ),
-    people AS (
-      SELECT 'p' || lpad(CAST(p.person_key AS VARCHAR), 20, '0') AS sort_key, p.person_key, p.person_id, p.external_id,
-        p.email, p.name, CAST(NULL AS BIGINT) AS visitor_key, coalesce(o.customer_ids, ${d.listOf(null)}) AS customer_ids, o.link_state
-      FROM matches m JOIN persons p ON p.person_key = m.person_key AND p.workspace_id = $1
-        LEFT JOIN owned o ON o.owner = p.person_key
-      UNION ALL
-      SELECT 'c' || c.customer_id, NULL, NULL, NULL, c.email, NULL, c.visitor_key, ${d.listOf('c.customer_id')}, c.link_state
-      FROM customers c
-      WHERE c.owner IS NULL AND (${has('c.email')} OR ${has('c.customer_id')})
+      FROM owned_customers GROUP BY owner
     )
-    SELECT * FROM people WHERE sort_key > $3 ORDER BY sort_key LIMIT $4`,
-  [ws, q.toLowerCase(), after, limit]);
+    SELECT page.sort_key, p.person_key, p.person_id, p.external_id, p.email, p.name, CAST(NULL AS BIGINT) AS visitor_key,
+      coalesce(o.customer_ids, ${d.listOf(null)}) AS customer_ids, o.link_state
+    FROM page JOIN persons p ON p.workspace_id = $1 AND p.person_key = page.person_key
+      LEFT JOIN owned o ON o.owner = p.person_key
+    UNION ALL
+    SELECT page.sort_key, NULL, NULL, NULL, h.email, NULL, h.visitor_key, ${d.listOf('h.customer_id')}, h.link_state
+    FROM page JOIN unowned_hit h ON h.customer_id = page.customer_id
+    ORDER BY sort_key`,
+  [ws, term, after, limit, personKeyBound(after)]);
   return rows.map((r) => ({
     sort_key: r.sort_key as string,
     person_key: r.person_key === null ? null : Number(r.person_key),

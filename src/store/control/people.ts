@@ -95,11 +95,11 @@ export async function savePersons(
     column(people.map((p) => p.person_key)), column(people.map((p) => p.email)), column(people.map((p) => updates.get(p.person_key)?.name ?? null)),
     column(people.map((p) => JSON.stringify(updates.get(p.person_key)?.traits ?? {}))),
   ];
-  const { keys, texts, json, mergeObject } = tx.dialect;
+  const { keys, texts, json, mergeObject, personSearch } = tx.dialect;
   // The instant is cast: in a select list nothing else gives a PostgreSQL parameter its type.
   if (created.length > 0) {
-    await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at)
-      SELECT $1, k, id, ext, email, name, ${json('traits')}, CAST($2 AS TIMESTAMP), CAST($2 AS TIMESTAMP)
+    await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at${personSearch ? ', search' : ''})
+      SELECT $1, k, id, ext, email, name, ${json('traits')}, CAST($2 AS TIMESTAMP), CAST($2 AS TIMESTAMP)${personSearch ? `, ${personSearch('email', 'ext', 'name')}` : ''}
       FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS email, ${texts('$5')} AS name,
         ${texts('$6')} AS traits, ${texts('$7')} AS id, ${texts('$8')} AS ext) AS c`,
     [ws, at, ...columns(created), column(created.map((p) => p.person_id)), column(created.map((p) => p.external_id))]);
@@ -107,7 +107,8 @@ export async function savePersons(
   if (changed.length > 0) {
     // Stored traits that are not an object (an import may bring any JSON) are replaced.
     await tx.run(`UPDATE persons SET email = coalesce(persons.email, u.email), name = coalesce(u.name, persons.name),
-        traits = ${mergeObject('persons.traits', 'u.traits')}, updated_at = $2
+        traits = ${mergeObject('persons.traits', 'u.traits')}, updated_at = $2${personSearch
+  ? `, search = ${personSearch('coalesce(persons.email, u.email)', 'persons.external_id', 'coalesce(u.name, persons.name)')}` : ''}
       FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS email, ${texts('$5')} AS name,
         ${texts('$6')} AS traits) AS u
       WHERE persons.workspace_id = $1 AND persons.person_key = u.k`,

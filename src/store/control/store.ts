@@ -30,8 +30,18 @@ export interface ControlDialect {
   json(value: string): string;
   /** `column` merged with the JSON object text `patch`: keys sent replace, others stay; a stored non-object is replaced. */
   mergeObject(column: string, patch: string): string;
-  /** Whether lowercased `text` contains `term` (already lowercased). */
-  contains(text: string, term: string): string;
+  /**
+   * Whether `column` lowercased contains `term` (a lowercased text), characters taken literally;
+   * null for a null column. PostgreSQL answers it from a trigram index on `lower(column)`.
+   */
+  containsLower(column: string, term: string): string;
+  /** Whether the person row `person` has `term` (lowercased) in its lowercased email, external_id or name. */
+  personMatches(person: string, term: string): string;
+  /**
+   * The persons' search column, from the person's email, external_id and name expressions, on an
+   * engine that keeps one (DuckDB: store/duckdb/search.ts); null where the columns are indexed.
+   */
+  personSearch: ((email: string, externalId: string, name: string) => string) | null;
   /** The text values of an aggregate group, ordered, as a list; and a list of one or no value. */
   listAgg(value: string): string;
   listOf(value: string | null): string;

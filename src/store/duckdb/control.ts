@@ -4,10 +4,13 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import type { ControlDialect, ControlRow, ControlSql, ControlStore, ControlTx, ControlValue } from '../control/store.js';
 import type { Store } from './db.js';
+import { personSearch } from './search.js';
 import { runKept } from './statements.js';
 import { timestamp } from './time.js';
 
 const FIELD_TYPES = { text: 'VARCHAR', bigint: 'BIGINT', boolean: 'BOOLEAN' } as const;
+
+const containsLower = (column: string, term: string) => `contains(lower(${column}), ${term})`;
 
 export const duckdbDialect: ControlDialect = {
   engine: 'duckdb',
@@ -18,7 +21,12 @@ export const duckdbDialect: ControlDialect = {
   mergeObject: (column, patch) => `CAST(map_concat(
     CAST(CASE WHEN json_type(${column}) = 'OBJECT' THEN ${column} ELSE '{}' END AS MAP(VARCHAR, JSON)),
     CAST(CAST(${patch} AS JSON) AS MAP(VARCHAR, JSON))) AS JSON)`,
-  contains: (text, term) => `contains(${text}, ${term})`,
+  containsLower,
+  // The search column, unless the term holds its separator (it could then span two values).
+  personMatches: (p, term) => `CASE WHEN contains(${term}, chr(10))
+    THEN (${['email', 'external_id', 'name'].map((c) => containsLower(`${p}.${c}`, term)).join(' OR ')})
+    ELSE contains(${p}.search, ${term}) END`,
+  personSearch,
   listAgg: (value) => `list(${value} ORDER BY ${value})`,
   listOf: (value) => (value === null ? 'CAST([] AS VARCHAR[])' : `[${value}]`),
   jsonRows: (param, alias, fields) => {

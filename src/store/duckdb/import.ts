@@ -9,6 +9,7 @@ import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { Store } from './db.js';
 import { propertyPaths } from '../property-paths.js';
 import { recordPropertyPaths, recordTraitPaths } from './properties.js';
+import { personSearch } from './search.js';
 import { timestamp } from './time.js';
 import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS, type LayoutType } from '../layout.js';
 
@@ -36,7 +37,7 @@ export const MAPPINGS: Record<DatasetTable, TableMapping> = {
     columns: {
       workspace_id: '{ws}', person_key: '{person_key}', person_id: 's.person_id', external_id: 'CAST(s.external_id AS VARCHAR)',
       email: 'lower(trim(s.email))', name: 's.name', traits: 'CAST(s.traits AS JSON)', created_at: 's.created_at',
-      updated_at: 's.created_at',
+      updated_at: 's.created_at', search: personSearch('lower(trim(s.email))', 'CAST(s.external_id AS VARCHAR)', 's.name'),
     },
     from: '{src} s',
   },

@@ -2,6 +2,8 @@
 // Persons and visitors have integer keys (positive) so the compiler can form one integer profile
 // per row: the person's key, or minus the key of an anonymous visitor (criteria/sql.ts).
 
+import { personSearch } from './search.js';
+
 export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE workspaces (
@@ -373,5 +375,10 @@ export const MIGRATIONS: readonly string[] = [
     WHERE paths.type = 'OBJECT'
   )
   SELECT DISTINCT workspace_id, path FROM paths;
+  `,
+  // People lookup: the persons' search column (store/duckdb/search.ts), filled for those stored.
+  `
+  ALTER TABLE persons ADD COLUMN search VARCHAR;
+  UPDATE persons SET search = ${personSearch('email', 'external_id', 'name')};
   `,
 ];
