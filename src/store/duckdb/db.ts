@@ -250,25 +250,14 @@ export class Store {
   }
 
   /**
-   * Writes a query's rows to a file with DuckDB's COPY; returns the row count. The path is the
-   * caller's own file (a temporary file, an analyst's --out), quoted as a SQL string: COPY takes
-   * no parameter there.
+   * Writes a query's rows to a file with DuckDB's COPY (csv, parquet, or the caller's COPY
+   * options); returns the row count. The path is the caller's own file (a temporary file, an
+   * analyst's --out), quoted as a SQL string: COPY takes no parameter there.
    */
-  async copyTo(sql: string, params: Params, path: string, format: 'csv' | 'parquet'): Promise<number> {
-    const options = format === 'csv' ? 'FORMAT csv, HEADER true' : 'FORMAT parquet';
+  async copyTo(sql: string, params: Params, path: string, format: 'csv' | 'parquet' | { options: string }): Promise<number> {
+    const options = format === 'csv' ? 'FORMAT csv, HEADER true' : format === 'parquet' ? 'FORMAT parquet' : format.options;
     const target = `'${path.replace(/'/g, "''")}'`;
     return this.withConnection(async (conn) => (await conn.run(`COPY (${sql}) TO ${target} (${options})`, params)).rowsChanged);
-  }
-
-  /** Rows of a query chunk by chunk (DuckDB's streaming result), on a connection held until the end. */
-  async *streamRows(sql: string, params: Params = []): AsyncGenerator<Row[]> {
-    const conn = await this.instance.connect();
-    try {
-      const result = await conn.stream(sql, params);
-      for await (const rows of result.yieldRowObjectJs()) yield rows as Row[];
-    } finally {
-      conn.closeSync();
-    }
   }
 
   /** Runs `fn` on a fresh connection of its own, closed afterwards. */

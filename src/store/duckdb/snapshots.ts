@@ -4,10 +4,15 @@
 // and a delivery's steps write their control rows (store/control/audiences.ts) in the same
 // transaction.
 
+import { createReadStream } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { printProfiles } from '../../criteria/index.js';
-import type { DiffMember, Member, MemberRow, SnapshotInput, SnapshotResult } from '../analytics.js';
+import type { DiffMember, MemberRow, SnapshotInput, SnapshotResult } from '../analytics.js';
 import { adoptSnapshot, currentSnapshot, type DeliveryRow, endDelivery } from '../control/audiences.js';
+import { ARROW_CSV_OPTIONS, arrowFromCsv } from './arrow.js';
 import { controlSql } from './control.js';
 import type { Params, Row, Store } from './db.js';
 import { timestamp } from './time.js';
@@ -101,6 +106,9 @@ export async function membersPage(store: Store, ws: string, snapshotId: number, 
   return rows.map(toMember);
 }
 
+/** The columns of exportQuery. */
+const EXPORT_COLUMNS = ['person_id', 'visitor_id', 'external_id', 'email'];
+
 /** The export query of a snapshot: public columns only, by profile. */
 function exportQuery(ws: string, snapshotId: number): { sql: string; params: Params } {
   return {
@@ -116,10 +124,27 @@ export async function copyMembers(store: Store, ws: string, snapshotId: number, 
   await store.copyTo(sql, params, path, format);
 }
 
-/** A snapshot's members as DuckDB result chunks (rows of exportQuery's columns). */
-export function streamMembers(store: Store, ws: string, snapshotId: number): AsyncGenerator<Member[]> {
+/**
+ * A snapshot's members as an Arrow IPC stream: COPY writes them to a temporary CSV file, read back
+ * into record batches as it streams (store/duckdb/arrow.ts says why) and deleted at the end.
+ */
+export async function arrowMembers(store: Store, ws: string, snapshotId: number): Promise<AsyncIterable<Uint8Array>> {
   const { sql, params } = exportQuery(ws, snapshotId);
-  return store.streamRows(sql, params) as AsyncGenerator<Member[]>;
+  const dir = await mkdtemp(join(tmpdir(), 'audience-arrow-'));
+  try {
+    const path = join(dir, 'members.csv');
+    await store.copyTo(sql, params, path, { options: ARROW_CSV_OPTIONS });
+    return (async function* () {
+      try {
+        yield* arrowFromCsv(createReadStream(path, { highWaterMark: 1 << 20 }), EXPORT_COLUMNS);
+      } finally {
+        await rm(dir, { recursive: true, force: true });
+      }
+    })();
+  } catch (err) {
+    await rm(dir, { recursive: true, force: true });
+    throw err;
+  }
 }
 
 /**
