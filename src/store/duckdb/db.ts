@@ -3,13 +3,15 @@
 // and estimates are few and budgeted from their request's start, so they never starve ingest.
 
 import { mkdirSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
-import { dirname } from 'node:path';
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import type { EstimateStats } from '../analytics.js';
 import { EstimateAdmission } from '../estimate-admission.js';
 import { countOf } from '../estimate-rows.js';
 import { MIGRATIONS } from './migrations.js';
+import { readAhead, tailFile } from './tail.js';
 
 export type Row = Record<string, unknown>;
 export type Params = DuckDBValue[];
@@ -95,6 +97,8 @@ const INTERRUPTED = Symbol('interrupted');
  * so one interrupt that lands before execution starts is lost and the query runs to its end.
  */
 const INTERRUPT_REPEAT_MS = 5;
+/** The longest timer Node keeps (about 24.8 days): a statement with no limit of its own. */
+const NO_LIMIT_MS = 2 ** 31 - 1;
 
 /**
  * Runs `work` on `conn` within `limitMs`. From the deadline on, the connection is interrupted
@@ -250,14 +254,38 @@ export class Store {
   }
 
   /**
-   * Writes a query's rows to a file with DuckDB's COPY (csv, parquet, or the caller's COPY
-   * options); returns the row count. The path is the caller's own file (a temporary file, an
-   * analyst's --out), quoted as a SQL string: COPY takes no parameter there.
+   * Writes a query's rows to a file with DuckDB's COPY; returns the row count. The path is the
+   * caller's own file (a temporary file, an analyst's --out), quoted as a SQL string: COPY takes
+   * no parameter there.
    */
-  async copyTo(sql: string, params: Params, path: string, format: 'csv' | 'parquet' | { options: string }): Promise<number> {
-    const options = format === 'csv' ? 'FORMAT csv, HEADER true' : format === 'parquet' ? 'FORMAT parquet' : format.options;
+  async copyTo(sql: string, params: Params, path: string, format: 'csv' | 'parquet'): Promise<number> {
+    const options = format === 'csv' ? 'FORMAT csv, HEADER true' : 'FORMAT parquet';
     const target = `'${path.replace(/'/g, "''")}'`;
     return this.withConnection(async (conn) => (await conn.run(`COPY (${sql}) TO ${target} (${options})`, params)).rowsChanged);
+  }
+
+  /**
+   * The bytes COPY writes with `options`, read from its file while it writes it (store/duckdb/tail.ts),
+   * the file deleted at the end. Resolves with the first bytes, or once COPY has ended, so a failed
+   * query throws here; ending the iteration early interrupts COPY.
+   */
+  async copyStream(sql: string, params: Params, options: string): Promise<AsyncIterable<Uint8Array>> {
+    const dir = await mkdtemp(join(tmpdir(), 'duckdb-copy-'));
+    const path = join(dir, 'out');
+    // Created before COPY, which writes it in place (not a temporary file renamed at the end).
+    const file = await open(path, 'w+').catch(async (err: unknown) => {
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    });
+    const stop = new AbortController();
+    const copy = this.withConnection((conn) => interruptAfter(conn, NO_LIMIT_MS,
+      () => conn.run(`COPY (${sql}) TO '${path.replace(/'/g, "''")}' (${options}, USE_TMP_FILE false)`, params), stop.signal));
+    return readAhead(tailFile(file, copy, async () => {
+      stop.abort();
+      await copy.catch(() => undefined);
+      await file.close();
+      await rm(dir, { recursive: true, force: true });
+    }));
   }
 
   /** Runs `fn` on a fresh connection of its own, closed afterwards. */

@@ -4,10 +4,6 @@
 // and a delivery's steps write their control rows (store/control/audiences.ts) in the same
 // transaction.
 
-import { createReadStream } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { printProfiles } from '../../criteria/index.js';
 import type { DiffMember, MemberRow, SnapshotInput, SnapshotResult } from '../analytics.js';
@@ -15,6 +11,7 @@ import { adoptSnapshot, currentSnapshot, type DeliveryRow, endDelivery } from '.
 import { ARROW_CSV_OPTIONS, arrowFromCsv } from './arrow.js';
 import { controlSql } from './control.js';
 import type { Params, Row, Store } from './db.js';
+import { readAhead } from './tail.js';
 import { timestamp } from './time.js';
 
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
@@ -125,26 +122,12 @@ export async function copyMembers(store: Store, ws: string, snapshotId: number, 
 }
 
 /**
- * A snapshot's members as an Arrow IPC stream: COPY writes them to a temporary CSV file, read back
- * into record batches as it streams (store/duckdb/arrow.ts says why) and deleted at the end.
+ * A snapshot's members as an Arrow IPC stream: COPY's CSV read into record batches while COPY
+ * writes it (store/duckdb/arrow.ts says why).
  */
 export async function arrowMembers(store: Store, ws: string, snapshotId: number): Promise<AsyncIterable<Uint8Array>> {
   const { sql, params } = exportQuery(ws, snapshotId);
-  const dir = await mkdtemp(join(tmpdir(), 'audience-arrow-'));
-  try {
-    const path = join(dir, 'members.csv');
-    await store.copyTo(sql, params, path, { options: ARROW_CSV_OPTIONS });
-    return (async function* () {
-      try {
-        yield* arrowFromCsv(createReadStream(path, { highWaterMark: 1 << 20 }), EXPORT_COLUMNS);
-      } finally {
-        await rm(dir, { recursive: true, force: true });
-      }
-    })();
-  } catch (err) {
-    await rm(dir, { recursive: true, force: true });
-    throw err;
-  }
+  return readAhead(arrowFromCsv(await store.copyStream(sql, params, ARROW_CSV_OPTIONS), EXPORT_COLUMNS));
 }
 
 /**
