@@ -88,9 +88,14 @@ for (const engine of ENGINES) {
         ANALYTICS_STORE: engine, DATABASE_PATH: databasePath, CLICKHOUSE_PATH: chdbPath, CLICKHOUSE_DATABASE: 'bench', BENCH_SECRET_KEY: key,
       });
       try {
+        const [small, ...rest] = await audiences(base, engine);
+        // Untimed: the first requests of a fresh process (code compiled, files cached).
+        for (const format of FORMATS) await exportOnce(base, small!.id, format);
         const before = load();
-        for (const a of await audiences(base, engine)) {
-          for (const format of FORMATS) samples.push({ engine, version: version.label, members: a.members, format, ...await exportOnce(base, a.id, format) });
+        // Each round starts at another format, so none always follows the same one.
+        const formats = FORMATS.map((_, i) => FORMATS[(i + round) % FORMATS.length]!);
+        for (const a of [small!, ...rest]) {
+          for (const format of formats) samples.push({ engine, version: version.label, members: a.members, format, ...await exportOnce(base, a.id, format) });
         }
         console.log(`${engine}, round ${round}, ${version.label}: load ${before} → ${load()}`);
       } finally {
