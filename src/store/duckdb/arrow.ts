@@ -26,7 +26,7 @@ const enum At { FieldStart, Unquoted, InQuotes, QuoteInQuotes, FieldEnd }
 class Column {
   offsets: Int32Array;
   validity: Uint8Array;
-  data = new Uint8Array(1 << 16);
+  data: Uint8Array = Buffer.allocUnsafe(1 << 16);
   size = 0;
   nulls = 0;
 
@@ -37,7 +37,8 @@ class Column {
 
   reserve(bytes: number): void {
     if (this.size + bytes <= this.data.length) return;
-    const grown = new Uint8Array(Math.max(this.data.length * 2, this.size + bytes));
+    // Not zeroed: only the bytes up to `size` are ever read.
+    const grown = Buffer.allocUnsafe(Math.max(this.data.length * 2, this.size + bytes));
     grown.set(this.data.subarray(0, this.size));
     this.data = grown;
   }
@@ -58,7 +59,7 @@ class Column {
     this.offsets = new Int32Array(this.batchRows + 1);
     this.validity = new Uint8Array((this.batchRows + 7) >> 3);
     // The next batch's values are about as long as this one's.
-    this.data = new Uint8Array(Math.max(1 << 16, this.size + (this.size >> 3)));
+    this.data = Buffer.allocUnsafe(Math.max(1 << 16, this.size + (this.size >> 3)));
     this.size = 0;
     this.nulls = 0;
     return data;
@@ -82,34 +83,27 @@ const malformed = (what: string) => new Error(`unexpected CSV from COPY: ${what}
 
 /**
  * Copies a value's bytes from `i` up to its closing quote (`quoted`) or the comma, line break or
- * stray quote after it, or the end of the chunk; where it stopped. A byte loop: on short values it
- * beats indexOf and a copy.
+ * stray quote after it, or the end of the chunk; where it stopped. The column has room for the
+ * whole chunk (Transcoder.feed). A byte loop: on short values it beats indexOf and a copy.
  */
 function copyValue(column: Column, bytes: Uint8Array, i: number, quoted: boolean): number {
   const n = bytes.length;
-  let data = column.data;
+  const data = column.data;
   let size = column.size;
-  for (;;) {
-    const stop = Math.min(n, i + data.length - size);
-    if (quoted) {
-      while (i < stop) {
-        const b = bytes[i]!;
-        if (b === QUOTE) break;
-        data[size++] = b;
-        i++;
-      }
-    } else {
-      while (i < stop) {
-        const b = bytes[i]!;
-        if (b === COMMA || b === NEWLINE || b === QUOTE) break;
-        data[size++] = b;
-        i++;
-      }
+  if (quoted) {
+    while (i < n) {
+      const b = bytes[i]!;
+      if (b === QUOTE) break;
+      data[size++] = b;
+      i++;
     }
-    if (i < stop || i === n) break;
-    column.size = size;
-    column.reserve(Math.min(n - i, data.length));
-    data = column.data;
+  } else {
+    while (i < n) {
+      const b = bytes[i]!;
+      if (b === COMMA || b === NEWLINE || b === QUOTE) break;
+      data[size++] = b;
+      i++;
+    }
   }
   column.size = size;
   return i;
@@ -139,6 +133,8 @@ class Transcoder {
     const { columns } = this;
     const n = bytes.length;
     let { at, row, col, valid } = this;
+    // No value of this chunk can then outgrow its column: the copy loops check nothing else.
+    for (const c of columns) c.reserve(n);
     let column = columns[col]!;
     let i = 0;
     while (i < n) {
@@ -163,7 +159,6 @@ class Transcoder {
       if (at === At.QuoteInQuotes) {
         // A doubled quote is one quote of the value; any other byte follows the closing quote.
         if (bytes[i] === QUOTE) {
-          column.reserve(1);
           column.data[column.size++] = QUOTE;
           at = At.InQuotes;
           i++;
