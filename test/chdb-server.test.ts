@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { Readable } from 'node:stream';
 import { promisify } from 'node:util';
 import { ClickHouseError, type ClickHouseClient, ClickHouseLogLevel, type ClickHouseSettings, createClient } from '@clickhouse/client';
+import { tableFromIPC } from 'apache-arrow';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { type ChdbServer, startChdbServer } from './support/chdb-server.js';
@@ -150,14 +151,14 @@ describe.skipIf(!CHDB_INSTALLED)('chdb-server', () => {
     const inProcess = await journey({}, dir);
     expect(overHttp).toEqual(inProcess);
     // What both saw, so that equal is not equally empty.
-    expect(overHttp).toMatchObject({ estimates: [1, 1, 3], counts: [1, 0], members: [['ada', 'ada@example.com']] });
+    expect(overHttp).toMatchObject({ estimates: [1, 1, 3], counts: [1, 0], members: [['ada', 'ada@example.com']], fromArrow: [['ada', 'ada@example.com']] });
   });
 });
 
 /**
  * Ingest (page views, events, a relink, a payment) over the service's API, estimates, an audience
- * refreshed, its members as JSON, CSV and Parquet, and the diffs delivered: the outcome without the
- * ids each run makes up.
+ * refreshed, its members as JSON, CSV, Parquet and Arrow, and the diffs delivered: the outcome
+ * without the ids each run makes up.
  */
 async function journey(options: { clickhouseUrl?: string }, dir: string) {
   const at = new Date(Date.now() + 60_000);
@@ -200,6 +201,8 @@ async function journey(options: { clickhouseUrl?: string }, dir: string) {
     const parquet = join(dir, `members-${options.clickhouseUrl === undefined ? 'in-process' : 'http'}.parquet`);
     await writeFile(parquet, (await send('GET', `/v1/audiences/${id}/members?format=parquet`)).rawPayload);
     const fromParquet = (await t.store.query(`SELECT external_id, email FROM read_parquet('${parquet}')`)).map((r) => [r.external_id, r.email]);
+    const fromArrow = tableFromIPC((await send('GET', `/v1/audiences/${id}/members?format=arrow`)).rawPayload).toArray()
+      .map((r: { external_id: string | null; email: string | null }) => [r.external_id, r.email]);
 
     await t.app.audiences.scheduler.tick(at);
     await t.app.audiences.deliverer.idle();
@@ -208,7 +211,7 @@ async function journey(options: { clickhouseUrl?: string }, dir: string) {
     await t.app.audiences.scheduler.tick(at);
     await t.app.audiences.deliverer.idle();
     const delivered = receiver.accepted.map((p) => ({ added: p.added.map((m) => m.external_id), removed: p.removed.map((m) => m.external_id) }));
-    return { estimates, counts: [refreshed.member_count, second.member_count], members, csv, fromParquet, delivered };
+    return { estimates, counts: [refreshed.member_count, second.member_count], members, csv, fromParquet, fromArrow, delivered };
   } finally {
     receiver.close();
     await t.close();

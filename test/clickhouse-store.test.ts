@@ -7,6 +7,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { tableFromIPC } from 'apache-arrow';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AudienceCriteria, type CriteriaNode, planCriteria } from '../src/criteria/index.js';
@@ -380,9 +381,14 @@ describe.skipIf(!chdb)('refreshes and deliveries on ClickHouse against DuckDB', 
       expect(await fileRows(e.duck, ch, format)).toEqual(await fileRows(e.duck, dk, format));
       expect(await fileRows(e.duck, ch, format)).toEqual(expected);
     }
-    const streamed = [];
-    for await (const chunk of e.clickhouse.streamSnapshot(ws, current)) streamed.push(...chunk);
-    expect(streamed).toEqual(expected);
+    for (const side of [e.clickhouse, e.duckdb]) {
+      const chunks: Uint8Array[] = [];
+      for await (const chunk of await side.exportArrow(ws, current)) chunks.push(chunk);
+      const table = tableFromIPC(Buffer.concat(chunks));
+      expect(table.schema.fields.map((f) => [f.name, String(f.type), f.nullable])).toEqual(
+        ['person_id', 'visitor_id', 'external_id', 'email'].map((name) => [name, 'Utf8', true]));
+      expect(table.toArray().map((r) => ({ ...r.toJSON() }))).toEqual(expected);
+    }
 
     // Dropping the audience's snapshots leaves nothing of them in ClickHouse or in the control store.
     await new ClickHouseSnapshots(e.ctx).dropSnapshots(ws, AUDIENCE);

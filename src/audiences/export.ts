@@ -1,14 +1,13 @@
 // Member exports of a snapshot, streamed: CSV and Parquet are written by the store to a temporary
-// file that is streamed back and then deleted; Arrow IPC is built chunk by chunk from the store's
-// streamed rows. Neither holds the whole snapshot in memory.
+// file that is streamed back and then deleted; the Arrow IPC stream is the store's own, each engine
+// writing it its own way. None holds the whole snapshot in memory.
 
 import { createReadStream } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import { AsyncByteQueue, RecordBatchStreamWriter, Table, Utf8, vectorFromArray } from 'apache-arrow';
-import type { AnalyticsStore, Member } from '../store/analytics.js';
+import type { AnalyticsStore } from '../store/analytics.js';
 
 export type ExportFormat = 'csv' | 'parquet' | 'arrow';
 
@@ -18,10 +17,8 @@ export const EXPORT_CONTENT_TYPES: Record<ExportFormat, string> = {
   arrow: 'application/vnd.apache.arrow.stream',
 };
 
-const COLUMNS = ['person_id', 'visitor_id', 'external_id', 'email'] as const;
-
 export async function exportMembers(analytics: AnalyticsStore, ws: string, snapshotId: number, format: ExportFormat): Promise<Readable> {
-  if (format === 'arrow') return Readable.from(arrowIpc(analytics.streamSnapshot(ws, snapshotId)));
+  if (format === 'arrow') return Readable.from(await analytics.exportArrow(ws, snapshotId), { objectMode: false });
   const dir = await mkdtemp(join(tmpdir(), 'audience-export-'));
   try {
     const path = join(dir, `members.${format}`);
@@ -33,39 +30,4 @@ export async function exportMembers(analytics: AnalyticsStore, ws: string, snaps
     await rm(dir, { recursive: true, force: true });
     throw err;
   }
-}
-
-/** Collects what the writer emits, so each batch's bytes can be handed on as soon as it is written. */
-class Collected extends AsyncByteQueue {
-  readonly chunks: Uint8Array[] = [];
-
-  override write(value: Uint8Array): void {
-    if (value.byteLength > 0) this.chunks.push(value);
-  }
-
-  take(): Buffer {
-    return Buffer.concat(this.chunks.splice(0));
-  }
-}
-
-function batchOf(rows: Member[]): Table {
-  return new Table(Object.fromEntries(COLUMNS.map((c) => [c, vectorFromArray(rows.map((r) => r[c] ?? null), new Utf8())])));
-}
-
-/** An Arrow IPC stream of the rows: the schema, one record batch per chunk of the store's, the end marker. */
-async function* arrowIpc(chunks: AsyncIterable<Member[]>): AsyncGenerator<Buffer> {
-  const sink = new Collected();
-  const writer = new RecordBatchStreamWriter();
-  writer.reset(sink);
-  let wrote = false;
-  for await (const rows of chunks) {
-    if (rows.length === 0) continue;
-    writer.write(batchOf(rows));
-    wrote = true;
-    yield sink.take();
-  }
-  // An empty snapshot still has a schema.
-  if (!wrote) writer.write(batchOf([]));
-  writer.finish();
-  yield sink.take();
 }

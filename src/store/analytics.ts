@@ -313,8 +313,13 @@ export interface AnalyticsStore {
   membersPage(ws: string, snapshotId: number, after: bigint | null, limit: number): Promise<MemberRow[]>;
   /** Writes a snapshot's members, by profile, to `path` (a file the caller chose). */
   exportSnapshot(ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet'): Promise<void>;
-  /** A snapshot's members, by profile, chunk by chunk. */
-  streamSnapshot(ws: string, snapshotId: number): AsyncGenerator<Member[]>;
+  /**
+   * A snapshot's members, by profile, as an Arrow IPC stream (schema, record batches, end marker):
+   * person_id, visitor_id, external_id, email as nullable Utf8, a schema alone when there are none.
+   * Each engine writes it its own way, in batches (never the whole snapshot in memory on our side);
+   * it resolves once the engine has answered, so a failed query throws here.
+   */
+  exportArrow(ws: string, snapshotId: number): Promise<AsyncIterable<Uint8Array>>;
 
   /**
    * Starts a pending delivery: its work list is its snapshot against what the destination has

@@ -86,8 +86,8 @@ export class ClickHouseAnalytics implements AnalyticsStore {
     return this.snapshots.exportSnapshot(ws, snapshotId, path, format);
   }
 
-  streamSnapshot(ws: string, snapshotId: number): AsyncGenerator<Member[]> {
-    return this.snapshots.streamSnapshot(ws, snapshotId);
+  exportArrow(ws: string, snapshotId: number): Promise<AsyncIterable<Uint8Array>> {
+    return this.snapshots.exportArrow(ws, snapshotId);
   }
 
   startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {

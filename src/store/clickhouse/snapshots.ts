@@ -9,7 +9,7 @@
 
 import type { ClickHouseClient } from '@clickhouse/client';
 import { clickhousePrinter } from '../../criteria/index.js';
-import type { DiffMember, Member, MemberRow, SnapshotInput, SnapshotResult } from '../analytics.js';
+import type { DiffMember, MemberRow, SnapshotInput, SnapshotResult } from '../analytics.js';
 import {
   type AcknowledgedRow, adoptSnapshot, audienceSnapshotIds, currentSnapshot, type DeliveryBasis, deliveryBasis, type DeliveryRow,
   destinationChanges, endDelivery, forgetSnapshots, recordAcknowledgedPage, recordDeliveryStart, recordSnapshot, releasedSnapshots,
@@ -25,8 +25,6 @@ type Params = Record<string, unknown>;
 const IDS_PER_STATEMENT = 10_000;
 /** Rows of a destination's acknowledged changes per insert into ClickHouse. */
 const ROWS_PER_INSERT = 100_000;
-/** Members per chunk of streamSnapshot. */
-const STREAM_CHUNK = 10_000;
 
 const chunks = <T>(items: T[], size: number): T[][] => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
 
@@ -188,23 +186,18 @@ export class ClickHouseSnapshots {
     await writeRows(this.ctx, this.exportQuery(ws, snapshotId), path, format);
   }
 
-  async *streamSnapshot(ws: string, snapshotId: number): AsyncGenerator<Member[]> {
+  /**
+   * ClickHouse's own ArrowStream output, handed on as it arrives: a record batch per block, strings
+   * as Utf8, uncompressed (apache-arrow reads no compressed batches). A server streams it; the
+   * embedded chDB answers with the whole result at once.
+   */
+  async exportArrow(ws: string, snapshotId: number): Promise<AsyncIterable<Uint8Array>> {
     const { sql, params } = this.exportQuery(ws, snapshotId);
-    const result = await this.client.query({ query: sql, query_params: params, format: 'JSONEachRow', clickhouse_settings: consistentSettings(this.ctx) });
-    try {
-      let chunk: Member[] = [];
-      for await (const streamed of result.stream<Member>()) {
-        for (const row of streamed) {
-          chunk.push(row.json());
-          if (chunk.length < STREAM_CHUNK) continue;
-          yield chunk;
-          chunk = [];
-        }
-      }
-      if (chunk.length > 0) yield chunk;
-    } finally {
-      result.close();
-    }
+    const result = await this.client.exec({
+      query: `${sql}\nFORMAT ArrowStream`, query_params: params,
+      clickhouse_settings: { ...consistentSettings(this.ctx), output_format_arrow_string_as_string: 1, output_format_arrow_compression_method: 'none' },
+    });
+    return result.stream;
   }
 
   /**

@@ -23,7 +23,7 @@ import { addPaymentEvent, customerOfInvoice, recordPaidInvoice, saveInvoice, sav
 import { propertyCatalog, recordPropertyPaths } from './properties.js';
 import { refusedValue } from './refused.js';
 import {
-  acknowledgePage, copyMembers, deliveryPage, dropSnapshots, finishDelivery, membersPage, startDelivery, streamMembers, writeSnapshot,
+  acknowledgePage, arrowMembers, copyMembers, deliveryPage, dropSnapshots, finishDelivery, membersPage, startDelivery, writeSnapshot,
 } from './snapshots.js';
 
 /** The members of a criteria query by public ids: the same rows from a directory read in place and from its import. */
@@ -174,8 +174,8 @@ export class DuckDBAnalytics implements AnalyticsStore {
     return copyMembers(this.store, ws, snapshotId, path, format);
   }
 
-  streamSnapshot(ws: string, snapshotId: number): AsyncGenerator<Member[]> {
-    return streamMembers(this.store, ws, snapshotId);
+  exportArrow(ws: string, snapshotId: number): Promise<AsyncIterable<Uint8Array>> {
+    return arrowMembers(this.store, ws, snapshotId);
   }
 
   startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {

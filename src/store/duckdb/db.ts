@@ -3,13 +3,15 @@
 // and estimates are few and budgeted from their request's start, so they never starve ingest.
 
 import { mkdirSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
-import { dirname } from 'node:path';
+import { mkdtemp, open, rm } from 'node:fs/promises';
+import { availableParallelism, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import type { EstimateStats } from '../analytics.js';
 import { EstimateAdmission } from '../estimate-admission.js';
 import { countOf } from '../estimate-rows.js';
 import { MIGRATIONS } from './migrations.js';
+import { readAhead, tailFile } from './tail.js';
 
 export type Row = Record<string, unknown>;
 export type Params = DuckDBValue[];
@@ -95,6 +97,8 @@ const INTERRUPTED = Symbol('interrupted');
  * so one interrupt that lands before execution starts is lost and the query runs to its end.
  */
 const INTERRUPT_REPEAT_MS = 5;
+/** The longest timer Node keeps (about 24.8 days): a statement with no limit of its own. */
+const NO_LIMIT_MS = 2 ** 31 - 1;
 
 /**
  * Runs `work` on `conn` within `limitMs`. From the deadline on, the connection is interrupted
@@ -260,15 +264,28 @@ export class Store {
     return this.withConnection(async (conn) => (await conn.run(`COPY (${sql}) TO ${target} (${options})`, params)).rowsChanged);
   }
 
-  /** Rows of a query chunk by chunk (DuckDB's streaming result), on a connection held until the end. */
-  async *streamRows(sql: string, params: Params = []): AsyncGenerator<Row[]> {
-    const conn = await this.instance.connect();
-    try {
-      const result = await conn.stream(sql, params);
-      for await (const rows of result.yieldRowObjectJs()) yield rows as Row[];
-    } finally {
-      conn.closeSync();
-    }
+  /**
+   * The bytes COPY writes with `options`, read from its file while it writes it (store/duckdb/tail.ts),
+   * the file deleted at the end. Resolves with the first bytes, or once COPY has ended, so a failed
+   * query throws here; ending the iteration early interrupts COPY.
+   */
+  async copyStream(sql: string, params: Params, options: string): Promise<AsyncIterable<Uint8Array>> {
+    const dir = await mkdtemp(join(tmpdir(), 'duckdb-copy-'));
+    const path = join(dir, 'out');
+    // Created before COPY, which writes it in place (not a temporary file renamed at the end).
+    const file = await open(path, 'w+').catch(async (err: unknown) => {
+      await rm(dir, { recursive: true, force: true });
+      throw err;
+    });
+    const stop = new AbortController();
+    const copy = this.withConnection((conn) => interruptAfter(conn, NO_LIMIT_MS,
+      () => conn.run(`COPY (${sql}) TO '${path.replace(/'/g, "''")}' (${options}, USE_TMP_FILE false)`, params), stop.signal));
+    return readAhead(tailFile(file, copy, async () => {
+      stop.abort();
+      await copy.catch(() => undefined);
+      await file.close();
+      await rm(dir, { recursive: true, force: true });
+    }));
   }
 
   /** Runs `fn` on a fresh connection of its own, closed afterwards. */

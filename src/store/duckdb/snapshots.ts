@@ -6,10 +6,12 @@
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { printProfiles } from '../../criteria/index.js';
-import type { DiffMember, Member, MemberRow, SnapshotInput, SnapshotResult } from '../analytics.js';
+import type { DiffMember, MemberRow, SnapshotInput, SnapshotResult } from '../analytics.js';
 import { adoptSnapshot, currentSnapshot, type DeliveryRow, endDelivery } from '../control/audiences.js';
+import { ARROW_CSV_OPTIONS, arrowFromCsv } from './arrow.js';
 import { controlSql } from './control.js';
 import type { Params, Row, Store } from './db.js';
+import { readAhead } from './tail.js';
 import { timestamp } from './time.js';
 
 const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
@@ -101,6 +103,9 @@ export async function membersPage(store: Store, ws: string, snapshotId: number, 
   return rows.map(toMember);
 }
 
+/** The columns of exportQuery. */
+const EXPORT_COLUMNS = ['person_id', 'visitor_id', 'external_id', 'email'];
+
 /** The export query of a snapshot: public columns only, by profile. */
 function exportQuery(ws: string, snapshotId: number): { sql: string; params: Params } {
   return {
@@ -116,10 +121,13 @@ export async function copyMembers(store: Store, ws: string, snapshotId: number, 
   await store.copyTo(sql, params, path, format);
 }
 
-/** A snapshot's members as DuckDB result chunks (rows of exportQuery's columns). */
-export function streamMembers(store: Store, ws: string, snapshotId: number): AsyncGenerator<Member[]> {
+/**
+ * A snapshot's members as an Arrow IPC stream: COPY's CSV read into record batches while COPY
+ * writes it (store/duckdb/arrow.ts says why).
+ */
+export async function arrowMembers(store: Store, ws: string, snapshotId: number): Promise<AsyncIterable<Uint8Array>> {
   const { sql, params } = exportQuery(ws, snapshotId);
-  return store.streamRows(sql, params) as AsyncGenerator<Member[]>;
+  return readAhead(arrowFromCsv(await store.copyStream(sql, params, ARROW_CSV_OPTIONS), EXPORT_COLUMNS));
 }
 
 /**
