@@ -5,6 +5,9 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // One PostgreSQL for the run, for the suites' PostgreSQL control-plane runs.
     globalSetup: ['test/support/postgres-server.ts'],
+    // Two test files at once on two cores (vitest's default is one fewer than the cores): much of
+    // the suite waits on timers, sockets and child processes, and every suite passes at load 8–10.
+    maxWorkers: 2,
     testTimeout: 60_000,
     hookTimeout: 120_000,
   },
