@@ -21,6 +21,7 @@ import type { Store } from '../src/store/duckdb/db.js';
 import { propertyCatalog } from '../src/store/duckdb/properties.js';
 import { BENCH_CASES } from './criteria.js';
 import { AT, benchArgs, openBenchDatabase, sizeTag, WS } from './support/dataset.js';
+import { p50Of } from './support/tasks.js';
 
 const DATABASE = 'bench';
 const log = (line: string) => console.log(line);
@@ -71,11 +72,7 @@ for (const c of cases) {
   bench.add(`clickhouse: ${c.name}`, async () => { await clickhouseCount(c.clickhouse); });
 }
 await bench.run();
-const p50 = (name: string) => {
-  const r = bench.getTask(name)?.result;
-  if (!r || r.state !== 'completed') throw new Error(`${name}: ${r?.state}`);
-  return r.latency.p50;
-};
+const p50 = (name: string) => p50Of(bench, name);
 
 log('| criteria | count | DuckDB p50 ms | ClickHouse p50 ms | ClickHouse / DuckDB |');
 log('|---|---:|---:|---:|---:|');

@@ -19,6 +19,7 @@ import { referenceCount } from '../test/support/reference.js';
 import { BENCH_CASES } from './criteria.js';
 import { AT, benchArgs, fixtureDir as fixtureDirOf, openBenchDatabase, WS } from './support/dataset.js';
 import { benchValidation } from './validate.bench.js';
+import { p50Of } from './support/tasks.js';
 
 const { sizes, values: args } = benchArgs({ 'no-reference': { type: 'boolean', default: false } });
 const fixtureDir = fixtureDirOf(sizes);
@@ -57,11 +58,7 @@ for (const c of compiled) {
   bench.add(`hand: ${c.name}`, async () => { await store.query(c.handSql, handParams(c.handSql)); });
 }
 await bench.run();
-const p50 = (name: string) => {
-  const r = bench.getTask(name)?.result;
-  if (!r || r.state !== 'completed') throw new Error(`${name}: ${r?.state}`);
-  return r.latency.p50;
-};
+const p50 = (name: string) => p50Of(bench, name);
 
 // Before the reference evaluator loads every row into JS: the peak of the estimates (and of the
 // import, on a first run), DuckDB's buffers and Node's heap together.

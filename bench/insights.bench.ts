@@ -17,6 +17,7 @@ import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import { propertyCatalog } from '../src/store/duckdb/properties.js';
 import { BENCH_CASES } from './criteria.js';
 import { AT, benchArgs, openBenchDatabase, sizeTag, WS } from './support/dataset.js';
+import { p50Of } from './support/tasks.js';
 
 const DATABASE = 'bench';
 const log = (line: string) => console.log(line);
@@ -78,11 +79,7 @@ for (const s of statements) {
   bench.add(`clickhouse: ${s.name}`, async () => { await house(s.clickhouse); });
 }
 await bench.run();
-const p50 = (name: string) => {
-  const r = bench.getTask(name)?.result;
-  if (!r || r.state !== 'completed') throw new Error(`${name}: ${r?.state}`);
-  return r.latency.p50;
-};
+const p50 = (name: string) => p50Of(bench, name);
 log('| statement | DuckDB p50 ms | ClickHouse p50 ms |');
 log('|---|---:|---:|');
 for (const s of statements) log(`| ${s.name} | ${ms(p50(`duckdb: ${s.name}`))} | ${ms(p50(`clickhouse: ${s.name}`))} |`);

@@ -15,6 +15,7 @@ import { revenueRow } from '../src/store/estimate-rows.js';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import { clickhouseSchema } from '../src/store/clickhouse/schema.js';
 import { AT, benchArgs, openBenchDatabase, sizeTag, WS } from './support/dataset.js';
+import { p50Of } from './support/tasks.js';
 
 const DATABASE = 'bench';
 const log = (line: string) => console.log(line);
@@ -74,11 +75,7 @@ for (const plan of plans) {
   bench.add(`clickhouse: ${plan.model}`, async () => { await clickhouse(plan); });
 }
 await bench.run();
-const p50 = (name: string) => {
-  const r = bench.getTask(name)?.result;
-  if (!r || r.state !== 'completed') throw new Error(`${name}: ${r?.state}`);
-  return r.latency.p50;
-};
+const p50 = (name: string) => p50Of(bench, name);
 log(`| report (channel_category per month, ${from.toISOString().slice(0, 10)} to ${AT.toISOString().slice(0, 10)}) | rows | DuckDB p50 ms | ClickHouse p50 ms |`);
 log('|---|---:|---:|---:|');
 for (const [i, plan] of plans.entries()) {

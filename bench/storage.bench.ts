@@ -16,6 +16,7 @@ import { Store } from '../src/store/duckdb/db.js';
 import { propertyCatalog } from '../src/store/duckdb/properties.js';
 import { utc } from '../src/store/duckdb/time.js';
 import { BENCH_CASES } from './criteria.js';
+import { p50Of } from './support/tasks.js';
 
 const { values: args } = parseArgs({ options: {
   people: { type: 'string', default: '1000000' },
@@ -64,11 +65,7 @@ const bench = new Bench({ iterations: 15, time: 0, warmupIterations: 2 });
 bench.add('plain', async () => { await plain.run(handSql, [at]); });
 bench.add('compiled', async () => { await store.countWithin(query.sql, query.params, 600_000); });
 await bench.run();
-const p50 = (name: string) => {
-  const r = bench.getTask(name)?.result;
-  if (!r || r.state !== 'completed') throw new Error(`${name}: ${r?.state}`);
-  return r.latency.p50;
-};
+const p50 = (name: string) => p50Of(bench, name);
 console.log(`${CASE.name}: ${mine.toLocaleString('en-US')} profiles; ${Number(args.events).toLocaleString('en-US')} events`);
 console.log(`hand-written over the plain table: p50 ${p50('plain').toFixed(1)} ms; compiled over the store: p50 ${p50('compiled').toFixed(1)} ms; `
   + `${(p50('plain') / p50('compiled')).toFixed(1)}× faster`);
