@@ -10,13 +10,14 @@ import { readFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Bench } from 'tinybench';
-import { planCriteria, printCount, validateCriteria } from '../src/criteria/index.js';
+import { planCriteria, printCount, typedColumn, validateCriteria, withTypedPaths } from '../src/criteria/index.js';
 import type { Store } from '../src/store/duckdb/db.js';
 import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS } from '../src/store/layout.js';
 import { propertyCatalog } from '../src/store/duckdb/properties.js';
 import { utc } from '../src/store/duckdb/time.js';
+import { TypedColumns } from '../src/store/duckdb/typed.js';
 import { referenceCount } from '../test/support/reference.js';
-import { BENCH_CASES } from './criteria.js';
+import { BENCH_CASES, resolveTyped } from './criteria.js';
 import { AT, benchArgs, fixtureDir as fixtureDirOf, openBenchDatabase, WS } from './support/dataset.js';
 import { benchValidation } from './validate.bench.js';
 import { p50Of } from './support/tasks.js';
@@ -36,29 +37,51 @@ const { store, fresh } = await openBenchDatabase(sizes, log);
 log(`\nmachine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; node ${process.version}`);
 log(`dataset: ${sizes.people.toLocaleString('en-US')} people, ${sizes.events.toLocaleString('en-US')} events, ${sizes.pageviews.toLocaleString('en-US')} page views\n`);
 
+// Typed payload columns (store/duckdb/typed.ts): filled once for a database imported before them.
+const t0 = performance.now();
+const filled = await TypedColumns.of(store).fill();
+if (filled > 0) log(`typed payload columns: ${filled.toLocaleString('en-US')} rows filled in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
+const typedPaths = await TypedColumns.of(store).printable(WS);
+const slots = await store.query('SELECT event_name, path, kind, slot FROM event_slots WHERE workspace_id = $1 AND ready', [WS]);
+const columnOf = (name: string, path: string, kind: string) => {
+  const slot = slots.find((r) => r.event_name === name && r.path === path && r.kind === kind);
+  if (!slot) throw new Error(`no typed column for ${name} ${path} ${kind}`);
+  return typedColumn(kind as 'string', Number(slot.slot));
+};
+
 const catalog = await propertyCatalog(store, WS);
 const compiled = BENCH_CASES.map((c) => {
   const validated = validateCriteria(c.criteria, catalog);
   if (!validated.ok) throw new Error(`${c.name}: ${JSON.stringify(validated.errors)}`);
-  return { ...c, tree: validated.criteria, query: printCount(planCriteria(validated.criteria, AT), WS) };
+  const plan = planCriteria(validated.criteria, AT);
+  return {
+    ...c, tree: validated.criteria, query: printCount(withTypedPaths(plan, typedPaths), WS), jsonQuery: printCount(plan, WS),
+    hand: c.handTypedSql ? resolveTyped(c.handTypedSql, columnOf) : c.handSql,
+  };
 });
 
 // Same answer first: a benchmark of a wrong query is worthless.
 const counts: number[] = [];
 for (const c of compiled) {
   const mine = await store.countWithin(c.query.sql, c.query.params, 600_000);
-  const hand = Number(Object.values((await store.query(c.handSql, handParams(c.handSql)))[0] ?? {})[0]);
-  if (mine !== hand) throw new Error(`${c.name}: compiled ${mine} ≠ hand-written ${hand}`);
-  counts.push(hand);
+  const json = await store.countWithin(c.jsonQuery.sql, c.jsonQuery.params, 600_000);
+  const hands = [];
+  for (const sql of new Set([c.handSql, c.hand])) hands.push(Number(Object.values((await store.query(sql, handParams(sql)))[0] ?? {})[0]));
+  if (mine !== json || hands.some((h) => h !== mine)) throw new Error(`${c.name}: compiled ${mine}, from the JSON ${json} ≠ hand-written ${hands.join(', ')}`);
+  counts.push(mine!);
 }
 
+// Interleaved: each criteria's variants run one after the other, so load changes hit them alike.
 const bench = new Bench({ iterations: 15, time: 0, warmupIterations: 2 });
 for (const c of compiled) {
   bench.add(`compiled: ${c.name}`, async () => { await store.countWithin(c.query.sql, c.query.params, 600_000); });
-  bench.add(`hand: ${c.name}`, async () => { await store.query(c.handSql, handParams(c.handSql)); });
+  if (c.jsonQuery.sql !== c.query.sql) bench.add(`json: ${c.name}`, async () => { await store.countWithin(c.jsonQuery.sql, c.jsonQuery.params, 600_000); });
+  bench.add(`hand: ${c.name}`, async () => { await store.query(c.hand, handParams(c.hand)); });
+  if (c.hand !== c.handSql) bench.add(`hand json: ${c.name}`, async () => { await store.query(c.handSql, handParams(c.handSql)); });
 }
 await bench.run();
 const p50 = (name: string) => p50Of(bench, name);
+const has = (name: string) => bench.tasks.some((t) => t.name === name);
 
 // Before the reference evaluator loads every row into JS: the peak of the estimates (and of the
 // import, on a first run), DuckDB's buffers and Node's heap together.
@@ -79,11 +102,13 @@ if (!args['no-reference'] && !referencePerCase) {
   log(`reference evaluator: ${sizes.events.toLocaleString('en-US')} events loaded into JS in ${((performance.now() - t0) / 1000).toFixed(0)} s, heap ${(process.memoryUsage().heapUsed / 2 ** 30).toFixed(1)} GiB\n`);
 }
 
-log('| criteria | count | compiled p50 ms | hand-written p50 ms | compiled / hand | reference ms | reference / compiled |');
-log('|---|---:|---:|---:|---:|---:|---:|');
+log('| criteria | count | compiled p50 ms | from the JSON p50 ms | hand-written p50 ms | hand-written from the JSON | compiled / hand | reference ms | reference / compiled |');
+log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const [i, c] of compiled.entries()) {
   const mine = p50(`compiled: ${c.name}`);
   const hand = p50(`hand: ${c.name}`);
+  const json = has(`json: ${c.name}`) ? ms(p50(`json: ${c.name}`)) : '–';
+  const handJson = has(`hand json: ${c.name}`) ? ms(p50(`hand json: ${c.name}`)) : '–';
   let refCells = '| – | – |';
   let data = reference;
   if (!args['no-reference'] && referencePerCase) {
@@ -97,7 +122,7 @@ for (const [i, c] of compiled.entries()) {
     if (n !== counts[i]) throw new Error(`${c.name}: reference ${n} ≠ ${counts[i]}`);
     refCells = `| ${refMs.toFixed(0)} | ${(refMs / mine).toFixed(0)}× |`;
   }
-  log(`| ${c.name} | ${counts[i]!.toLocaleString('en-US')} | ${ms(mine)} | ${ms(hand)} | ${(mine / hand).toFixed(2)} ${refCells}`);
+  log(`| ${c.name} | ${counts[i]!.toLocaleString('en-US')} | ${ms(mine)} | ${json} | ${ms(hand)} | ${handJson} | ${(mine / hand).toFixed(2)} ${refCells}`);
 }
 
 const validation = await benchValidation(catalog);

@@ -7,6 +7,19 @@ export interface BenchCase {
   name: string;
   criteria: unknown;
   handSql: string;
+  /**
+   * The same by hand over the typed payload columns (store/duckdb/typed.ts), where the criteria
+   * filters a payload: `typed(name, path, kind)` stands for the column, found in event_slots.
+   */
+  handTypedSql?: string;
+}
+
+/** A typed payload column in `handTypedSql` (resolveTyped replaces it with the column name). */
+export const typed = (name: string, path: string, kind: 'string' | 'number' | 'boolean') => `{typed:${name}:${path}:${kind}}`;
+
+/** `sql` with each typed(…) placeholder replaced by `column(name, path, kind)`. */
+export function resolveTyped(sql: string, column: (name: string, path: string, kind: string) => string): string {
+  return sql.replace(/\{typed:([^:}]+):([^:}]+):([^:}]+)\}/g, (_, name: string, path: string, kind: string) => column(name, path, kind));
 }
 
 const ever = { kind: 'ever' };
@@ -46,6 +59,9 @@ export const BENCH_CASES: BenchCase[] = [
       WHERE e.workspace_id = $1 AND e.event_name = 'view_item' AND e.ts >= ${since(30)} AND e.ts <= CAST($2 AS TIMESTAMP)
         AND json_extract_string(e.properties, '$.item.category') = 'books'
         AND TRY_CAST(json_extract(e.properties, '$.item.price') AS DOUBLE) > 100`,
+    handTypedSql: `SELECT count(DISTINCT ${EVENT_PROFILE}) FROM ${EVENTS}
+      WHERE e.workspace_id = $1 AND e.event_name = 'view_item' AND e.ts >= ${since(30)} AND e.ts <= CAST($2 AS TIMESTAMP)
+        AND e.${typed('view_item', 'item.category', 'string')} = 'books' AND e.${typed('view_item', 'item.price', 'number')} > 100`,
   },
   {
     name: 'AI visitors in 30 days who signed up',
@@ -104,6 +120,12 @@ export const BENCH_CASES: BenchCase[] = [
          AND e.ts >= ${since(30)} AND e.ts <= CAST($2 AS TIMESTAMP) GROUP BY p HAVING count(*) >= 10
        INTERSECT SELECT ${EVENT_PROFILE} FROM ${EVENTS} WHERE e.workspace_id = $1 AND e.event_name = 'plan_viewed'
          AND json_extract_string(e.properties, '$.plan') = 'enterprise')
+      EXCEPT SELECT ${EVENT_PROFILE} FROM ${EVENTS} WHERE e.workspace_id = $1 AND e.event_name = 'export_report')`,
+    handTypedSql: `SELECT count(*) FROM (
+      (SELECT ${EVENT_PROFILE} AS p FROM ${EVENTS} WHERE e.workspace_id = $1 AND e.event_name = 'feature_used'
+         AND e.ts >= ${since(30)} AND e.ts <= CAST($2 AS TIMESTAMP) GROUP BY p HAVING count(*) >= 10
+       INTERSECT SELECT ${EVENT_PROFILE} FROM ${EVENTS} WHERE e.workspace_id = $1 AND e.event_name = 'plan_viewed'
+         AND e.${typed('plan_viewed', 'plan', 'string')} = 'enterprise')
       EXCEPT SELECT ${EVENT_PROFILE} FROM ${EVENTS} WHERE e.workspace_id = $1 AND e.event_name = 'export_report')`,
   },
   {

@@ -5,14 +5,15 @@
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F]/;
 
 interface WellFormedString { isWellFormed(): boolean; toWellFormed(): string }
-const fix = (s: string): string => ((s as unknown as WellFormedString).isWellFormed() ? s : (s as unknown as WellFormedString).toWellFormed());
+/** The string with each lone surrogate replaced by U+FFFD. */
+export const wellFormedString = (s: string): string => ((s as unknown as WellFormedString).isWellFormed() ? s : (s as unknown as WellFormedString).toWellFormed());
 
 /**
  * A copy of a JSON value with every string and key well-formed. The walk keeps its own stack: a
  * request body may nest hundreds of thousands of levels deep.
  */
 export function wellFormed(value: unknown): unknown {
-  const leaf = (v: unknown) => (typeof v === 'string' ? fix(v) : v);
+  const leaf = (v: unknown) => (typeof v === 'string' ? wellFormedString(v) : v);
   const isContainer = (v: unknown): v is object => typeof v === 'object' && v !== null;
   if (!isContainer(value)) return leaf(value);
   const copyOf = (v: object): Record<string, unknown> | unknown[] => (Array.isArray(v) ? [] : {});
@@ -23,7 +24,7 @@ export function wellFormed(value: unknown): unknown {
     for (const [key, inner] of Object.entries(source)) {
       const copy = isContainer(inner) ? copyOf(inner) : leaf(inner);
       if (Array.isArray(target)) target[Number(key)] = copy;
-      else Object.defineProperty(target, fix(key), { value: copy, enumerable: true, writable: true, configurable: true });
+      else Object.defineProperty(target, wellFormedString(key), { value: copy, enumerable: true, writable: true, configurable: true });
       if (isContainer(inner)) stack.push([inner, copy as Record<string, unknown> | unknown[]]);
     }
   }

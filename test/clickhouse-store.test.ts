@@ -182,7 +182,7 @@ describe.skipIf(!chdb)('the ClickHouse store against the DuckDB store', () => {
     const plan = planCriteria({ version: 1, root: did('signup') }, AT);
     expect(await queries.countWithin(plan, ws, 60_000)).toBe(await e.duckdb.countWithin(plan, ws, 60_000));
 
-    const query = e.clickhouse.countQuery(plan, ws);
+    const query = await e.clickhouse.countQuery(plan, ws);
     expect(query.sql).toContain(`\`${DATABASE}\`.events`);
     // The explain output numbers the parameters: {pN:Type} is the N-th.
     expect(query.sql).toContain('{p1:String}');

@@ -90,7 +90,7 @@ async function run([file]: string[], values: Values): Promise<number> {
     const { analytics } = data.stores;
     const tree = await explainNode(analytics, data.workspaceId, valid.root, '/root', at, budgetMs);
     const plan = planCriteria(valid, at);
-    const query = analytics.countQuery(plan, data.workspaceId);
+    const query = await analytics.countQuery(plan, data.workspaceId);
     const analyze = values.analyze === true
       ? await analytics.profileWithin(plan, data.workspaceId, budgetMs) ?? `over budget (${budgetMs} ms)`
       : undefined;

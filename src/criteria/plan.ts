@@ -4,7 +4,7 @@
 import type {
   AudienceCriteria, Count, CriteriaNode, Leaf, PaymentEventKind, PaymentsEntity, Predicate, Window,
 } from './schema.js';
-import { isNegation } from './schema.js';
+import { isNegation, PAYLOAD_PREFIX } from './schema.js';
 
 const DAY_MS = 86_400_000;
 
@@ -21,12 +21,23 @@ export interface TimeRange {
  * filters becomes one scan with a group each (one pass over the table instead of several).
  */
 export type LeafScan =
-  | { table: 'events'; name: string; anyOf: Predicate[][]; range: TimeRange; count: Count | null }
+  | { table: 'events'; name: string; anyOf: Predicate[][]; range: TimeRange; count: Count | null; typed?: TypedPaths }
   | { table: 'pageviews'; anyOf: Predicate[][]; range: TimeRange; count: Count | null }
   | { table: 'payment_events'; kind: PaymentEventKind; range: TimeRange }
   | { table: 'subscriptions' | 'invoices'; predicates: Predicate[] }
   /** Persons by their current traits (predicates on `traits.<path>`). */
   | { table: 'persons'; predicates: Predicate[] };
+
+/** The JSON types a payload value has, as typed storage keeps them apart. */
+export type ScalarKind = 'string' | 'number' | 'boolean';
+
+/**
+ * Payload paths of one event name that a store keeps typed beside the JSON (store/duckdb/typed.ts):
+ * per path and JSON type, the slot holding exactly the rows' values of that type at that path
+ * (absent on rows where the value is of another type, absent or null). A printer may read a
+ * predicate's value type from its slot instead of parsing the JSON; anything else reads the JSON.
+ */
+export type TypedPaths = Readonly<Record<string, Readonly<Partial<Record<ScalarKind, number>>>>>;
 
 /** Sets of profiles. `count: null` on a scan means at least once. */
 export type SetPlan =
@@ -147,3 +158,28 @@ export const BREAKDOWN_TOP = 20;
 
 /** The first-touch value of a profile without a page view (decisions §10, `first_touch_channel`). */
 export const NON_ATTRIBUTED = 'Non-attributed';
+
+/**
+ * The plan with each event scan's typed paths (`typedOf(name)`, undefined when none are ready).
+ * A physical annotation: the rows a plan selects are the same with or without it.
+ */
+export function withTypedPaths(plan: SetPlan, typedOf: (name: string) => TypedPaths | undefined): SetPlan {
+  switch (plan.kind) {
+    case 'scan': {
+      const scan = plan.scan;
+      if (scan.table !== 'events') return plan;
+      const all = typedOf(scan.name);
+      const typed: Record<string, Partial<Record<ScalarKind, number>>> = {};
+      for (const predicate of scan.anyOf.flat()) {
+        const path = predicate.field.slice(PAYLOAD_PREFIX.length);
+        if (all && Object.hasOwn(all, path)) typed[path] = all[path]!;
+      }
+      return Object.keys(typed).length > 0 ? { kind: 'scan', scan: { ...scan, typed } } : plan;
+    }
+    case 'intersect':
+    case 'union':
+      return { kind: plan.kind, inputs: plan.inputs.map((p) => withTypedPaths(p, typedOf)) };
+    case 'except':
+      return { kind: 'except', input: withTypedPaths(plan.input, typedOf), minus: plan.minus.map((p) => withTypedPaths(p, typedOf)) };
+  }
+}

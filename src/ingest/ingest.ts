@@ -153,6 +153,7 @@ export class Ingest {
         person_key: who.identified ? who.person_key : null,
         visitor_key: who.visitor_key,
         properties,
+        payload: e.properties,
       });
       for (const path of paths) {
         const key = `${e.event_name}\0${path}`;

@@ -23,6 +23,8 @@ export interface EventRecord {
   visitor_key: number | null;
   /** The properties object as JSON text with every string well-formed (stringifyWellFormed). */
   properties: string;
+  /** The same properties as parsed (strings not yet made well-formed): what typed storage reads. */
+  payload: unknown;
 }
 
 export interface ChannelFields {
@@ -286,7 +288,7 @@ export interface AnalyticsStore {
   /** The estimates' state and counters since the store opened (tests and operators read them). */
   estimateStats(): EstimateStats;
   /** The engine's query for the count of `plan`, as it runs, with its parameters. */
-  countQuery(plan: SetPlan, ws: string): CompiledQuery;
+  countQuery(plan: SetPlan, ws: string): Promise<CompiledQuery>;
   /** The engine's profile of the count of `plan` as it ran, operator by operator; null past `budgetMs`. */
   profileWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<string | null>;
 

@@ -44,6 +44,8 @@ export interface TestAppOptions extends StoreOptions {
   rateLimits?: AppOptions['rateLimits'];
   /** Another API node of this app: its engine, PostgreSQL and ClickHouse databases and workspace (close it first). */
   nodeOf?: TestApp;
+  /** The workspace of an app before on the same `path` (a restart); a new one unless given. */
+  workspace?: CreatedWorkspace;
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -62,7 +64,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     clickhouse: clickhouseDatabase === undefined ? undefined : { path: ':memory:', url: options.clickhouseUrl, database: clickhouseDatabase },
   });
   const workspaces = new Workspaces(stores.control);
-  const ws = nodeOf?.ws ?? await workspaces.create('test');
+  const ws = nodeOf?.ws ?? options.workspace ?? await workspaces.create('test');
   const at = options.at;
   // Tests deliver to loopback receivers: private destinations are allowed unless a test says otherwise.
   const audiences = { ...options.audiences, delivery: { ...AUDIENCE_DEFAULTS.delivery, allowPrivateDestinations: true, ...options.audiences?.delivery } };

@@ -5,7 +5,9 @@
 // visitor (keys are positive). The store's tables (store/duckdb/migrations.ts) provide the columns used.
 
 import { pointer } from '../errors.js';
-import { type Breakdown, BREAKDOWN_TOP, type LeafScan, NON_ATTRIBUTED, type Sample, type SetPlan, type TimeRange } from '../plan.js';
+import {
+  type Breakdown, BREAKDOWN_TOP, type LeafScan, NON_ATTRIBUTED, type Sample, type ScalarKind, type SetPlan, type TimeRange, type TypedPaths,
+} from '../plan.js';
 import { type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS } from '../report.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
@@ -48,15 +50,36 @@ const TEXT_FUNCTION: Partial<Record<PredicateOp, string>> = {
 };
 const COUNT_SQL: Record<Count['op'], string> = { '>=': '>=', '>': '>', '=': '=', '<=': '<=', '<': '<', '!=': '<>' };
 
-/** A typed column, or a JSON value addressed by a pointer into a JSON column. */
-type Target = { column: string } | { json: string; pointer: string };
+/**
+ * A typed column, or a JSON value addressed by a pointer into a JSON column, with the columns
+ * (`typed`) holding the value where it is of one JSON type, when the store keeps that type typed.
+ */
+type Target = { column: string } | JsonTarget;
+type JsonTarget = { json: string; pointer: string; typed?: (kind: ScalarKind) => string | undefined };
 
 function jsonPointer(dotted: string): string {
   return dotted.split('.').reduce(pointer, '');
 }
 
+const TYPED_PREFIX: Record<ScalarKind, string> = { string: 'prop_s', number: 'prop_n', boolean: 'prop_b' };
+
+/** The events column of typed slot `slot` of `kind` (store/duckdb/typed.ts): the only way its name is spelled. */
+export function typedColumn(kind: ScalarKind, slot: number): string {
+  if (!Number.isSafeInteger(slot) || slot < 1) throw new Error(`a typed slot is a positive integer, not ${slot}`);
+  return `${TYPED_PREFIX[kind]}${slot}`;
+}
+
+const kindOf = (value: Scalar): ScalarKind => typeof value as ScalarKind;
+
+/** A typed column's comparison with one scalar (the text ops case-insensitive). */
+function columnCompare(column: string, op: PredicateOp, p: string): string {
+  const text = TEXT_FUNCTION[op];
+  return text ? `${text}(lower(${column}), lower(${p}))` : `${column} ${ORDERED[op]} ${p}`;
+}
+
 /**
- * SQL for a comparison of the target with one scalar, false where the types differ. For JSON,
+ * SQL for a comparison of the target with one scalar, false where the types differ. A value type
+ * the store keeps typed reads its column, which holds only values of that type. For JSON,
  * parsing the properties document is the cost, so each check parses it once where it can: equality
  * compares the extracted value with the value's own JSON text; a number is read from the extracted
  * JSON text, which casts only when it is a JSON number (a JSON string keeps its quotes); string
@@ -64,14 +87,14 @@ function jsonPointer(dotted: string): string {
  */
 function compare(target: Target, op: PredicateOp, value: Scalar, params: Params): string {
   const p = params.add(value);
-  const text = TEXT_FUNCTION[op];
-  if ('column' in target) {
-    return text ? `${text}(lower(${target.column}), lower(${p}))` : `${target.column} ${ORDERED[op]} ${p}`;
-  }
+  if ('column' in target) return columnCompare(target.column, op, p);
+  const typed = target.typed?.(kindOf(value));
+  if (typed) return columnCompare(typed, op, p);
   const path = params.add(target.pointer);
   if (typeof value === 'number') return `${jsonNumber(target, path)} ${ORDERED[op]} ${p}`;
   if (op === '=') return `${jsonValue(target, path)} = to_json(${p})`;
   const str = `json_extract_string(${target.json}, ${path})`;
+  const text = TEXT_FUNCTION[op];
   const match = text ? `${text}(lower(${str}), lower(${p}))` : `${str} ${ORDERED[op]} ${p}`;
   return then(match, `json_type(${target.json}, ${path}) = 'VARCHAR'`);
 }
@@ -79,14 +102,27 @@ function compare(target: Target, op: PredicateOp, value: Scalar, params: Params)
 const jsonValue = (target: { json: string }, path: string) => `json_extract(${target.json}, ${path})`;
 const jsonNumber = (target: { json: string }, path: string) => `TRY_CAST(CAST(${jsonValue(target, path)} AS VARCHAR) AS DOUBLE)`;
 
-/** `in` over a JSON value: one parse for the numbers, one for the strings and booleans. */
-function jsonIn(target: { json: string; pointer: string }, values: Scalar[], params: Params): string {
-  const path = params.add(target.pointer);
-  const numbers = values.filter((v) => typeof v === 'number').map((v) => params.add(v));
-  const others = values.filter((v) => typeof v !== 'number').map((v) => `to_json(${params.add(v)})`);
+/**
+ * `in` over a JSON value: each value type kept typed as an IN on its column, the rest with one
+ * parse for the numbers and one for the strings and booleans.
+ */
+function jsonIn(target: JsonTarget, values: Scalar[], params: Params): string {
   const parts: string[] = [];
-  if (numbers.length > 0) parts.push(`${jsonNumber(target, path)} IN (${numbers.join(', ')})`);
-  if (others.length > 0) parts.push(`${jsonValue(target, path)} IN (${others.join(', ')})`);
+  const numbers: string[] = [];
+  const others: string[] = [];
+  const byColumn = new Map<string, string[]>();
+  for (const v of values) {
+    const typed = target.typed?.(kindOf(v));
+    if (typed) byColumn.set(typed, [...(byColumn.get(typed) ?? []), params.add(v)]);
+    else if (typeof v === 'number') numbers.push(params.add(v));
+    else others.push(`to_json(${params.add(v)})`);
+  }
+  for (const [column, refs] of byColumn) parts.push(`${column} IN (${refs.join(', ')})`);
+  if (numbers.length > 0 || others.length > 0) {
+    const path = params.add(target.pointer);
+    if (numbers.length > 0) parts.push(`${jsonNumber(target, path)} IN (${numbers.join(', ')})`);
+    if (others.length > 0) parts.push(`${jsonValue(target, path)} IN (${others.join(', ')})`);
+  }
   return parts.length === 1 ? parts[0]! : `(${parts.join(' OR ')})`;
 }
 
@@ -117,19 +153,42 @@ function predicateSql(target: Target, predicate: Predicate, params: Params): str
     : positive(target, predicate.op, predicate.value, params);
 }
 
-/** Document parses a JSON predicate costs: two for string ordering and text ops. */
-function jsonCost(predicate: Predicate): number {
+/** Whether a predicate reads the JSON document (is_set does, and any value type not kept typed). */
+function readsJson(target: JsonTarget, predicate: Predicate): boolean {
+  if ((NEGATED_OPS[predicate.op] ?? predicate.op) === 'is_set') return true;
+  const values = Array.isArray(predicate.value) ? predicate.value : [predicate.value as Scalar];
+  return values.some((v) => !target.typed?.(kindOf(v)));
+}
+
+/** Document parses a JSON predicate costs: none when typed, two for string ordering and text ops. */
+function jsonCost(target: JsonTarget, predicate: Predicate): number {
+  if (!readsJson(target, predicate)) return 0;
   return typeof predicate.value === 'string' && !['=', '!='].includes(predicate.op) ? 2 : 1;
 }
 
+/** The JSON target of a payload or trait field, with the scan's typed columns of its path. */
+function jsonTarget(json: string, prefix: string, field: string, typed?: { alias: string; paths: TypedPaths }): JsonTarget {
+  const path = field.slice(prefix.length);
+  const slots = typed && Object.hasOwn(typed.paths, path) ? typed.paths[path] : undefined;
+  const column = (kind: ScalarKind) => {
+    const slot = slots?.[kind];
+    return slot === undefined ? undefined : `${typed!.alias}.${typedColumn(kind, slot)}`;
+  };
+  return { json, pointer: jsonPointer(path), typed: slots && column };
+}
+
 /**
- * Predicates on paths of the JSON column `json` (fields `<prefix><path>`), cheapest first, each
+ * Predicates on paths of the JSON column `json` (fields `<prefix><path>`): those read from typed
+ * columns as plain conjuncts (the scan can filter on them), then the JSON ones cheapest first, each
  * evaluated only on the rows the previous ones kept.
  */
-function jsonSql(json: string, prefix: string, predicates: Predicate[], params: Params): string {
-  const sorted = [...predicates].sort((a, b) => jsonCost(a) - jsonCost(b));
-  const parts = sorted.map((p) => predicateSql({ json, pointer: jsonPointer(p.field.slice(prefix.length)) }, p, params));
-  return parts.reduceRight((rest, part) => then(part, rest));
+function jsonSql(json: string, prefix: string, predicates: Predicate[], params: Params, typed?: { alias: string; paths: TypedPaths }): string {
+  const targets = predicates.map((p) => ({ p, target: jsonTarget(json, prefix, p.field, typed) }));
+  const sorted = targets.sort((a, b) => jsonCost(a.target, a.p) - jsonCost(b.target, b.p));
+  const plain = sorted.filter(({ p, target }) => !readsJson(target, p)).map(({ p, target }) => predicateSql(target, p, params));
+  const chained = sorted.filter(({ p, target }) => readsJson(target, p)).map(({ p, target }) => predicateSql(target, p, params));
+  const parts = chained.length > 0 ? [...plain, chained.reduceRight((rest, part) => then(part, rest))] : plain;
+  return parts.length === 1 ? parts[0]! : `(${parts.join(' AND ')})`;
 }
 
 function rangeSql(column: string, range: TimeRange, params: Params): string[] {
@@ -176,7 +235,9 @@ function scanRows(scan: LeafScan, ws: string, params: Params, sample: Sample | u
   switch (scan.table) {
     case 'events': {
       where.push(`e.workspace_id = ${w}`, `e.event_name = ${params.add(scan.name)}`, ...rangeSql('e.ts', scan.range, params));
-      const payload = anyOfSql(scan.anyOf, (group) => jsonSql('e.properties', PAYLOAD_PREFIX, group, params));
+      const typed = scan.typed && { alias: 'e', paths: scan.typed };
+      const payload = anyOfSql(scan.anyOf, (group) => jsonSql('e.properties', PAYLOAD_PREFIX, group, params, typed));
+      const parsesJson = scan.anyOf.some((group) => group.some((p) => readsJson(jsonTarget('e.properties', PAYLOAD_PREFIX, p.field, typed), p)));
       // Rows whose person is known are sampled before their payload is parsed (a CASE: DuckDB would
       // parse the JSON first). Anonymous rows are sampled once their profile is known: joining
       // every anonymous row's JSON text to the links first measured slower than parsing it.
@@ -184,10 +245,11 @@ function scanRows(scan: LeafScan, ws: string, params: Params, sample: Sample | u
       if (inSample) where.push(payload.length > 0 ? then(inSample, payload.join(' AND ')) : inSample);
       else where.push(...payload);
       const conditions = where.join('\n      AND ');
-      // Most events carry their person; only the others need the visitor's link. With payload
-      // filters the rows are filtered once, then split: JSON extraction is most of such a leaf's
-      // time (EXPLAIN ANALYZE at 100 M events), and the two branches would each scan and extract.
-      if (scan.anyOf.length > 0) {
+      // Most events carry their person; only the others need the visitor's link. With filters that
+      // parse the JSON the rows are filtered once, then split: JSON extraction is most of such a
+      // leaf's time (EXPLAIN ANALYZE at 100 M events), and the two branches would each scan and
+      // extract. Typed columns cost a branch no more than the event name does.
+      if (parsesJson) {
         return `WITH matched AS MATERIALIZED (SELECT e.person_key, e.visitor_key FROM events e
     WHERE ${conditions})
     SELECT m.person_key AS profile FROM matched m WHERE m.person_key IS NOT NULL

@@ -58,7 +58,7 @@ export class ClickHouseAnalytics implements AnalyticsStore {
     return this.queries.estimateStats();
   }
 
-  countQuery(plan: SetPlan, ws: string): CompiledQuery {
+  async countQuery(plan: SetPlan, ws: string): Promise<CompiledQuery> {
     return this.queries.countQuery(plan, ws);
   }
 

@@ -4,7 +4,8 @@
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import {
-  type CompiledQuery, printBreakdown, printCount, printMembers, printOverlap, printRevenue, type PropertyCatalog, type SetPlan,
+  type CompiledQuery, printBreakdown, printCount, printMembers, printOverlap, printRevenue, type PropertyCatalog, type ReportPlan, type SetPlan,
+  withTypedPaths,
 } from '../../criteria/index.js';
 import {
   type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type CustomerLink, type DiffMember, type EstimateStats, type EstimateTurn,
@@ -22,6 +23,7 @@ import { appendPageviews, firstTouchChannels, latestPageviews } from './pageview
 import { addPaymentEvent, customerOfInvoice, recordPaidInvoice, saveInvoice, saveSubscription, withdrawPaymentEvent } from './payments.js';
 import { propertyCatalog, recordPropertyPaths } from './properties.js';
 import { refusedValue } from './refused.js';
+import { TypedColumns } from './typed.js';
 import {
   acknowledgePage, arrowMembers, copyMembers, deliveryPage, dropSnapshots, finishDelivery, membersPage, startDelivery, writeSnapshot,
 } from './snapshots.js';
@@ -37,10 +39,12 @@ function membersByIds(plan: SetPlan, ws: string): CompiledQuery {
 
 /** The analytical writes of a unit, on its transaction's connection. */
 class DuckDBWrites implements AnalyticsWrites {
-  constructor(private readonly tx: DuckDBConnection) {}
+  constructor(private readonly store: Store, private readonly tx: DuckDBConnection) {}
 
-  appendEvents(ws: string, events: EventRecord[], receivedAt: Date): Promise<void> {
-    return appendEvents(this.tx, ws, events, receivedAt);
+  async appendEvents(ws: string, events: EventRecord[], receivedAt: Date): Promise<void> {
+    if (events.length === 0) return;
+    const typed = await TypedColumns.of(this.store).rows(this.tx, ws, events);
+    return appendEvents(this.tx, ws, events, receivedAt, typed);
   }
 
   recordPropertyPaths(ws: string, paths: { event_name: string; path: string }[]): Promise<void> {
@@ -96,10 +100,25 @@ class DuckDBWrites implements AnalyticsWrites {
 }
 
 export class DuckDBAnalytics implements AnalyticsStore {
-  constructor(private readonly store: Store) {}
+  private readonly typed: TypedColumns;
+
+  /** Also starts filling typed payload columns left to fill (a migrated database, an interrupted fill). */
+  constructor(private readonly store: Store) {
+    this.typed = TypedColumns.of(store);
+    this.typed.kick();
+  }
+
+  /** `plan` with the typed payload columns that are ready (a physical annotation: same rows). */
+  private async typedPlan(plan: SetPlan, ws: string): Promise<SetPlan> {
+    return withTypedPaths(plan, await this.typed.printable(ws));
+  }
+
+  private async typedReport(report: ReportPlan, ws: string): Promise<ReportPlan> {
+    return report.audience ? { ...report, audience: await this.typedPlan(report.audience, ws) } : report;
+  }
 
   unit<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<T> {
-    return this.store.transaction((tx) => fn({ control: controlTx(this.store, tx), analytics: new DuckDBWrites(tx) })).catch((err: unknown) => {
+    return this.store.transaction((tx) => fn({ control: controlTx(this.store, tx), analytics: new DuckDBWrites(this.store, tx) })).catch((err: unknown) => {
       const reason = refusedValue(err);
       throw reason === null ? err : new RefusedValue(reason);
     });
@@ -122,16 +141,16 @@ export class DuckDBAnalytics implements AnalyticsStore {
     };
     return {
       deadline: turn.deadline,
-      count: (plan, ws, options) => read(printCount(plan, ws, options?.sample), countOf, options?.by),
-      breakdown: (plan, ws, breakdown, options) => read(printBreakdown(plan, ws, breakdown), breakdownOf, options?.by),
-      overlap: (plans, ws) => read(printOverlap(plans, ws), overlapOf),
-      revenue: (report, ws) => read(printRevenue(report, ws), (rows) => rows.map(revenueRow)),
+      count: async (plan, ws, options) => read(printCount(await this.typedPlan(plan, ws), ws, options?.sample), countOf, options?.by),
+      breakdown: async (plan, ws, breakdown, options) => read(printBreakdown(await this.typedPlan(plan, ws), ws, breakdown), breakdownOf, options?.by),
+      overlap: async (plans, ws) => read(printOverlap(await Promise.all(plans.map((p) => this.typedPlan(p, ws))), ws), overlapOf),
+      revenue: async (report, ws) => read(printRevenue(await this.typedReport(report, ws), ws), (rows) => rows.map(revenueRow)),
       end: () => turn.end(),
     };
   }
 
-  countWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<number | null> {
-    const query = printCount(plan, ws);
+  async countWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<number | null> {
+    const query = printCount(await this.typedPlan(plan, ws), ws);
     return this.store.countWithin(query.sql, query.params, budgetMs);
   }
 
@@ -139,22 +158,22 @@ export class DuckDBAnalytics implements AnalyticsStore {
     return this.store.estimateStats();
   }
 
-  countQuery(plan: SetPlan, ws: string): CompiledQuery {
-    return printCount(plan, ws);
+  async countQuery(plan: SetPlan, ws: string): Promise<CompiledQuery> {
+    return printCount(await this.typedPlan(plan, ws), ws);
   }
 
-  profileWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<string | null> {
-    const query = printCount(plan, ws);
+  async profileWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<string | null> {
+    const query = printCount(await this.typedPlan(plan, ws), ws);
     return this.store.explainAnalyzeWithin(query.sql, query.params, budgetMs);
   }
 
-  writeMembers(plan: SetPlan, ws: string, path: string, format: 'csv' | 'parquet'): Promise<number> {
-    const query = membersByIds(plan, ws);
+  async writeMembers(plan: SetPlan, ws: string, path: string, format: 'csv' | 'parquet'): Promise<number> {
+    const query = membersByIds(await this.typedPlan(plan, ws), ws);
     return this.store.copyTo(query.sql, query.params, path, format);
   }
 
   async listMembers(plan: SetPlan, ws: string): Promise<Member[]> {
-    const query = membersByIds(plan, ws);
+    const query = membersByIds(await this.typedPlan(plan, ws), ws);
     return await this.store.query(query.sql, query.params) as unknown as Member[];
   }
 
@@ -162,8 +181,8 @@ export class DuckDBAnalytics implements AnalyticsStore {
     return firstTouchChannels(this.store, ws, of);
   }
 
-  refresh(input: SnapshotInput): Promise<SnapshotResult> {
-    return writeSnapshot(this.store, input);
+  async refresh(input: SnapshotInput): Promise<SnapshotResult> {
+    return writeSnapshot(this.store, { ...input, plan: await this.typedPlan(input.plan, input.ws) });
   }
 
   membersPage(ws: string, snapshotId: number, after: bigint | null, limit: number): Promise<MemberRow[]> {

@@ -375,6 +375,18 @@ export class Store {
     }
   }
 
+  /**
+   * Writes the WAL and any updated rows into the database's storage now, between transactions of
+   * the writer; false when another connection's transaction stopped it (it runs again later by itself).
+   */
+  checkpoint(): Promise<boolean> {
+    return this.writeLock.run(() => this.writer.run('CHECKPOINT').then(() => true, () => false));
+  }
+
+  get isClosed(): boolean {
+    return this.closed;
+  }
+
   /** Checkpoints the WAL into the database file and closes; in-flight writes finish first. */
   async close(): Promise<void> {
     if (this.closed) return;

@@ -3,16 +3,18 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { EventRecord } from '../analytics.js';
 import { timestamp } from './time.js';
+import type { TypedRows } from './typed.js';
 
 /**
- * Appends events with DuckDB's appender. (One INSERT whose parameter is the rows' JSON text frees
+ * Appends events with DuckDB's appender, each row's typed payload columns after its own. (One INSERT whose parameter is the rows' JSON text frees
  * the event loop but took longer inside the write transaction, which is what bounds ingest.)
  */
-export async function appendEvents(tx: DuckDBConnection, ws: string, events: EventRecord[], receivedAt: Date): Promise<void> {
+export async function appendEvents(tx: DuckDBConnection, ws: string, events: EventRecord[], receivedAt: Date, typed: TypedRows): Promise<void> {
   if (events.length === 0) return;
   const appender = await tx.createAppender('events');
   const received = timestamp(receivedAt);
-  for (const e of events) {
+  for (let i = 0; i < events.length; i++) {
+    const e = events[i]!;
     appender.appendVarchar(ws);
     appender.appendVarchar(e.event_id);
     if (e.message_id === null) appender.appendNull();
@@ -25,6 +27,7 @@ export async function appendEvents(tx: DuckDBConnection, ws: string, events: Eve
     else appender.appendBigInt(BigInt(e.visitor_key));
     appender.appendVarchar(e.properties);
     appender.appendTimestamp(received);
+    typed.append(appender, i);
     appender.endRow();
   }
   appender.closeSync();

@@ -9,6 +9,7 @@ import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { Store } from './db.js';
 import { propertyPaths } from '../property-paths.js';
 import { recordPropertyPaths, recordTraitPaths } from './properties.js';
+import { TypedColumns } from './typed.js';
 import { personSearch } from './search.js';
 import { timestamp } from './time.js';
 import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS, type LayoutType } from '../layout.js';
@@ -182,8 +183,11 @@ async function watchProgress<T>(conn: DuckDBConnection, onPercent: (percent: num
   }
 }
 
-/** Events name by name (each statement holds one name's events, not all of them: memory at 100 M). */
-async function importEvents(tx: DuckDBConnection, ws: string, src: string, progress: ImportProgress): Promise<number> {
+/**
+ * Events name by name (each statement holds one name's events, not all of them: memory at 100 M).
+ * Their typed payload columns are left to TypedColumns.fill: one UPDATE per name fills them.
+ */
+async function importEvents(store: Store, tx: DuckDBConnection, ws: string, src: string, progress: ImportProgress): Promise<number> {
   const t0 = performance.now();
   const names = (await tx.runAndReadAll(EVENT_NAMES.replace('{src}', () => src))).getRowObjectsJS() as { event_name: string; n: bigint }[];
   const total = names.reduce((sum, { n }) => sum + Number(n), 0);
@@ -206,6 +210,7 @@ async function importEvents(tx: DuckDBConnection, ws: string, src: string, progr
     done += Number(n);
     report(done, name);
   }
+  await TypedColumns.of(store).imported(tx, ws, names.map((r) => r.event_name));
   return inserted;
 }
 
@@ -221,7 +226,7 @@ async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) 
         if (src === null) continue;
         const t0 = performance.now();
         const inserted = table === 'events'
-          ? await importEvents(tx, ws, src, progress)
+          ? await importEvents(store, tx, ws, src, progress)
           : (await tx.run(insertSql(table, src), [ws])).rowsChanged;
         if (table === 'persons') await recordTraitDefinitions(tx, ws, src);
         progress.table?.(table, inserted, performance.now() - t0);
@@ -231,6 +236,7 @@ async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) 
       if (progress.events) await tx.run('RESET enable_progress_bar; RESET enable_progress_bar_print').catch(() => undefined);
     }
   });
+  await TypedColumns.of(store).fill(ws);
 }
 
 /**

@@ -381,4 +381,25 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE persons ADD COLUMN search VARCHAR;
   UPDATE persons SET search = ${personSearch('email', 'external_id', 'name')};
   `,
+  // Typed payload storage (store/duckdb/typed.ts): slots per event name, path and JSON type; the
+  // names with rows stored before it are legacy, their slots filled from the JSON before use.
+  `
+  CREATE TABLE event_slots (
+    workspace_id VARCHAR NOT NULL,
+    event_name VARCHAR NOT NULL,
+    path VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    slot INTEGER NOT NULL,
+    ready BOOLEAN NOT NULL,
+    PRIMARY KEY (workspace_id, event_name, path, kind)
+  );
+  CREATE TABLE event_slot_names (
+    workspace_id VARCHAR NOT NULL,
+    event_name VARCHAR NOT NULL,
+    legacy BOOLEAN NOT NULL,
+    discovered BOOLEAN NOT NULL,
+    PRIMARY KEY (workspace_id, event_name)
+  );
+  INSERT INTO event_slot_names SELECT DISTINCT workspace_id, event_name, true, false FROM event_properties;
+  `,
 ];
