@@ -630,7 +630,7 @@ describe('migrate', () => {
     const path = join(dir, 'migrated', 'service.duckdb');
     const first = await cli('migrate', '--data', path, '--json');
     expect(first.code, first.stderr).toBe(0);
-    expect(JSON.parse(first.stdout)).toEqual({ database: path, database_created: true, schema_version: MIGRATIONS.length, analytics_store: 'duckdb' });
+    expect(JSON.parse(first.stdout)).toEqual({ database: path, database_created: true, schema_version: MIGRATIONS.length, analytics_store: 'duckdb', typed_rows_filled: 0 });
     const again = await cli('migrate', '--data', path);
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toBe(`${path}: schema version ${MIGRATIONS.length}\n`);
@@ -650,7 +650,7 @@ describe('migrate', () => {
       const res = await exec(process.execPath, [BIN, 'migrate', '--data', path, '--json'], { env });
       expect(res.code, res.stderr).toBe(0);
       expect(JSON.parse(res.stdout)).toEqual({
-        database: path, database_created: created, schema_version: MIGRATIONS.length, analytics_store: 'clickhouse',
+        database: path, database_created: created, schema_version: MIGRATIONS.length, analytics_store: 'clickhouse', typed_rows_filled: 0,
         clickhouse: { database: 'migrated', path: chPath },
       });
     }
