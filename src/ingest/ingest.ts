@@ -6,7 +6,7 @@ import { invalidRequest } from '../errors.js';
 import {
   type ChannelFields, type EventRecord, type PageviewRecord, RefusedValue, type Staged, type UnitOfWork, type VisitorLink,
 } from '../store/analytics.js';
-import { claimMessageIds } from '../store/control/messages.js';
+import { claimMessageIds, insertNewMessageIds, MessageIdSeen } from '../store/control/messages.js';
 import type { Stores } from '../store/open.js';
 import { propertyPaths } from '../store/property-paths.js';
 import { stringifyWellFormed } from '../well-formed.js';
@@ -121,19 +121,32 @@ export class Ingest {
     return this.eventWrites.submit(ws, items).catch(asRefusal);
   }
 
+  /**
+   * Message ids are first inserted as new (most are); when one was seen before, that transaction is
+   * rolled back and the group runs again with the exact claim, which skips the ids seen.
+   */
   private async writeEvents(ws: string, items: PreparedEvent[]): Promise<Staged<EventResult[]>> {
     const known = await this.pathsOf(ws);
-    return this.stores.analytics.stage((work) => this.storeEvents(work, ws, items, this.clock(), known));
+    const write = (exactClaim: boolean) => this.stores.analytics.stage((work) => this.storeEvents(work, ws, items, this.clock(), known, exactClaim));
+    try {
+      return await write(false);
+    } catch (err) {
+      if (!(err instanceof MessageIdSeen)) throw err;
+      return write(true);
+    }
   }
 
   /** Events inside their unit of work: dedupe, resolve, append, record new property paths. */
-  private async storeEvents(work: UnitOfWork, ws: string, items: PreparedEvent[], now: Date, known: Set<string>) {
+  private async storeEvents(work: UnitOfWork, ws: string, items: PreparedEvent[], now: Date, known: Set<string>, exactClaim: boolean) {
     const inputs = items.map((item) => item.input);
     // A message_id repeated within the batch or seen before is stored once.
     const firstOfBatch = new Map<string, number>();
     inputs.forEach((e, i) => { if (e.message_id !== undefined && !firstOfBatch.has(e.message_id)) firstOfBatch.set(e.message_id, i); });
-    const fresh = await claimMessageIds(work.control, ws, [...firstOfBatch.keys()]);
-    const kept = inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && fresh.has(e.message_id)));
+    const messageIds = [...firstOfBatch.keys()];
+    let fresh: Set<string> | null = null;
+    if (exactClaim) fresh = await claimMessageIds(work.control, ws, messageIds);
+    else await insertNewMessageIds(work.control, ws, messageIds);
+    const kept = inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && (fresh === null || fresh.has(e.message_id))));
     const stored = items.filter((_, i) => kept[i]);
 
     const { resolved, links } = await resolveIdentities(this.stores.control, work, ws, stored.map((e) => identityOf(e.input, e.ts)), now);
