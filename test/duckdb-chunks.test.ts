@@ -22,7 +22,7 @@ describe('appends through data chunks', () => {
       at: i % 7 === 0 ? null : instants[i % instants.length]!,
     }));
     const received = new Date('2026-06-15T12:00:00.000Z');
-    await appendRows(conn, 't', [constantText('ws1'), text((r) => r.id), text((r) => r.note), int64((r) => r.n), instant((r) => r.at), constantInstant(received)], rows);
+    await appendRows<Row>(conn, 't', [constantText('ws1'), text((r) => r.id), text((r) => r.note), int64((r) => r.n), instant((r) => r.at), constantInstant(received)], rows);
     const read = (await conn.runAndReadAll(`SELECT ws, id, note, CAST(n AS VARCHAR) AS n, CAST(epoch_us(seen) AS VARCHAR) AS at,
       CAST(epoch_us(received) AS VARCHAR) AS received FROM t ORDER BY CAST(substr(id, 2) AS INTEGER)`)).getRowObjectsJS();
     expect(read).toEqual(rows.map((r) => ({

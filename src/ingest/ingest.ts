@@ -75,6 +75,18 @@ function asRefusal(err: unknown): never {
 
 const timeOf = (input: { timestamp?: string }, receivedAt: Date) => (input.timestamp ? new Date(input.timestamp) : receivedAt);
 
+/** Property paths per event name (a key built of both cost a string and its hash per path of every event). */
+type KnownPaths = Map<string, Set<string>>;
+
+/** Adds `path` under `name`; false when it was there. */
+function addPath(paths: KnownPaths, name: string, path: string): boolean {
+  let ofName = paths.get(name);
+  if (!ofName) paths.set(name, (ofName = new Set()));
+  if (ofName.has(path)) return false;
+  ofName.add(path);
+  return true;
+}
+
 /** Runs inside the unit of work that links the visitors: its writes are kept or dropped with them. */
 export type LinkListener = (work: UnitOfWork, links: VisitorLink[]) => Promise<void>;
 
@@ -82,8 +94,8 @@ export class Ingest {
   private readonly eventWrites = new GroupCommit<PreparedEvent, EventResult>((ws, items) => this.writeEvents(ws, items));
   private readonly pageviewWrites = new GroupCommit<PreparedPageview, { pageview_id: string }>((ws, items) => this.writePageviews(ws, items));
   private readonly linkListeners: LinkListener[] = [];
-  /** Property paths known per workspace (`event_name \0 path`), so only new ones are written. */
-  private readonly knownPaths = new Map<string, Set<string>>();
+  /** Property paths known per workspace and event name, so only new ones are written. */
+  private readonly knownPaths = new Map<string, KnownPaths>();
 
   constructor(private readonly stores: Stores, private readonly clock: () => Date = () => new Date()) {}
 
@@ -137,7 +149,7 @@ export class Ingest {
   }
 
   /** Events inside their unit of work: dedupe, resolve, append, record new property paths. */
-  private async storeEvents(work: UnitOfWork, ws: string, items: PreparedEvent[], now: Date, known: Set<string>, exactClaim: boolean) {
+  private async storeEvents(work: UnitOfWork, ws: string, items: PreparedEvent[], now: Date, known: KnownPaths, exactClaim: boolean) {
     const inputs = items.map((item) => item.input);
     // A message_id repeated within the batch or seen before is stored once.
     const firstOfBatch = new Map<string, number>();
@@ -154,7 +166,7 @@ export class Ingest {
     const ids = newIds('evt', stored.length);
     const rows: EventRecord[] = [];
     const newPaths: { event_name: string; path: string }[] = [];
-    const recorded = new Set<string>();
+    const recorded: KnownPaths = new Map();
     stored.forEach(({ input: e, ts, paths, properties }, i) => {
       const who = resolved[i]!;
       rows.push({
@@ -167,18 +179,16 @@ export class Ingest {
         visitor_key: who.visitor_key,
         properties,
       });
+      const knownOfName = known.get(e.event_name);
       for (const path of paths) {
-        const key = `${e.event_name}\0${path}`;
-        if (!known.has(key) && !recorded.has(key)) {
-          recorded.add(key);
-          newPaths.push({ event_name: e.event_name, path });
-        }
+        if (knownOfName?.has(path) || !addPath(recorded, e.event_name, path)) continue;
+        newPaths.push({ event_name: e.event_name, path });
       }
     });
     await work.analytics.appendEvents(ws, rows, now);
     await work.analytics.recordPropertyPaths(ws, newPaths);
     // Known once committed: a rolled-back or re-run transaction records them again.
-    work.control.afterCommit(() => { for (const key of recorded) known.add(key); });
+    work.control.afterCommit(() => { for (const [name, paths] of recorded) for (const path of paths) addPath(known, name, path); });
     let next = 0;
     const results = inputs.map((_, i): EventResult => {
       if (!kept[i]) return { event_id: null, person_id: null, duplicate: true };
@@ -228,11 +238,11 @@ export class Ingest {
     });
   }
 
-  private async pathsOf(ws: string): Promise<Set<string>> {
+  private async pathsOf(ws: string): Promise<KnownPaths> {
     let known = this.knownPaths.get(ws);
     if (!known) {
-      known = new Set();
-      for (const [name, paths] of (await this.stores.analytics.propertyCatalog(ws)).events) for (const path of paths) known.add(`${name}\0${path}`);
+      known = new Map();
+      for (const [name, paths] of (await this.stores.analytics.propertyCatalog(ws)).events) for (const path of paths) addPath(known, name, path);
       this.knownPaths.set(ws, known);
     }
     return known;
