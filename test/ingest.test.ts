@@ -25,7 +25,7 @@ const linkOf = async (visitorId: string) => {
     WHERE v.workspace_id = $1 AND v.visitor_id = $2`, [t.ws.workspace_id, visitorId]);
   return rows[0]?.person_id ?? null;
 };
-const count = async (table: 'persons' | 'events') => (table === 'events' ? storedCount(t, 'events')
+const count = async (table: 'persons' | 'events' | 'event_messages') => (table === 'events' ? storedCount(t, 'events')
   : Number((await controlRows(t, `SELECT count(*) AS n FROM ${table} WHERE workspace_id = $1`, [t.ws.workspace_id]))[0]!.n));
 
 describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
@@ -198,6 +198,21 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
       const again = await event({ event_name: 'pay', external_id: 'u', message_id: 'm1' });
       expect(again.duplicate).toBe(true);
       expect(await count('events')).toBe(1);
+    });
+
+    it('stores the rest of a group once when one of its message ids was seen before, and nothing of its first attempt', async () => {
+      await event({ event_name: 'pay', external_id: 'u', message_id: 'seen' });
+      const [mixed, fresh] = await Promise.all([
+        event({ batch: [{ event_name: 'pay', external_id: 'u2', message_id: 'new1' }, { event_name: 'pay', external_id: 'u3', message_id: 'seen' }] }),
+        event({ batch: [{ event_name: 'pay', external_id: 'u4', message_id: 'new2' }] }),
+      ]);
+      expect(mixed.results.map((r: { duplicate: boolean }) => r.duplicate)).toEqual([false, true]);
+      expect(mixed.accepted).toBe(1);
+      expect(fresh.results[0].duplicate).toBe(false);
+      expect(await count('events')).toBe(3);
+      expect(await count('event_messages')).toBe(3);
+      // u3's event was a duplicate: no person made for it.
+      expect(await count('persons')).toBe(3);
     });
 
     it('keeps property definitions current, nested paths included, per event name', async () => {

@@ -6,7 +6,7 @@ import { invalidRequest } from '../errors.js';
 import {
   type ChannelFields, type EventRecord, type PageviewRecord, RefusedValue, type Staged, type UnitOfWork, type VisitorLink,
 } from '../store/analytics.js';
-import { claimMessageIds } from '../store/control/messages.js';
+import { claimMessageIds, insertNewMessageIds, MessageIdSeen } from '../store/control/messages.js';
 import type { Stores } from '../store/open.js';
 import { propertyPaths } from '../store/property-paths.js';
 import { stringifyWellFormed } from '../well-formed.js';
@@ -75,6 +75,18 @@ function asRefusal(err: unknown): never {
 
 const timeOf = (input: { timestamp?: string }, receivedAt: Date) => (input.timestamp ? new Date(input.timestamp) : receivedAt);
 
+/** Property paths per event name (a key built of both cost a string and its hash per path of every event). */
+type KnownPaths = Map<string, Set<string>>;
+
+/** Adds `path` under `name`; false when it was there. */
+function addPath(paths: KnownPaths, name: string, path: string): boolean {
+  let ofName = paths.get(name);
+  if (!ofName) paths.set(name, (ofName = new Set()));
+  if (ofName.has(path)) return false;
+  ofName.add(path);
+  return true;
+}
+
 /** Runs inside the unit of work that links the visitors: its writes are kept or dropped with them. */
 export type LinkListener = (work: UnitOfWork, links: VisitorLink[]) => Promise<void>;
 
@@ -82,8 +94,8 @@ export class Ingest {
   private readonly eventWrites = new GroupCommit<PreparedEvent, EventResult>((ws, items) => this.writeEvents(ws, items));
   private readonly pageviewWrites = new GroupCommit<PreparedPageview, { pageview_id: string }>((ws, items) => this.writePageviews(ws, items));
   private readonly linkListeners: LinkListener[] = [];
-  /** Property paths known per workspace (`event_name \0 path`), so only new ones are written. */
-  private readonly knownPaths = new Map<string, Set<string>>();
+  /** Property paths known per workspace and event name, so only new ones are written. */
+  private readonly knownPaths = new Map<string, KnownPaths>();
 
   constructor(private readonly stores: Stores, private readonly clock: () => Date = () => new Date()) {}
 
@@ -121,19 +133,32 @@ export class Ingest {
     return this.eventWrites.submit(ws, items).catch(asRefusal);
   }
 
+  /**
+   * Message ids are first inserted as new (most are); when one was seen before, that transaction is
+   * rolled back and the group runs again with the exact claim, which skips the ids seen.
+   */
   private async writeEvents(ws: string, items: PreparedEvent[]): Promise<Staged<EventResult[]>> {
     const known = await this.pathsOf(ws);
-    return this.stores.analytics.stage((work) => this.storeEvents(work, ws, items, this.clock(), known));
+    const write = (exactClaim: boolean) => this.stores.analytics.stage((work) => this.storeEvents(work, ws, items, this.clock(), known, exactClaim));
+    try {
+      return await write(false);
+    } catch (err) {
+      if (!(err instanceof MessageIdSeen)) throw err;
+      return write(true);
+    }
   }
 
   /** Events inside their unit of work: dedupe, resolve, append, record new property paths. */
-  private async storeEvents(work: UnitOfWork, ws: string, items: PreparedEvent[], now: Date, known: Set<string>) {
+  private async storeEvents(work: UnitOfWork, ws: string, items: PreparedEvent[], now: Date, known: KnownPaths, exactClaim: boolean) {
     const inputs = items.map((item) => item.input);
     // A message_id repeated within the batch or seen before is stored once.
     const firstOfBatch = new Map<string, number>();
     inputs.forEach((e, i) => { if (e.message_id !== undefined && !firstOfBatch.has(e.message_id)) firstOfBatch.set(e.message_id, i); });
-    const fresh = await claimMessageIds(work.control, ws, [...firstOfBatch.keys()]);
-    const kept = inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && fresh.has(e.message_id)));
+    const messageIds = [...firstOfBatch.keys()];
+    let fresh: Set<string> | null = null;
+    if (exactClaim) fresh = await claimMessageIds(work.control, ws, messageIds);
+    else await insertNewMessageIds(work.control, ws, messageIds);
+    const kept = inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && (fresh === null || fresh.has(e.message_id))));
     const stored = items.filter((_, i) => kept[i]);
 
     const { resolved, links } = await resolveIdentities(this.stores.control, work, ws, stored.map((e) => identityOf(e.input, e.ts)), now);
@@ -141,7 +166,7 @@ export class Ingest {
     const ids = newIds('evt', stored.length);
     const rows: EventRecord[] = [];
     const newPaths: { event_name: string; path: string }[] = [];
-    const recorded = new Set<string>();
+    const recorded: KnownPaths = new Map();
     stored.forEach(({ input: e, ts, paths, properties }, i) => {
       const who = resolved[i]!;
       rows.push({
@@ -155,18 +180,16 @@ export class Ingest {
         properties,
         payload: e.properties,
       });
+      const knownOfName = known.get(e.event_name);
       for (const path of paths) {
-        const key = `${e.event_name}\0${path}`;
-        if (!known.has(key) && !recorded.has(key)) {
-          recorded.add(key);
-          newPaths.push({ event_name: e.event_name, path });
-        }
+        if (knownOfName?.has(path) || !addPath(recorded, e.event_name, path)) continue;
+        newPaths.push({ event_name: e.event_name, path });
       }
     });
     await work.analytics.appendEvents(ws, rows, now);
     await work.analytics.recordPropertyPaths(ws, newPaths);
     // Known once committed: a rolled-back or re-run transaction records them again.
-    work.control.afterCommit(() => { for (const key of recorded) known.add(key); });
+    work.control.afterCommit(() => { for (const [name, paths] of recorded) for (const path of paths) addPath(known, name, path); });
     let next = 0;
     const results = inputs.map((_, i): EventResult => {
       if (!kept[i]) return { event_id: null, person_id: null, duplicate: true };
@@ -216,11 +239,11 @@ export class Ingest {
     });
   }
 
-  private async pathsOf(ws: string): Promise<Set<string>> {
+  private async pathsOf(ws: string): Promise<KnownPaths> {
     let known = this.knownPaths.get(ws);
     if (!known) {
-      known = new Set();
-      for (const [name, paths] of (await this.stores.analytics.propertyCatalog(ws)).events) for (const path of paths) known.add(`${name}\0${path}`);
+      known = new Map();
+      for (const [name, paths] of (await this.stores.analytics.propertyCatalog(ws)).events) for (const path of paths) addPath(known, name, path);
       this.knownPaths.set(ws, known);
     }
     return known;

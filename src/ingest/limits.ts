@@ -91,12 +91,18 @@ export function propertiesWithinLimits(properties: Record<string, unknown>, ctx:
   if (fault) addFault(ctx, fault);
 }
 
-/** zod check of `traits`: depth, then size (measured only once the depth is known to be bounded). */
-export function traitsWithinLimits(traits: Record<string, unknown>, ctx: z.RefinementCtx): void {
+/** The first fault of `traits`: depth, then size (measured only once the depth is known to be bounded). */
+export function traitsFault(traits: object): Fault | null {
   const fault = payloadFault(traits, false);
-  if (fault) return addFault(ctx, fault);
+  if (fault) return fault;
   const bytes = bytesOver(traits, INGEST_LIMITS.traitsBytes);
-  if (bytes !== null) addFault(ctx, { path: [], message: `are ${bytes} bytes as JSON; at most ${INGEST_LIMITS.traitsBytes}` });
+  return bytes === null ? null : { path: [], message: `are ${bytes} bytes as JSON; at most ${INGEST_LIMITS.traitsBytes}` };
+}
+
+/** zod check of `traits`. */
+export function traitsWithinLimits(traits: Record<string, unknown>, ctx: z.RefinementCtx): void {
+  const fault = traitsFault(traits);
+  if (fault) addFault(ctx, fault);
 }
 
 /**
@@ -132,10 +138,16 @@ function bytesOver(value: object, limit: number): number | null {
   return bytes > limit ? bytes : null;
 }
 
-/** zod check of a whole event's size; only on an otherwise valid event (`onValid`), whose payloads are shallow. */
-export function eventWithinSize(event: object, ctx: z.RefinementCtx): void {
+/** The size fault of a whole event; only for an otherwise valid event, whose payloads are shallow. */
+export function eventSizeFault(event: object): Fault | null {
   const bytes = bytesOver(event, INGEST_LIMITS.eventBytes);
-  if (bytes !== null) addFault(ctx, { path: [], message: `is ${bytes} bytes as JSON; at most ${INGEST_LIMITS.eventBytes}` });
+  return bytes === null ? null : { path: [], message: `is ${bytes} bytes as JSON; at most ${INGEST_LIMITS.eventBytes}` };
+}
+
+/** zod check of a whole event's size; only on an otherwise valid event (`onValid`). */
+export function eventWithinSize(event: object, ctx: z.RefinementCtx): void {
+  const fault = eventSizeFault(event);
+  if (fault) addFault(ctx, fault);
 }
 
 /** `when` of a refinement that must only see a value whose other checks all passed. */

@@ -13,7 +13,7 @@ const email = z.string().trim().min(1).max(256).transform((v) => v.toLowerCase()
 const jsonObject = z.record(z.string(), z.unknown());
 const traits = jsonObject.superRefine(traitsWithinLimits);
 const properties = jsonObject.superRefine(propertiesWithinLimits);
-const timestamp = z.iso.datetime({ offset: true, local: true });
+export const timestamp = z.iso.datetime({ offset: true, local: true });
 
 const identityShape = {
   external_id: userId.optional(),

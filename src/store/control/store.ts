@@ -47,6 +47,8 @@ export interface ControlDialect {
   listOf(value: string | null): string;
   /** A JSON array text parameter of `{ field: value }` objects, as a FROM item named `alias` with the typed fields. */
   jsonRows(param: string, alias: string, fields: Record<string, 'text' | 'bigint' | 'boolean'>): string;
+  /** Whether `err` is a statement's failure on a unique or primary key that already holds the value. */
+  duplicateKey(err: unknown): boolean;
 }
 
 /** A connection to the control engine: the pool outside a transaction, or a transaction's. */

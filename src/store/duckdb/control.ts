@@ -33,6 +33,7 @@ export const duckdbDialect: ControlDialect = {
     const shape = `[{${Object.entries(fields).map(([name, type]) => `"${name}":"${FIELD_TYPES[type]}"`).join(',')}}]`;
     return `(SELECT unnest(from_json(${param}, '${shape}'), recursive := true)) AS ${alias}`;
   },
+  duplicateKey: (err) => err instanceof Error && err.message.startsWith('Constraint Error: Duplicate key'),
 };
 
 /** Instants bound as TIMESTAMP (naive UTC, as the columns hold them); the rest as they are. */

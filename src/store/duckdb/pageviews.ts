@@ -2,9 +2,9 @@
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { ChannelFields, FirstTouchChannels, PageviewRecord } from '../analytics.js';
+import { appendRows, type ChunkColumn, constantText, instant, int64, text } from './chunks.js';
 import { column, keys } from './columns.js';
 import type { Store } from './db.js';
-import { timestamp } from './time.js';
 
 /** Each visitor's latest page view: its time and channel fields. */
 export async function latestPageviews(tx: DuckDBConnection, ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>> {
@@ -27,29 +27,27 @@ export async function latestPageviews(tx: DuckDBConnection, ws: string, visitorK
   return latest;
 }
 
+/** The pageviews table's columns, in its order. */
+const pageviewColumns = (ws: string): ChunkColumn<PageviewRecord>[] => [
+  constantText(ws),
+  text((r) => r.pageview_id),
+  int64((r) => r.visitor_key),
+  instant((r) => r.ts),
+  text((r) => r.url),
+  text((r) => r.referrer),
+  text((r) => r.title),
+  text((r) => r.host),
+  text((r) => r.path),
+  text((r) => r.referrer_host),
+  text((r) => r.source),
+  text((r) => r.medium),
+  text((r) => r.campaign),
+  text((r) => r.channel),
+  text((r) => r.channel_category),
+];
+
 export async function appendPageviews(tx: DuckDBConnection, ws: string, rows: PageviewRecord[]): Promise<void> {
-  if (rows.length === 0) return;
-  const appender = await tx.createAppender('pageviews');
-  const text = (v: string | null) => (v === null ? appender.appendNull() : appender.appendVarchar(v));
-  for (const r of rows) {
-    appender.appendVarchar(ws);
-    appender.appendVarchar(r.pageview_id);
-    appender.appendBigInt(BigInt(r.visitor_key));
-    appender.appendTimestamp(timestamp(r.ts));
-    appender.appendVarchar(r.url);
-    text(r.referrer);
-    text(r.title);
-    appender.appendVarchar(r.host);
-    appender.appendVarchar(r.path);
-    text(r.referrer_host);
-    text(r.source);
-    text(r.medium);
-    text(r.campaign);
-    appender.appendVarchar(r.channel);
-    appender.appendVarchar(r.channel_category);
-    appender.endRow();
-  }
-  appender.closeSync();
+  await appendRows(tx, 'pageviews', pageviewColumns(ws), rows);
 }
 
 /** First-touch channels (AnalyticsStore.firstTouchChannels): a person's over its visitors linked now. */

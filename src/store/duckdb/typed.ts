@@ -11,10 +11,11 @@
 // looked up once from its rows, and each of its slots is filled from the JSON (`fill`) before it is
 // ready, in chunks of time, each its own short transaction.
 
-import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
+import type { DuckDBConnection } from '@duckdb/node-api';
 import { type ScalarKind, type TypedPaths, typedColumn } from '../../criteria/index.js';
 import { pointer } from '../../criteria/errors.js';
 import { wellFormedString } from '../../well-formed.js';
+import { boolean, type ChunkColumn, double, text } from './chunks.js';
 import type { Store } from './db.js';
 
 const KINDS: readonly ScalarKind[] = ['string', 'number', 'boolean'];
@@ -88,13 +89,12 @@ function visitLeaves(payload: unknown, visit: (path: string, kind: ScalarKind, v
   }
 }
 
-/** What ingest appends after a row's own columns: the typed columns in table order. */
+/** What ingest appends after a row's own columns: the typed columns in table order, by row index. */
 export interface TypedRows {
-  /** Appends row `i`'s typed values (null where it has none). */
-  append(appender: DuckDBAppender, i: number): void;
+  columns: ChunkColumn<unknown>[];
 }
 
-const NO_TYPED_ROWS: TypedRows = { append: () => undefined };
+const NO_TYPED_ROWS: TypedRows = { columns: [] };
 
 const stores = new WeakMap<Store, TypedColumns>();
 
@@ -156,19 +156,15 @@ export class TypedColumns {
         if (draft.unready) this.kick();
       });
     }
-    const kinds = draft.columns.map((c) => c.kind);
-    if (kinds.length === 0) return NO_TYPED_ROWS;
+    if (draft.columns.length === 0) return NO_TYPED_ROWS;
+    // A column no row of the batch fills costs one validity copy per chunk.
     return {
-      append(appender, i) {
-        const row = values[i]!;
-        for (let j = 0; j < kinds.length; j++) {
-          const value = row[j];
-          if (value === undefined) appender.appendNull();
-          else if (kinds[j] === 'string') appender.appendVarchar(value as string);
-          else if (kinds[j] === 'number') appender.appendDouble(value as number);
-          else appender.appendBoolean(value as boolean);
-        }
-      },
+      columns: draft.columns.map(({ kind }, j) => {
+        const at = (i: number) => values[i]![j] ?? null;
+        return kind === 'string' ? text((_: unknown, i: number) => at(i) as string | null)
+          : kind === 'number' ? double((_: unknown, i: number) => at(i) as number | null)
+            : boolean((_: unknown, i: number) => at(i) as boolean | null);
+      }),
     };
   }
 
