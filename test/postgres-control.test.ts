@@ -217,7 +217,7 @@ describe.skipIf(!POSTGRES_RUNNING)('PostgreSQL migrations', () => {
         const where = new URL(db.url);
         expect(JSON.parse(stdout)).toEqual({
           database: `postgres://${where.host}${where.pathname}`, database_created: false, schema_version: MIGRATION_FILES, analytics_store: 'clickhouse',
-          clickhouse: { database: 'migrated', path: join(dir, 'clickhouse') },
+          typed_rows_filled: 0, clickhouse: { database: 'migrated', path: join(dir, 'clickhouse') },
         });
       }
     } finally {
