@@ -1,7 +1,7 @@
 // People lookup (GET /people): persons, and paying customers attributed to no person yet, whose
 // email, external_id, name or customer id contains the term. Keyset-paginated on `sort_key`.
 
-import type { ControlDialect, ControlSql } from './store.js';
+import { columnOf, type ControlDialect, type ControlSql } from './store.js';
 
 export interface LookupRow {
   sort_key: string;
@@ -36,6 +36,29 @@ function personKeyBound(after: string): bigint {
   return key < MAX_KEY ? key : MAX_KEY;
 }
 
+/** Past this many index rows under its rarest trigram a term is common: the search column is scanned. */
+const COMMON_GRAM = 20_000;
+/** Past this many candidates (persons under all three rarest trigrams) the scan is cheaper than checking each. */
+const MAX_CANDIDATES = 2_000;
+
+/**
+ * The persons whose search text contains `term`, found through the trigram index (DuckDB), or null
+ * where the engine keeps none, the term has no trigram (under three characters, or a line feed:
+ * matched column by column) or it is too common for the index to pay.
+ */
+async function indexedPersons(store: ControlSql, ws: string, term: string): Promise<number[] | null> {
+  const grams = store.dialect.personGrams;
+  if (!grams || term.includes('\n')) return null;
+  const rarest = await store.all(grams.rarest, [ws, term]);
+  if (rarest.length === 0 || Number(rarest[0]!.n) > COMMON_GRAM) return null;
+  const [a, b = a, c = b] = rarest.map((r) => r.gram as string);
+  const candidates = await store.all(grams.candidates, [ws, a!, b!, c!]);
+  if (candidates.length > MAX_CANDIDATES) return null;
+  if (candidates.length === 0) return [];
+  const found = await store.all(grams.verify, [ws, columnOf(candidates.map((r) => Number(r.person_key))), term]);
+  return found.map((r) => Number(r.person_key));
+}
+
 /**
  * Matching persons and customers first (indexed on PostgreSQL, one search column on DuckDB), then
  * the page of them, then the customers of the page's persons only: nothing reads every customer.
@@ -46,6 +69,11 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
   const has = (column: string) => d.containsLower(column, '$2');
   // Every person contains the empty term, even one without email, external_id and name.
   const personMatches = term === '' ? 'TRUE' : d.personMatches('p', '$2');
+  const indexed = term === '' ? null : await indexedPersons(store, ws, term);
+  const personsHit = indexed === null
+    ? `SELECT p.person_key FROM persons p
+      WHERE p.workspace_id = $1 AND p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3 AND ${personMatches}`
+    : `SELECT person_key FROM (SELECT ${d.keys('$6')} AS person_key) AS p WHERE person_key > $5 AND ${SORT_KEY('person_key')} > $3`;
   const rows = await store.all(`WITH
     -- Each side's first page only. On PostgreSQL a common term walks the persons in key order and
     -- stops, a rare one reads its index matches; a customer's visitor is read for the matches only.
@@ -55,11 +83,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
         AND NOT EXISTS (SELECT 1 FROM visitors v WHERE v.workspace_id = $1 AND v.visitor_key = c.visitor_key AND v.person_key IS NOT NULL)
       ORDER BY 'c' || c.customer_id LIMIT $4
     ),
-    persons_hit AS (
-      SELECT p.person_key FROM persons p
-      WHERE p.workspace_id = $1 AND p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3 AND ${personMatches}
-      ORDER BY p.person_key LIMIT $4
-    ),
+    persons_hit AS (${personsHit} ORDER BY person_key LIMIT $4),
     owners_hit AS (
       SELECT DISTINCT o.owner FROM (
         SELECT ${OWNER} AS owner FROM payment_customers c ${LINKED_VISITOR} WHERE c.workspace_id = $1 AND ${has('c.customer_id')}
@@ -97,7 +121,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
     SELECT page.sort_key, NULL, NULL, NULL, h.email, NULL, h.visitor_key, ${d.listOf('h.customer_id')}, h.link_state
     FROM page JOIN unowned_hit h ON h.customer_id = page.customer_id
     ORDER BY sort_key`,
-  [ws, term, after, limit, personKeyBound(after)]);
+  [ws, term, after, limit, personKeyBound(after), ...(indexed === null ? [] : [columnOf(indexed)])]);
   return rows.map((r) => ({
     sort_key: r.sort_key as string,
     person_key: r.person_key === null ? null : Number(r.person_key),

@@ -42,11 +42,25 @@ export interface ControlDialect {
    * engine that keeps one (DuckDB: store/duckdb/search.ts); null where the columns are indexed.
    */
   personSearch: ((email: string, externalId: string, name: string) => string) | null;
+  /** The persons' trigram index on an engine that keeps one beside the search column (DuckDB); null elsewhere. */
+  personGrams: PersonGrams | null;
   /** The text values of an aggregate group, ordered, as a list; and a list of one or no value. */
   listAgg(value: string): string;
   listOf(value: string | null): string;
   /** A JSON array text parameter of `{ field: value }` objects, as a FROM item named `alias` with the typed fields. */
   jsonRows(param: string, alias: string, fields: Record<string, 'text' | 'bigint' | 'boolean'>): string;
+}
+
+/** Statement texts of a persons' trigram index (store/duckdb/search.ts). */
+export interface PersonGrams {
+  /** A SELECT of index rows for the persons of `from`, whose expressions `ws`, `key` and `search` give them. */
+  rows(from: string, ws: string, key: string, search: string): string;
+  /** The term's ($2) three rarest trigrams in workspace $1 (`gram`, and `n` its count), rarest first; none below three characters. */
+  readonly rarest: string;
+  /** The workspace's ($1) persons indexed under all of the trigrams $2, $3, $4 (`person_key`). */
+  readonly candidates: string;
+  /** Of the persons $2 (a key column), those of workspace $1 whose search text contains $3 (`person_key`). */
+  readonly verify: string;
 }
 
 /** A connection to the control engine: the pool outside a transaction, or a transaction's. */

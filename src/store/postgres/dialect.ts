@@ -23,6 +23,7 @@ export const postgresDialect: ControlDialect = {
   containsLower,
   personMatches: (p, term) => `(${['email', 'external_id', 'name'].map((c) => containsLower(`${p}.${c}`, term)).join(' OR ')})`,
   personSearch: null,
+  personGrams: null,
   listAgg: (value) => `array_agg(${value} ORDER BY ${value})`,
   listOf: (value) => (value === null ? 'CAST(ARRAY[] AS text[])' : `ARRAY[${value}]`),
   jsonRows: (param, alias, fields) =>
