@@ -59,6 +59,39 @@ async function indexedPersons(store: ControlSql, ws: string, term: string): Prom
   return found.map((r) => Number(r.person_key));
 }
 
+/** A sample of the persons' search texts is read again after this long. */
+const SAMPLE_MS = 60_000;
+/** Past this share of the sample holding its rarest trigram, a term is searched by all of its trigrams. */
+const RARE_SHARE = 0.02;
+const samples = new WeakMap<ControlSql, { at: number; texts: Promise<string[]> }>();
+
+/**
+ * The term's three rarest trigrams of letters and digits (the only ones pg_trgm indexes) by a sample
+ * of the persons, when the engine searches its trigram indexes by them (PostgreSQL) and the rarest
+ * is rare; else null: all trigrams, as the LIKE of the whole term. Only the plan depends on the
+ * sample (kept a minute per store; a stale one is as correct): the answer is checked on the term.
+ */
+async function rareGrams(store: ControlSql, term: string): Promise<string[] | null> {
+  const sql = store.dialect.personSample;
+  if (!sql) return null;
+  const grams = [...new Set(Array.from({ length: Math.max(0, term.length - 2) }, (_, i) => term.slice(i, i + 3)))]
+    .filter((g) => /^[a-z0-9]{3}$/.test(g));
+  if (grams.length === 0) return null;
+  let sample = samples.get(store);
+  if (!sample || performance.now() - sample.at > SAMPLE_MS) {
+    const texts = store.all(sql).then((rows) => rows.map((r) => r.t as string), (err: unknown) => {
+      samples.delete(store);
+      throw err;
+    });
+    sample = { at: performance.now(), texts };
+    samples.set(store, sample);
+  }
+  const texts = await sample.texts;
+  const hits = new Map(grams.map((g) => [g, texts.reduce((n, t) => n + Number(t.includes(g)), 0)]));
+  const rarest = grams.sort((a, b) => hits.get(a)! - hits.get(b)!).slice(0, 3);
+  return hits.get(rarest[0]!)! > texts.length * RARE_SHARE ? null : rarest;
+}
+
 /**
  * Matching persons and customers first (indexed on PostgreSQL, one search column on DuckDB), then
  * the page of them, then the customers of the page's persons only: nothing reads every customer.
@@ -66,28 +99,33 @@ async function indexedPersons(store: ControlSql, ws: string, term: string): Prom
 export async function lookupPeople(store: ControlSql, ws: string, q: string, after: string, limit: number): Promise<LookupRow[]> {
   const d: ControlDialect = store.dialect;
   const term = q.toLowerCase();
-  const has = (column: string) => d.containsLower(column, '$2');
+  const grams = await rareGrams(store, term);
+  const gramParams = grams?.map((_, i) => `$${6 + i}`);
+  const has = (column: string) => d.containsLower(column, '$2', gramParams);
   // Every person contains the empty term, even one without email, external_id and name.
-  const personMatches = term === '' ? 'TRUE' : d.personMatches('p', '$2');
+  const personMatches = term === '' ? 'TRUE' : d.personMatches('p', '$2', gramParams);
   const indexed = term === '' ? null : await indexedPersons(store, ws, term);
   const personsHit = indexed === null
     ? `SELECT p.person_key FROM persons p
       WHERE p.workspace_id = $1 AND p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3 AND ${personMatches}`
     : `SELECT person_key FROM (SELECT ${d.keys('$6')} AS person_key) AS p WHERE person_key > $5 AND ${SORT_KEY('person_key')} > $3`;
   const rows = await store.all(`WITH
-    -- Each side's first page only. On PostgreSQL a common term walks the persons in key order and
-    -- stops, a rare one reads its index matches; a customer's visitor is read for the matches only.
+    -- The matching customers, read once (one scan of the customers on DuckDB). Each side's first
+    -- page only. On PostgreSQL a common term walks the persons in key order and stops, a rare one
+    -- reads its index matches; a customer's visitor is read for the matches only.
+    matched AS MATERIALIZED (
+      SELECT c.customer_id, c.email, c.person_key, c.visitor_key, c.link_state, ${has('c.customer_id')} AS by_id
+      FROM payment_customers c WHERE c.workspace_id = $1 AND (${has('c.customer_id')} OR ${has('c.email')})
+    ),
     unowned_hit AS (
-      SELECT c.customer_id, c.email, c.visitor_key, c.link_state FROM payment_customers c
-      WHERE c.workspace_id = $1 AND c.person_key IS NULL AND 'c' || c.customer_id > $3 AND (${has('c.customer_id')} OR ${has('c.email')})
+      SELECT c.customer_id, c.email, c.visitor_key, c.link_state FROM matched c
+      WHERE c.person_key IS NULL AND 'c' || c.customer_id > $3
         AND NOT EXISTS (SELECT 1 FROM visitors v WHERE v.workspace_id = $1 AND v.visitor_key = c.visitor_key AND v.person_key IS NOT NULL)
       ORDER BY 'c' || c.customer_id LIMIT $4
     ),
     persons_hit AS (${personsHit} ORDER BY person_key LIMIT $4),
     owners_hit AS (
-      SELECT DISTINCT o.owner FROM (
-        SELECT ${OWNER} AS owner FROM payment_customers c ${LINKED_VISITOR} WHERE c.workspace_id = $1 AND ${has('c.customer_id')}
-      ) o
+      SELECT DISTINCT o.owner FROM (SELECT ${OWNER} AS owner FROM matched c ${LINKED_VISITOR} WHERE c.by_id) o
       WHERE o.owner > $5 AND ${SORT_KEY('o.owner')} > $3 ORDER BY o.owner LIMIT $4
     ),
     keys AS (
@@ -97,11 +135,14 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
       SELECT 'c' || customer_id, NULL, customer_id FROM unowned_hit
     ),
     page AS (SELECT sort_key, person_key, customer_id FROM keys ORDER BY sort_key LIMIT $4),
-    -- The page's persons' customers: their own, and those of their visitors (disjoint).
-    owned_customers AS (
-      SELECT c.customer_id, c.person_key AS owner, ${LINK_STATE} AS link_state
-      FROM payment_customers c ${LINKED_VISITOR}
+    -- The page's persons' customers: their own, and those of their visitors (disjoint). Their own
+    -- are found before their visitors are read (DuckDB otherwise joins every customer to its visitor).
+    own AS MATERIALIZED (
+      SELECT c.customer_id, c.person_key, c.visitor_key, c.link_state FROM payment_customers c
       WHERE c.workspace_id = $1 AND c.person_key IN (SELECT person_key FROM page WHERE person_key IS NOT NULL)
+    ),
+    owned_customers AS (
+      SELECT c.customer_id, c.person_key AS owner, ${LINK_STATE} AS link_state FROM own c ${LINKED_VISITOR}
       UNION ALL
       SELECT c.customer_id, v.person_key, CASE WHEN c.link_state = 'deferred' THEN 'linked' ELSE c.link_state END
       FROM visitors v JOIN payment_customers c ON c.workspace_id = $1 AND c.visitor_key = v.visitor_key AND c.person_key IS NULL
@@ -121,7 +162,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
     SELECT page.sort_key, NULL, NULL, NULL, h.email, NULL, h.visitor_key, ${d.listOf('h.customer_id')}, h.link_state
     FROM page JOIN unowned_hit h ON h.customer_id = page.customer_id
     ORDER BY sort_key`,
-  [ws, term, after, limit, personKeyBound(after), ...(indexed === null ? [] : [columnOf(indexed)])]);
+  [ws, term, after, limit, personKeyBound(after), ...(indexed === null ? [] : [columnOf(indexed)]), ...(grams ?? [])]);
   return rows.map((r) => ({
     sort_key: r.sort_key as string,
     person_key: r.person_key === null ? null : Number(r.person_key),

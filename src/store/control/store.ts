@@ -32,11 +32,19 @@ export interface ControlDialect {
   mergeObject(column: string, patch: string): string;
   /**
    * Whether `column` lowercased contains `term` (a lowercased text), characters taken literally;
-   * null for a null column. PostgreSQL answers it from a trigram index on `lower(column)`.
+   * null for a null column. PostgreSQL answers it from a trigram index on `lower(column)`: from all
+   * of the term's trigrams, or from `grams` only (parameters, each three of the term's letters or
+   * digits), the rows found then checked for the whole term.
    */
-  containsLower(column: string, term: string): string;
+  containsLower(column: string, term: string, grams?: readonly string[]): string;
   /** Whether the person row `person` has `term` (lowercased) in its lowercased email, external_id or name. */
-  personMatches(person: string, term: string): string;
+  personMatches(person: string, term: string, grams?: readonly string[]): string;
+  /**
+   * Where the trigram indexes are searched by a term's rarest trigrams (PostgreSQL): a statement of
+   * the lowercased search texts (`t`) of a sample of about 2,000 persons of all workspaces, which
+   * tells them (the indexes hold every workspace's rows); null elsewhere.
+   */
+  personSample: string | null;
   /**
    * The persons' search column, from the person's email, external_id and name expressions, on an
    * engine that keeps one (DuckDB: store/duckdb/search.ts); null where the columns are indexed.

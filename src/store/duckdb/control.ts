@@ -28,6 +28,7 @@ export const duckdbDialect: ControlDialect = {
     ELSE contains(${p}.search, ${term}) END`,
   personSearch,
   personGrams,
+  personSample: null,
   listAgg: (value) => `list(${value} ORDER BY ${value})`,
   listOf: (value) => (value === null ? 'CAST([] AS VARCHAR[])' : `[${value}]`),
   jsonRows: (param, alias, fields) => {

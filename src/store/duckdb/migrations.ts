@@ -2,7 +2,7 @@
 // Persons and visitors have integer keys (positive) so the compiler can form one integer profile
 // per row: the person's key, or minus the key of an anonymous visitor (criteria/sql.ts).
 
-import { personGramRows, personSearch } from './search.js';
+import { FILL_PERSON_GRAMS, personSearch } from './search.js';
 
 export const MIGRATIONS: readonly string[] = [
   `
@@ -384,8 +384,7 @@ export const MIGRATIONS: readonly string[] = [
   // People lookup: the persons' trigrams and their counts (store/duckdb/search.ts), filled sorted.
   `
   CREATE TABLE person_grams (workspace_id VARCHAR NOT NULL, gram VARCHAR NOT NULL, person_key BIGINT NOT NULL);
-  INSERT INTO person_grams SELECT * FROM (${personGramRows('persons', 'workspace_id', 'person_key', 'search')}) ORDER BY ALL;
   CREATE TABLE person_gram_counts (workspace_id VARCHAR NOT NULL, gram VARCHAR NOT NULL, n BIGINT NOT NULL);
-  INSERT INTO person_gram_counts SELECT workspace_id, gram, count(*) FROM person_grams GROUP BY ALL;
+  ${FILL_PERSON_GRAMS}
   `,
 ];

@@ -24,6 +24,11 @@ export const searchGrams = (search: string): string =>
 export const personGramRows = (from: string, ws: string, key: string, search: string): string =>
   `SELECT ${ws} AS workspace_id, unnest(${searchGrams(search)}) AS gram, ${key} AS person_key FROM ${from}`;
 
+/** Fills the (empty) index and its counts from the persons stored: the migration's statements. */
+export const FILL_PERSON_GRAMS = `
+  INSERT INTO person_grams SELECT * FROM (${personGramRows('persons', 'workspace_id', 'person_key', 'search')}) ORDER BY ALL;
+  INSERT INTO person_gram_counts SELECT workspace_id, gram, count(*) FROM person_grams GROUP BY ALL;`;
+
 /**
  * The index's statements. A trigram missing from the counts (written since they were made) counts
  * 0: the rarest. Candidates and the check are two statements: DuckDB reads a few scattered persons

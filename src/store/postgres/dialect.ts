@@ -10,8 +10,16 @@ const FIELD_TYPES = { text: 'text', bigint: 'bigint', boolean: 'boolean' } as co
  * `lower(column)` answer (migrations/003_people_lookup.sql); the term is bound, and the planner
  * folds the pattern before it picks the index.
  */
-const containsLower = (column: string, term: string) =>
+const likeLower = (column: string, term: string) =>
   `(lower(${column}) LIKE '%' || replace(replace(replace(${term}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%')`;
+
+/**
+ * With `grams` (letters and digits, no wildcard), the index reads those trigrams' rows only, and
+ * strpos(), which no index answers, checks the term: a full email's common trigrams (`use`, `com`)
+ * cost the index most of its time (bench/RESULTS.md).
+ */
+const containsLower = (column: string, term: string, grams?: readonly string[]) => (grams === undefined ? likeLower(column, term)
+  : `(${grams.map((g) => `lower(${column}) LIKE '%' || ${g} || '%'`).join(' AND ')} AND strpos(lower(${column}), ${term}) > 0)`);
 
 export const postgresDialect: ControlDialect = {
   engine: 'postgres',
@@ -21,9 +29,11 @@ export const postgresDialect: ControlDialect = {
   json: (value) => `CAST(${value} AS jsonb)`,
   mergeObject: (column, patch) => `(CASE WHEN jsonb_typeof(${column}) = 'object' THEN ${column} ELSE '{}'::jsonb END) || CAST(${patch} AS jsonb)`,
   containsLower,
-  personMatches: (p, term) => `(${['email', 'external_id', 'name'].map((c) => containsLower(`${p}.${c}`, term)).join(' OR ')})`,
+  personMatches: (p, term, grams) => `(${['email', 'external_id', 'name'].map((c) => containsLower(`${p}.${c}`, term, grams)).join(' OR ')})`,
   personSearch: null,
   personGrams: null,
+  personSample: `SELECT concat_ws(chr(10), lower(email), lower(external_id), lower(name)) AS t FROM persons
+    TABLESAMPLE SYSTEM ((SELECT least(100, 100 * 2000 / greatest(reltuples, 1)) FROM pg_class WHERE oid = CAST('persons' AS regclass)))`,
   listAgg: (value) => `array_agg(${value} ORDER BY ${value})`,
   listOf: (value) => (value === null ? 'CAST(ARRAY[] AS text[])' : `ARRAY[${value}]`),
   jsonRows: (param, alias, fields) =>
