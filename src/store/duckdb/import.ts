@@ -221,7 +221,7 @@ async function lastPersonKey(tx: DuckDBConnection, ws: string): Promise<number> 
  */
 async function indexPersons(tx: DuckDBConnection, ws: string, after: number): Promise<void> {
   const imported = '(SELECT workspace_id, person_key, search FROM persons WHERE workspace_id = $1 AND person_key > $2) AS p';
-  await tx.run(`INSERT INTO person_grams SELECT * FROM (${personGramRows(imported, 'p.workspace_id', 'p.person_key', 'p.search')}) ORDER BY ALL`, [ws, after]);
+  await tx.run(`INSERT INTO person_grams SELECT * FROM (${personGramRows(imported, 'p.workspace_id', 'p.person_key', 'p.search')}) ORDER BY workspace_id, gram`, [ws, after]);
   await tx.run('DELETE FROM person_gram_counts WHERE workspace_id = $1', [ws]);
   await tx.run('INSERT INTO person_gram_counts SELECT workspace_id, gram, count(*) FROM person_grams WHERE workspace_id = $1 GROUP BY ALL', [ws]);
 }

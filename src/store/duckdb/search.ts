@@ -18,7 +18,7 @@ export const personSearch = (email: string, externalId: string, name: string): s
 
 /** The distinct trigrams of a search text expression, as a list (empty below three characters). */
 export const searchGrams = (search: string): string =>
-  `list_distinct([substr(${search}, i, 3) FOR i IN range(1, length(${search}) - 1) IF NOT contains(substr(${search}, i, 3), chr(10))])`;
+  `list_filter(list_distinct(list_transform(range(1, length(${search}) - 1), lambda i: substr(${search}, i, 3))), lambda g: NOT contains(g, chr(10)))`;
 
 /** Rows of `person_grams` for the persons of `from`, whose columns `ws`, `key`, `search` name them. */
 export const personGramRows = (from: string, ws: string, key: string, search: string): string =>
@@ -26,7 +26,7 @@ export const personGramRows = (from: string, ws: string, key: string, search: st
 
 /** Fills the (empty) index and its counts from the persons stored: the migration's statements. */
 export const FILL_PERSON_GRAMS = `
-  INSERT INTO person_grams SELECT * FROM (${personGramRows('persons', 'workspace_id', 'person_key', 'search')}) ORDER BY ALL;
+  INSERT INTO person_grams SELECT * FROM (${personGramRows('persons', 'workspace_id', 'person_key', 'search')}) ORDER BY workspace_id, gram;
   INSERT INTO person_gram_counts SELECT workspace_id, gram, count(*) FROM person_grams GROUP BY ALL;`;
 
 /**
