@@ -55,7 +55,9 @@ async function indexedPersons(store: ControlSql, ws: string, term: string): Prom
   const candidates = await store.all(grams.candidates, [ws, a!, b!, c!]);
   if (candidates.length > MAX_CANDIDATES) return null;
   if (candidates.length === 0) return [];
-  const found = await store.all(grams.verify, [ws, columnOf(candidates.map((r) => Number(r.person_key))), term]);
+  const found = await store.all(`SELECT person_key FROM ${store.dialect.byKeys('persons', 'person_key', '$2', '$1',
+    'person_key, email, external_id, name, search')} AS p WHERE ${store.dialect.personMatches('p', '$3')}`,
+  [ws, columnOf(candidates.map((r) => Number(r.person_key))), term]);
   return found.map((r) => Number(r.person_key));
 }
 
@@ -88,13 +90,16 @@ async function rareGrams(store: ControlSql, term: string): Promise<string[] | nu
   }
   const texts = await sample.texts;
   const hits = new Map(grams.map((g) => [g, texts.reduce((n, t) => n + Number(t.includes(g)), 0)]));
-  const rarest = grams.sort((a, b) => hits.get(a)! - hits.get(b)!).slice(0, 3);
-  return hits.get(rarest[0]!)! > texts.length * RARE_SHARE ? null : rarest;
+  // A common trigram beside rare ones only adds work to the index.
+  const rare = (g: string) => hits.get(g)! <= texts.length * RARE_SHARE;
+  const rarest = grams.sort((a, b) => hits.get(a)! - hits.get(b)!).filter((g, i) => i === 0 || rare(g)).slice(0, 3);
+  return rare(rarest[0]!) ? rarest : null;
 }
 
 /**
- * Matching persons and customers first (indexed on PostgreSQL, one search column on DuckDB), then
- * the page of them, then the customers of the page's persons only: nothing reads every customer.
+ * Matching persons and customers first (PostgreSQL: its trigram indexes; DuckDB: its trigram index
+ * of the persons, or the search column for a common term), then the page of them; then, by the
+ * page's keys, its persons and their customers only: nothing reads every customer's owner.
  */
 export async function lookupPeople(store: ControlSql, ws: string, q: string, after: string, limit: number): Promise<LookupRow[]> {
   const d: ControlDialect = store.dialect;
@@ -109,7 +114,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
     ? `SELECT p.person_key FROM persons p
       WHERE p.workspace_id = $1 AND p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3 AND ${personMatches}`
     : `SELECT person_key FROM (SELECT ${d.keys('$6')} AS person_key) AS p WHERE person_key > $5 AND ${SORT_KEY('person_key')} > $3`;
-  const rows = await store.all(`WITH
+  const page = await store.all(`WITH
     -- The matching customers, read once (one scan of the customers on DuckDB). Each side's first
     -- page only. On PostgreSQL a common term walks the persons in key order and stops, a rare one
     -- reads its index matches; a customer's visitor is read for the matches only.
@@ -134,19 +139,39 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
       UNION ALL
       SELECT 'c' || customer_id, NULL, customer_id FROM unowned_hit
     ),
-    page AS (SELECT sort_key, person_key, customer_id FROM keys ORDER BY sort_key LIMIT $4),
-    -- The page's persons' customers: their own, and those of their visitors (disjoint). Their own
-    -- are found before their visitors are read (DuckDB otherwise joins every customer to its visitor).
-    own AS MATERIALIZED (
-      SELECT c.customer_id, c.person_key, c.visitor_key, c.link_state FROM payment_customers c
-      WHERE c.workspace_id = $1 AND c.person_key IN (SELECT person_key FROM page WHERE person_key IS NOT NULL)
-    ),
+    page AS (SELECT sort_key, person_key, customer_id FROM keys ORDER BY sort_key LIMIT $4)
+    SELECT page.sort_key, page.person_key, h.email, h.visitor_key, h.customer_id, h.link_state
+    FROM page LEFT JOIN unowned_hit h ON h.customer_id = page.customer_id
+    ORDER BY page.sort_key`,
+  [ws, term, after, limit, personKeyBound(after), ...(indexed === null ? [] : [columnOf(indexed)]), ...(grams ?? [])]);
+  const people = await pagePersons(store, ws, page.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])));
+  return page.flatMap((r): LookupRow[] => {
+    if (r.person_key !== null) {
+      const person = people.get(Number(r.person_key));
+      return person ? [{ sort_key: r.sort_key as string, ...person }] : [];
+    }
+    return [{
+      sort_key: r.sort_key as string, person_key: null, person_id: null, external_id: null, email: (r.email as string | null) ?? null, name: null,
+      visitor_key: r.visitor_key === null ? null : Number(r.visitor_key), customer_ids: [r.customer_id as string], link_state: r.link_state as string,
+    }];
+  });
+}
+
+/**
+ * The page's persons with their customers: their own, and those of their visitors (disjoint), each
+ * table read by the page's keys (a statement of its own, so that DuckDB reads them by a key list).
+ */
+async function pagePersons(store: ControlSql, ws: string, personKeys: number[]): Promise<Map<number, Omit<LookupRow, 'sort_key'>>> {
+  if (personKeys.length === 0) return new Map();
+  const d = store.dialect;
+  const rows = await store.all(`WITH
+    own AS (SELECT * FROM ${d.byKeys('payment_customers', 'person_key', '$2', '$1', 'customer_id, person_key, visitor_key, link_state')} AS c),
+    linked_visitors AS (SELECT * FROM ${d.byKeys('visitors', 'person_key', '$2', '$1', 'visitor_key, person_key')} AS v),
     owned_customers AS (
       SELECT c.customer_id, c.person_key AS owner, ${LINK_STATE} AS link_state FROM own c ${LINKED_VISITOR}
       UNION ALL
       SELECT c.customer_id, v.person_key, CASE WHEN c.link_state = 'deferred' THEN 'linked' ELSE c.link_state END
-      FROM visitors v JOIN payment_customers c ON c.workspace_id = $1 AND c.visitor_key = v.visitor_key AND c.person_key IS NULL
-      WHERE v.workspace_id = $1 AND v.person_key IN (SELECT person_key FROM page WHERE person_key IS NOT NULL)
+      FROM linked_visitors v JOIN payment_customers c ON c.workspace_id = $1 AND c.visitor_key = v.visitor_key AND c.person_key IS NULL
     ),
     owned AS (
       SELECT owner, ${d.listAgg('customer_id')} AS customer_ids,
@@ -154,24 +179,18 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
           ELSE min(link_state) END AS link_state
       FROM owned_customers GROUP BY owner
     )
-    SELECT page.sort_key, p.person_key, p.person_id, p.external_id, p.email, p.name, CAST(NULL AS BIGINT) AS visitor_key,
-      coalesce(o.customer_ids, ${d.listOf(null)}) AS customer_ids, o.link_state
-    FROM page JOIN persons p ON p.workspace_id = $1 AND p.person_key = page.person_key
-      LEFT JOIN owned o ON o.owner = p.person_key
-    UNION ALL
-    SELECT page.sort_key, NULL, NULL, NULL, h.email, NULL, h.visitor_key, ${d.listOf('h.customer_id')}, h.link_state
-    FROM page JOIN unowned_hit h ON h.customer_id = page.customer_id
-    ORDER BY sort_key`,
-  [ws, term, after, limit, personKeyBound(after), ...(indexed === null ? [] : [columnOf(indexed)]), ...(grams ?? [])]);
-  return rows.map((r) => ({
-    sort_key: r.sort_key as string,
-    person_key: r.person_key === null ? null : Number(r.person_key),
-    person_id: (r.person_id as string | null) ?? null,
+    SELECT p.person_key, p.person_id, p.external_id, p.email, p.name, coalesce(o.customer_ids, ${d.listOf(null)}) AS customer_ids, o.link_state
+    FROM ${d.byKeys('persons', 'person_key', '$2', '$1', 'person_key, person_id, external_id, email, name')} AS p
+      LEFT JOIN owned o ON o.owner = p.person_key`,
+  [ws, columnOf(personKeys)]);
+  return new Map(rows.map((r) => [Number(r.person_key), {
+    person_key: Number(r.person_key),
+    person_id: r.person_id as string,
     external_id: (r.external_id as string | null) ?? null,
     email: (r.email as string | null) ?? null,
     name: (r.name as string | null) ?? null,
-    visitor_key: r.visitor_key === null ? null : Number(r.visitor_key),
+    visitor_key: null,
     customer_ids: (r.customer_ids as string[] | null) ?? [],
     link_state: (r.link_state as string | null) ?? null,
-  }));
+  }]));
 }

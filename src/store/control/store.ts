@@ -52,6 +52,12 @@ export interface ControlDialect {
   personSearch: ((email: string, externalId: string, name: string) => string) | null;
   /** The persons' trigram index on an engine that keeps one beside the search column (DuckDB); null elsewhere. */
   personGrams: PersonGrams | null;
+  /**
+   * The rows (`columns`) of `table` in workspace `ws` whose `key` is one of the key column `keys`,
+   * as a parenthesized subquery: on DuckDB found by the keys first (its index on them, or a scan of
+   * that column alone), since a filter on the workspace has every row read first.
+   */
+  byKeys(table: string, key: string, keys: string, ws: string, columns: string): string;
   /** The text values of an aggregate group, ordered, as a list; and a list of one or no value. */
   listAgg(value: string): string;
   listOf(value: string | null): string;
@@ -67,8 +73,6 @@ export interface PersonGrams {
   readonly rarest: string;
   /** The workspace's ($1) persons indexed under all of the trigrams $2, $3, $4 (`person_key`). */
   readonly candidates: string;
-  /** Of the persons $2 (a key column), those of workspace $1 whose search text contains $3 (`person_key`). */
-  readonly verify: string;
 }
 
 /** A connection to the control engine: the pool outside a transaction, or a transaction's. */

@@ -29,6 +29,10 @@ export const duckdbDialect: ControlDialect = {
   personSearch,
   personGrams,
   personSample: null,
+  // No filter moves past a LIMIT: the workspace is checked on the rows the keys found.
+  byKeys: (table, key, keys, ws, columns) => `(SELECT ${columns} FROM (
+      SELECT workspace_id, ${columns} FROM ${table} WHERE ${key} = ANY(CAST(CAST(${keys} AS JSON) AS BIGINT[])) LIMIT 9223372036854775807
+    ) AS keyed WHERE workspace_id = ${ws})`,
   listAgg: (value) => `list(${value} ORDER BY ${value})`,
   listOf: (value) => (value === null ? 'CAST([] AS VARCHAR[])' : `[${value}]`),
   jsonRows: (param, alias, fields) => {

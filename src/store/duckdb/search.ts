@@ -31,9 +31,7 @@ export const FILL_PERSON_GRAMS = `
 
 /**
  * The index's statements. A trigram missing from the counts (written since they were made) counts
- * 0: the rarest. Candidates and the check are two statements: DuckDB reads a few scattered persons
- * fast from a bound key list (1.2 ms for 22 of 1 M), not through a join (10–30 ms); and the
- * workspace is checked after the keys, since a filter on it has every person's row read first.
+ * 0: the rarest. The candidates come back to be checked by a key list (store/control/lookup.ts).
  */
 export const personGrams: PersonGrams = {
   rows: personGramRows,
@@ -41,8 +39,4 @@ export const personGrams: PersonGrams = {
     LEFT JOIN person_gram_counts c ON c.workspace_id = $1 AND c.gram = t.gram
     ORDER BY coalesce(c.n, 0), t.gram LIMIT 3`,
   candidates: ['$2', '$3', '$4'].map((g) => `SELECT person_key FROM person_grams WHERE workspace_id = $1 AND gram = ${g}`).join(' INTERSECT '),
-  // The LIMIT keeps the workspace and contains() filters above the key lookup (no filter moves past one).
-  verify: `SELECT person_key FROM (
-      SELECT person_key, workspace_id, search FROM persons WHERE person_key = ANY(CAST(CAST($2 AS JSON) AS BIGINT[])) LIMIT 9223372036854775807
-    ) AS found WHERE workspace_id = $1 AND contains(search, $3)`,
 };

@@ -21,10 +21,12 @@ const likeLower = (column: string, term: string) =>
 const containsLower = (column: string, term: string, grams?: readonly string[]) => (grams === undefined ? likeLower(column, term)
   : `(${grams.map((g) => `lower(${column}) LIKE '%' || ${g} || '%'`).join(' AND ')} AND strpos(lower(${column}), ${term}) > 0)`);
 
+const keys = (param: string) => `CAST(jsonb_array_elements_text(CAST(${param} AS jsonb)) AS bigint)`;
+
 export const postgresDialect: ControlDialect = {
   engine: 'postgres',
   texts: (param) => `jsonb_array_elements_text(CAST(${param} AS jsonb))`,
-  keys: (param) => `CAST(jsonb_array_elements_text(CAST(${param} AS jsonb)) AS bigint)`,
+  keys,
   nextKeys: (sequence, n) => `SELECT nextval('${sequence}') AS k FROM generate_series(1, ${n})`,
   json: (value) => `CAST(${value} AS jsonb)`,
   mergeObject: (column, patch) => `(CASE WHEN jsonb_typeof(${column}) = 'object' THEN ${column} ELSE '{}'::jsonb END) || CAST(${patch} AS jsonb)`,
@@ -34,6 +36,7 @@ export const postgresDialect: ControlDialect = {
   personGrams: null,
   personSample: `SELECT concat_ws(chr(10), lower(email), lower(external_id), lower(name)) AS t FROM persons
     TABLESAMPLE SYSTEM ((SELECT least(100, 100 * 2000 / greatest(reltuples, 1)) FROM pg_class WHERE oid = CAST('persons' AS regclass)))`,
+  byKeys: (table, key, list, ws, columns) => `(SELECT ${columns} FROM ${table} WHERE workspace_id = ${ws} AND ${key} IN (SELECT ${keys(list)}))`,
   listAgg: (value) => `array_agg(${value} ORDER BY ${value})`,
   listOf: (value) => (value === null ? 'CAST(ARRAY[] AS text[])' : `ARRAY[${value}]`),
   jsonRows: (param, alias, fields) =>
