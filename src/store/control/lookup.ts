@@ -114,6 +114,11 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
     ? `SELECT p.person_key FROM persons p
       WHERE p.workspace_id = $1 AND p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3 AND ${personMatches}`
     : `SELECT person_key FROM (SELECT ${d.keys('$6')} AS person_key) AS p WHERE person_key > $5 AND ${SORT_KEY('person_key')} > $3`;
+  // A rare term's matches are all read first: PostgreSQL, misjudging how many the trigrams and
+  // strpos() keep, walked a million persons in key order for the first 51 (3.8 s, bench/RESULTS.md).
+  const personSide = grams === null ? `persons_hit AS (${personsHit} ORDER BY person_key LIMIT $4)`
+    : `person_matches AS MATERIALIZED (${personsHit}),
+    persons_hit AS (SELECT person_key FROM person_matches ORDER BY person_key LIMIT $4)`;
   const page = await store.all(`WITH
     -- The matching customers, read once (one scan of the customers on DuckDB). Each side's first
     -- page only. On PostgreSQL a common term walks the persons in key order and stops, a rare one
@@ -128,7 +133,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
         AND NOT EXISTS (SELECT 1 FROM visitors v WHERE v.workspace_id = $1 AND v.visitor_key = c.visitor_key AND v.person_key IS NOT NULL)
       ORDER BY 'c' || c.customer_id LIMIT $4
     ),
-    persons_hit AS (${personsHit} ORDER BY person_key LIMIT $4),
+    ${personSide},
     owners_hit AS (
       SELECT DISTINCT o.owner FROM (SELECT ${OWNER} AS owner FROM matched c ${LINKED_VISITOR} WHERE c.by_id) o
       WHERE o.owner > $5 AND ${SORT_KEY('o.owner')} > $3 ORDER BY o.owner LIMIT $4

@@ -95,7 +95,7 @@ export async function savePersons(
     column(people.map((p) => p.person_key)), column(people.map((p) => p.email)), column(people.map((p) => updates.get(p.person_key)?.name ?? null)),
     column(people.map((p) => JSON.stringify(updates.get(p.person_key)?.traits ?? {}))),
   ];
-  const { keys, texts, json, mergeObject, personSearch, personGrams } = tx.dialect;
+  const { keys, texts, json, mergeObject, personSearch, personGrams, byKeys } = tx.dialect;
   // The instant is cast: in a select list nothing else gives a PostgreSQL parameter its type.
   if (created.length > 0) {
     await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at${personSearch ? ', search' : ''})
@@ -116,8 +116,9 @@ export async function savePersons(
   if (personGrams && personSearch && retexted.length > 0) {
     await tx.run(`INSERT INTO person_grams ${personGrams.rows(`(SELECT u.k, u.s FROM (
         SELECT u.k, ${personSearch('coalesce(p.email, u.email)', 'p.external_id', 'coalesce(u.name, p.name)')} AS s, p.search AS stored
-        FROM (SELECT ${keys('$2')} AS k, ${texts('$3')} AS email, ${texts('$4')} AS name) AS u JOIN persons p ON p.person_key = u.k
-        WHERE p.workspace_id = $1) AS u WHERE u.s IS DISTINCT FROM u.stored) AS x`, '$1', 'x.k', 'x.s')}`,
+        FROM (SELECT ${keys('$2')} AS k, ${texts('$3')} AS email, ${texts('$4')} AS name) AS u
+          JOIN ${byKeys('persons', 'person_key', '$2', '$1', 'person_key, email, external_id, name, search')} AS p ON p.person_key = u.k
+      ) AS u WHERE u.s IS DISTINCT FROM u.stored) AS x`, '$1', 'x.k', 'x.s')}`,
     [ws, column(retexted.map((p) => p.person_key)), column(retexted.map((p) => p.email)),
       column(retexted.map((p) => updates.get(p.person_key)?.name ?? null))]);
   }

@@ -20,9 +20,9 @@ export const personSearch = (email: string, externalId: string, name: string): s
 export const searchGrams = (search: string): string =>
   `list_filter(list_distinct(list_transform(range(1, length(${search}) - 1), lambda i: substr(${search}, i, 3))), lambda g: NOT contains(g, chr(10)))`;
 
-/** Rows of `person_grams` for the persons of `from`, whose columns `ws`, `key`, `search` name them. */
+/** Rows of `person_grams` for the persons of `from`, whose expressions `ws`, `key`, `search` give them (each computed once). */
 export const personGramRows = (from: string, ws: string, key: string, search: string): string =>
-  `SELECT ${ws} AS workspace_id, unnest(${searchGrams(search)}) AS gram, ${key} AS person_key FROM ${from}`;
+  `SELECT w AS workspace_id, unnest(${searchGrams('s')}) AS gram, k AS person_key FROM (SELECT ${ws} AS w, ${key} AS k, ${search} AS s FROM ${from}) AS texts`;
 
 /** Fills the (empty) index and its counts from the persons stored: the migration's statements. */
 export const FILL_PERSON_GRAMS = `
