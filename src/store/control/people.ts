@@ -20,6 +20,8 @@ export interface PersonRecord {
 export interface PersonUpdate {
   traits?: Record<string, unknown>;
   name?: string;
+  /** The batch gave the person its email (the record's): with a name, what can change its search text. */
+  emailSet?: true;
 }
 
 export interface VisitorRecord {
@@ -111,8 +113,8 @@ export async function savePersons(
     }
   }
   // Before the update, while the stored text is there to compare: the trigrams of a search text that
-  // changes (an email set, a name sent). Only persons given either can change.
-  const retexted = changed.filter((p) => p.email !== null || updates.get(p.person_key)?.name !== undefined);
+  // changes. Only persons given an email or a name can change (traits alone, the common write, cost nothing).
+  const retexted = changed.filter((p) => updates.get(p.person_key)?.emailSet || updates.get(p.person_key)?.name !== undefined);
   if (personGrams && personSearch && retexted.length > 0) {
     await tx.run(`INSERT INTO person_grams ${personGrams.rows(`(SELECT u.k, u.s FROM (
         SELECT u.k, ${personSearch('coalesce(p.email, u.email)', 'p.external_id', 'coalesce(u.name, p.name)')} AS s, p.search AS stored
