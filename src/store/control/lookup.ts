@@ -65,6 +65,7 @@ async function indexedPersons(store: ControlSql, ws: string, term: string): Prom
 const SAMPLE_MS = 60_000;
 /** Past this share of the sample holding its rarest trigram, a term is searched by all of its trigrams. */
 const RARE_SHARE = 0.02;
+const MIN_SAMPLE = 10;
 const samples = new WeakMap<ControlSql, { at: number; texts: Promise<string[]> }>();
 
 /**
@@ -89,6 +90,8 @@ async function rareGrams(store: ControlSql, term: string): Promise<string[] | nu
     samples.set(store, sample);
   }
   const texts = await sample.texts;
+  // Too few persons to tell rare from common (sparse keys, an empty store): all trigrams.
+  if (texts.length < MIN_SAMPLE) return null;
   const hits = new Map(grams.map((g) => [g, texts.reduce((n, t) => n + Number(t.includes(g)), 0)]));
   // A common trigram beside rare ones only adds work to the index.
   const rare = (g: string) => hits.get(g)! <= texts.length * RARE_SHARE;

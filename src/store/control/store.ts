@@ -41,7 +41,7 @@ export interface ControlDialect {
   personMatches(person: string, term: string, grams?: readonly string[]): string;
   /**
    * Where the trigram indexes are searched by a term's rarest trigrams (PostgreSQL): a statement of
-   * the lowercased search texts (`t`) of a sample of about 2,000 persons of all workspaces, which
+   * the lowercased search texts (`t`) of a sample of up to 2,000 persons of all workspaces, which
    * tells them (the indexes hold every workspace's rows); null elsewhere.
    */
   personSample: string | null;

@@ -34,8 +34,11 @@ export const postgresDialect: ControlDialect = {
   personMatches: (p, term, grams) => `(${['email', 'external_id', 'name'].map((c) => containsLower(`${p}.${c}`, term, grams)).join(' OR ')})`,
   personSearch: null,
   personGrams: null,
+  // Persons at 2,000 random keys (the primary key's range): a sample of rows, where TABLESAMPLE
+  // SYSTEM's pages hold neighbours (keys in a row, often alike: `user777700`…`user777770`).
   personSample: `SELECT concat_ws(chr(10), lower(email), lower(external_id), lower(name)) AS t FROM persons
-    TABLESAMPLE SYSTEM ((SELECT least(100, 100 * 2000 / greatest(reltuples, 1)) FROM pg_class WHERE oid = CAST('persons' AS regclass)))`,
+    WHERE person_key IN (SELECT lo + CAST(floor(random() * (hi - lo + 1)) AS bigint)
+      FROM (SELECT min(person_key) AS lo, max(person_key) AS hi FROM persons) AS bounds, generate_series(1, 2000))`,
   byKeys: (table, key, list, ws, columns) => `(SELECT ${columns} FROM ${table} WHERE workspace_id = ${ws} AND ${key} IN (SELECT ${keys(list)}))`,
   listAgg: (value) => `array_agg(${value} ORDER BY ${value})`,
   listOf: (value) => (value === null ? 'CAST(ARRAY[] AS text[])' : `ARRAY[${value}]`),
