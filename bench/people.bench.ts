@@ -1,33 +1,38 @@
-// People lookup (GET /people's statement, store/control/lookup.ts) on a workspace of 1 M persons,
+// People lookup (GET /people's statements, store/control/lookup.ts) on a workspace of 1 M persons,
 // on both control stores: the DuckDB file (default) and PostgreSQL (embedded, on a loopback port).
-// The statement before issue 20 (a scan of every person and customer) and today's, in one run, on
-// the same rows; their answers are checked equal first.
-//   npx tsx bench/people.bench.ts [--persons 1000000] [--runs 25]
+// The lookup as of `--before` (a git revision, read with `git show`) and today's, in one run, on the
+// same rows; their answers are checked equal first. On DuckDB also the cost that keeping the
+// persons' trigram index adds to the writes of persons (savePersons, with and without it).
+//   npx tsx bench/people.bench.ts [--persons 1000000] [--runs 25] [--before 28f1093]
 // The persons: external ids, emails on five domains, names; ~8 % pay (a customer each, Stripe-like
 // ids): half with a person of their own, 2 in 5 owned only through their (linked) visitor, 1 in 10
 // attributed to no person; a visitor per person.
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startPostgres } from '../test/support/postgres-server.js';
-import { lookupPeople } from '../src/store/control/lookup.js';
-import type { ControlSql } from '../src/store/control/store.js';
+import { type LookupRow, lookupPeople } from '../src/store/control/lookup.js';
+import { type PersonRecord, savePersons } from '../src/store/control/people.js';
+import type { ControlSql, ControlTx } from '../src/store/control/store.js';
 import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { Store } from '../src/store/duckdb/db.js';
-import { personSearch } from '../src/store/duckdb/search.js';
+import { FILL_PERSON_GRAMS, personSearch } from '../src/store/duckdb/search.js';
 import { PostgresControl } from '../src/store/postgres/control.js';
 import { percentile } from './support/server.js';
 
 const { values: args } = parseArgs({ options: {
   persons: { type: 'string', default: '1000000' },
   runs: { type: 'string', default: '25' },
+  before: { type: 'string', default: '28f1093' },
 } });
 const PERSONS = Number(args.persons);
 const RUNS = Number(args.runs);
 const WS = 'ws_people_bench';
+const WS_WRITES = 'ws_people_writes';
 const PAGE = 51;
 const log = (line = '') => console.log(line);
 const load = () => loadavg().map((l) => l.toFixed(1)).join(' / ');
@@ -37,39 +42,9 @@ const DOMAIN = "(ARRAY['example.com', 'gmail.com', 'acme.io', 'mail.org', 'corp.
 const CUSTOMER = 'g % 12 = 0';
 const UNOWNED = 'g % 120 = 0';
 
-/** The statement of GET /people before issue 20, with the engine's `contains`. */
-const before = (contains: (text: string) => string) => `WITH customers AS (
-    SELECT c.customer_id, c.email, c.visitor_key, coalesce(c.person_key, v.person_key) AS owner,
-      CASE WHEN c.link_state = 'deferred' AND v.person_key IS NOT NULL THEN 'linked' ELSE c.link_state END AS link_state
-    FROM payment_customers c
-      LEFT JOIN (SELECT visitor_key, person_key FROM visitors WHERE workspace_id = $1 AND person_key IS NOT NULL) v
-        ON v.visitor_key = c.visitor_key
-    WHERE c.workspace_id = $1),
-  owned AS (
-    SELECT owner, {listAgg} AS customer_ids,
-      CASE WHEN bool_or(link_state = 'linked') THEN 'linked' WHEN bool_or(link_state = 'email_matched') THEN 'email_matched'
-        ELSE min(link_state) END AS link_state
-    FROM customers WHERE owner IS NOT NULL GROUP BY owner),
-  matches AS (
-    SELECT person_key FROM persons p
-    WHERE p.workspace_id = $1 AND (${contains('p.email')} OR ${contains('p.external_id')} OR ${contains('p.name')})
-    UNION
-    SELECT owner FROM customers c WHERE c.owner IS NOT NULL AND ${contains('c.customer_id')}),
-  people AS (
-    SELECT 'p' || lpad(CAST(p.person_key AS VARCHAR), 20, '0') AS sort_key, p.person_key, p.person_id, p.external_id,
-      p.email, p.name, CAST(NULL AS BIGINT) AS visitor_key, coalesce(o.customer_ids, {empty}) AS customer_ids, o.link_state
-    FROM matches m JOIN persons p ON p.person_key = m.person_key AND p.workspace_id = $1
-      LEFT JOIN owned o ON o.owner = p.person_key
-    UNION ALL
-    SELECT 'c' || c.customer_id, NULL, NULL, NULL, c.email, NULL, c.visitor_key, {one}, c.link_state
-    FROM customers c
-    WHERE c.owner IS NULL AND (${contains('c.email')} OR ${contains('c.customer_id')}))
-  SELECT * FROM people WHERE sort_key > $3 ORDER BY sort_key LIMIT $4`;
-
 interface Engine {
   name: string;
   control: ControlSql;
-  before: string;
 }
 
 const QUERIES: [string, string][] = [
@@ -92,16 +67,46 @@ async function time(fn: () => Promise<unknown[]>): Promise<{ p50: number; p99: n
   return { p50: percentile(times, 0.5), p99: percentile(times, 0.99), rows };
 }
 
-const comparable = (rows: Record<string, unknown>[]) => JSON.stringify(rows.map((r) => [r.sort_key, r.email, r.customer_ids, r.link_state].map(String)));
+const comparable = (rows: LookupRow[]) => JSON.stringify(rows);
+
+/**
+ * savePersons's cost per person, for `batches` batches of `size` new persons, then of as many given
+ * a new name, then of as many given traits only (their search text unchanged: the common write).
+ */
+async function writeCost(control: DuckDBControl, withIndex: boolean, firstKey: number, size: number, batches: number): Promise<Record<'create' | 'rename' | 'traits', number>> {
+  const at = new Date();
+  const txOf = (tx: ControlTx): ControlTx => (withIndex ? tx : Object.create(tx, { dialect: { value: { ...tx.dialect, personGrams: null } } }) as ControlTx);
+  let create = 0;
+  let rename = 0;
+  let traits = 0;
+  for (let b = 0; b < batches; b++) {
+    const people: PersonRecord[] = Array.from({ length: size }, (_, i) => {
+      const key = firstKey + b * size + i;
+      return { person_key: key, person_id: `per_w${key}`, external_id: `writer_${key}`, email: `writer${key}@example.com` };
+    });
+    const named = (name: string) => new Map(people.map((p) => [p.person_key, { name: `${name} ${p.person_key}`, traits: { plan: 'pro' } }]));
+    let t = performance.now();
+    await control.transaction((tx) => savePersons(txOf(tx), WS_WRITES, people, [], named('Writer'), at));
+    create += performance.now() - t;
+    t = performance.now();
+    await control.transaction((tx) => savePersons(txOf(tx), WS_WRITES, [], people, named('Renamed'), at));
+    rename += performance.now() - t;
+    t = performance.now();
+    await control.transaction((tx) => savePersons(txOf(tx), WS_WRITES, [], people, new Map(people.map((p) => [p.person_key, { traits: { seen: b } }])), at));
+    traits += performance.now() - t;
+  }
+  const perPerson = (ms: number) => (ms * 1000) / (size * batches);
+  return { create: perPerson(create), rename: perPerson(rename), traits: perPerson(traits) };
+}
 
 async function measure(engine: Engine): Promise<void> {
   log(`\n| ${engine.name} | q | rows | before p50 ms | before p99 ms | after p50 ms | after p99 ms | load (1 min) |`);
   log('|---|---|---:|---:|---:|---:|---:|---:|');
   for (const [what, q] of QUERIES) {
-    const old = () => engine.control.all(engine.before, [WS, q.toLowerCase(), '', PAGE]);
+    const old = () => lookupBefore(engine.control, WS, q, '', PAGE);
     const now = () => lookupPeople(engine.control, WS, q, '', PAGE);
     const [a, b] = [await old(), await now()];
-    if (comparable(a) !== comparable(b as unknown as Record<string, unknown>[])) throw new Error(`${engine.name}, ${q}: the answers differ`);
+    if (comparable(a) !== comparable(b)) throw new Error(`${engine.name}, ${q}: the answers differ`);
     const x = await time(old);
     const y = await time(now);
     log(`| ${what} | \`${q}\` | ${y.rows} | ${x.p50.toFixed(1)} | ${x.p99.toFixed(1)} | ${y.p50.toFixed(1)} | ${y.p99.toFixed(1)} | ${loadavg()[0]!.toFixed(1)} |`);
@@ -110,6 +115,11 @@ async function measure(engine: Engine): Promise<void> {
 
 log(`People lookup, ${PERSONS.toLocaleString('en-US')} persons, ${RUNS} runs each, first page (${PAGE - 1} + 1 rows); load ${load()} at start`);
 const dir = await mkdtemp(join(tmpdir(), 'people-bench-'));
+// The lookup as of --before: its module from git (its imports are types only, so it runs from here).
+const beforeFile = join(dir, 'lookup-before.ts');
+await writeFile(beforeFile, execFileSync('git', ['show', `${args.before}:src/store/control/lookup.ts`], { encoding: 'utf8' }));
+const { lookupPeople: lookupBefore } = await import(beforeFile) as { lookupPeople: typeof lookupPeople };
+log(`before: the lookup of ${execFileSync('git', ['log', '-1', '--format=%h %cs', args.before], { encoding: 'utf8' }).trim()}`);
 
 // DuckDB: the rows in a few statements, then the search column as its migration fills it.
 const store = await Store.open(join(dir, 'people.duckdb'));
@@ -128,13 +138,29 @@ log(`\nDuckDB: rows inserted in ${((performance.now() - t0) / 1000).toFixed(1)} 
 t0 = performance.now();
 await duck.run(`UPDATE persons SET search = ${personSearch('email', 'external_id', 'name')}`);
 log(`DuckDB: search column filled (its migration's statement) in ${((performance.now() - t0) / 1000).toFixed(1)} s; load ${load()}`);
+const fileSize = async () => {
+  await duck.run('CHECKPOINT');
+  const [row] = await duck.all('SELECT database_size FROM pragma_database_size()');
+  return row!.database_size as string;
+};
+const sizeBefore = await fileSize();
+t0 = performance.now();
+await store.query(FILL_PERSON_GRAMS);
+log(`DuckDB: trigram index filled (its migration's statements) in ${((performance.now() - t0) / 1000).toFixed(1)} s; load ${load()}`);
+const [grams] = await duck.all('SELECT count(*) AS n FROM person_grams');
+log(`DuckDB file: ${sizeBefore} without the index, ${await fileSize()} with it (${Number(grams!.n).toLocaleString('en-US')} index rows)`);
 const [sample] = await duck.all(`SELECT customer_id FROM payment_customers WHERE workspace_id = $1 AND person_key IS NOT NULL ORDER BY person_key DESC LIMIT 1`, [WS]);
 QUERIES[1]![1] = sample!.customer_id as string;
-await measure({
-  name: 'DuckDB', control: duck,
-  before: before((text) => `contains(lower(coalesce(${text}, '')), $2)`)
-    .replace('{listAgg}', 'list(customer_id ORDER BY customer_id)').replace('{empty}', 'CAST([] AS VARCHAR[])').replace('{one}', '[c.customer_id]'),
-});
+await measure({ name: 'DuckDB', control: duck });
+// The writes: 500 persons a batch (a batch of events' new persons), alternating without and with the index.
+log('\n| savePersons on DuckDB, per person | index | new person µs | renamed person µs | traits only µs | load (1 min) |');
+log('|---|---|---:|---:|---:|---:|');
+for (let round = 0; round < 2; round++) {
+  for (const withIndex of [false, true]) {
+    const cost = await writeCost(duck, withIndex, 10_000_000 + (round * 2 + Number(withIndex)) * 100_000, 500, 20);
+    log(`| round ${round + 1} | ${withIndex ? 'kept' : 'none'} | ${cost.create.toFixed(1)} | ${cost.rename.toFixed(1)} | ${cost.traits.toFixed(1)} | ${loadavg()[0]!.toFixed(1)} |`);
+  }
+}
 await store.close();
 
 // PostgreSQL: migrated (the trigram indexes exist), then the same rows.
@@ -158,11 +184,7 @@ await postgres.run('VACUUM ANALYZE persons');
 await postgres.run('VACUUM ANALYZE visitors');
 await postgres.run('VACUUM ANALYZE payment_customers');
 log(`\nPostgreSQL: rows inserted into the indexed tables, vacuumed and analyzed in ${((performance.now() - t0) / 1000).toFixed(1)} s; load ${load()}`);
-await measure({
-  name: 'PostgreSQL', control: postgres,
-  before: before((text) => `strpos(lower(coalesce(${text}, '')), $2) > 0`)
-    .replace('{listAgg}', 'array_agg(customer_id ORDER BY customer_id)').replace('{empty}', 'CAST(ARRAY[] AS text[])').replace('{one}', 'ARRAY[c.customer_id]'),
-});
+await measure({ name: 'PostgreSQL', control: postgres });
 await postgres.close();
 await server.stop();
 await rm(dir, { recursive: true, force: true });

@@ -170,6 +170,21 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
       expect(ids).toEqual(['cus_anon', 'alice', 'bob', 'carol']);
     });
 
+    it('finds by a term\'s rarest trigrams what a substring test of every person finds', async () => {
+      // Enough persons that some trigrams are rare (PostgreSQL's sample, DuckDB's index), some common.
+      const bulk = await t.workspaces.create('bulk');
+      const domains = ['acme.io', 'mail.example', 'corp.net'];
+      const people = Array.from({ length: 150 }, (_, i) => ({
+        external_id: `bulk-${i}`, email: `u${(i * 7919) % 1000}.${i}@${domains[i % 3]}`, name: `Name ${['Ann', 'Bo', 'Cy'][i % 3]} ${i * 37}`,
+      }));
+      for (const person of people) expect((await t.post('/v1/persons', person, bulk.secret_key)).statusCode).toBe(200);
+      const terms = ['u919.1@acme.io', 'bulk-17', 'bulk-149', '@corp.net', 'acme', 'ann 3', '.1', 'name bo 1110', 'u1', '9.2', 'zzz', 'ame cy'];
+      for (const term of terms) {
+        const expected = people.filter((p) => [p.external_id, p.email, p.name].some((v) => v.toLowerCase().includes(term))).map((p) => p.external_id);
+        expect(await find(term, () => bulk.secret_key), term).toEqual(expected.slice(0, 200));
+      }
+    });
+
     it.runIf(engine === 'duckdb')('finds persons an import brought', async () => {
       const imported = await t.workspaces.create('imported');
       await importDataset(t.store, imported.workspace_id, {
@@ -198,32 +213,80 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
   });
 });
 
+/**
+ * Runs `check` on a store opened on a file that stood at the schema before the migration holding
+ * `marker`, with the rows `insert` (SQL) stored: the migration runs as the store opens.
+ */
+async function migratedFrom(marker: string, insert: string, check: (control: DuckDBControl) => Promise<void>): Promise<void> {
+  const dir = await mkdtemp(join(tmpdir(), 'people-migration-'));
+  const path = join(dir, 'before.duckdb');
+  const version = MIGRATIONS.findIndex((m) => m.includes(marker));
+  try {
+    const before = await DuckDBInstance.create(path);
+    const conn = await before.connect();
+    await conn.run('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)');
+    for (let v = 1; v <= version; v++) await conn.run(`${MIGRATIONS[v - 1]!}; INSERT INTO schema_migrations (version) VALUES (${v})`);
+    await conn.run(insert);
+    conn.closeSync();
+    before.closeSync();
+    const store = await Store.open(path);
+    try {
+      await check(new DuckDBControl(store));
+    } finally {
+      await store.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+describe('the DuckDB trigram index of the persons', () => {
+  it('is filled by its migration for the persons stored before it, and answers through it', async () => {
+    await migratedFrom('CREATE TABLE person_grams', `INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, search, created_at, updated_at) VALUES
+        ('w1', 1, 'p1', 'Ext-1', 'ann@example.com', 'Ann', 'ann@example.com\next-1\nann', now(), now()),
+        ('w2', 2, 'p2', 'ann', NULL, NULL, 'ann', now(), now())`, async (control) => {
+      expect(await control.all(`SELECT workspace_id, person_key, list(gram ORDER BY gram) AS grams FROM person_grams GROUP BY ALL ORDER BY person_key`)).toEqual([
+        { workspace_id: 'w1', person_key: 1n, grams: ['.co', '@ex', 'amp', 'ann', 'com', 'e.c', 'exa', 'ext', 'le.', 'mpl', 'n@e', 'nn@', 'ple', 't-1', 'xam', 'xt-'] },
+        { workspace_id: 'w2', person_key: 2n, grams: ['ann'] },
+      ]);
+      expect(await control.all('SELECT workspace_id, gram, n FROM person_gram_counts WHERE gram = \'ann\' ORDER BY workspace_id'))
+        .toEqual([{ workspace_id: 'w1', gram: 'ann', n: 1n }, { workspace_id: 'w2', gram: 'ann', n: 1n }]);
+      expect((await lookupPeople(control, 'w1', 'EXAMPLE', '', 10)).map((r) => r.person_id)).toEqual(['p1']);
+      expect((await lookupPeople(control, 'w1', 'com\next', '', 10)).map((r) => r.person_id)).toEqual([]);
+      expect((await lookupPeople(control, 'w2', 'ann', '', 10)).map((r) => r.person_id)).toEqual(['p2']);
+    });
+  });
+
+  it('keeps the trigrams of a person created, and of one whose email or name changes, not of one unchanged', async () => {
+    const app = await startTestApp({ engine: 'duckdb' });
+    try {
+      const grams = async () => (await app.stores.control.all(`SELECT count(*) AS n FROM person_grams g JOIN persons p USING (person_key)
+        WHERE p.workspace_id = $1`, [app.ws.workspace_id]))[0]!.n as bigint;
+      const found = async (q: string) => (await app.app.inject({ method: 'GET', url: `/people?q=${q}`, headers: { authorization: `Bearer ${app.ws.secret_key}` } }))
+        .json().data.map((d: { external_id: string }) => d.external_id);
+      await app.post('/v1/persons', { external_id: 'eve', name: 'Eve' });
+      const created = await grams();
+      expect(created).toBeGreaterThan(0n);
+      await app.post('/v1/persons', { external_id: 'eve', name: 'Eve', traits: { plan: 'pro' } });
+      expect(await grams()).toBe(created);
+      await app.post('/v1/persons', { external_id: 'eve', email: 'eve@quux.example', name: 'Eve Quokka' });
+      expect(await grams()).toBeGreaterThan(created);
+      expect(await found('quokka')).toEqual(['eve']);
+      expect(await found('quux.ex')).toEqual(['eve']);
+      expect(await found('eve')).toEqual(['eve']);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe('the DuckDB search column', () => {
   it('is filled by its migration for the persons stored before it', async () => {
-    const dir = await mkdtemp(join(tmpdir(), 'search-migration-'));
-    const path = join(dir, 'before.duckdb');
-    const version = MIGRATIONS.findIndex((m) => m.includes('ADD COLUMN search'));
-    try {
-      // A file at the schema before the search column, with persons.
-      const before = await DuckDBInstance.create(path);
-      const conn = await before.connect();
-      await conn.run('CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY, applied_at TIMESTAMP NOT NULL DEFAULT current_timestamp)');
-      for (let v = 1; v <= version; v++) await conn.run(`${MIGRATIONS[v - 1]!}; INSERT INTO schema_migrations (version) VALUES (${v})`);
-      await conn.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, created_at, updated_at) VALUES
-        ('w1', 1, 'p1', 'Ext-1', 'ann@example.com', 'Ann Ørsted', now(), now()), ('w1', 2, 'p2', NULL, NULL, 'Ben', now(), now())`);
-      conn.closeSync();
-      before.closeSync();
-      const store = await Store.open(path);
-      try {
-        const control = new DuckDBControl(store);
-        expect(await control.all('SELECT search FROM persons ORDER BY person_key')).toEqual([{ search: 'ann@example.com\next-1\nann ørsted' }, { search: 'ben' }]);
-        expect((await lookupPeople(control, 'w1', 'ØRSTED', '', 10)).map((r) => r.person_id)).toEqual(['p1']);
-        expect((await lookupPeople(control, 'w1', 'com\next', '', 10)).map((r) => r.person_id)).toEqual([]);
-      } finally {
-        await store.close();
-      }
-    } finally {
-      await rm(dir, { recursive: true, force: true });
-    }
+    await migratedFrom('ADD COLUMN search', `INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, created_at, updated_at) VALUES
+        ('w1', 1, 'p1', 'Ext-1', 'ann@example.com', 'Ann Ørsted', now(), now()), ('w1', 2, 'p2', NULL, NULL, 'Ben', now(), now())`, async (control) => {
+      expect(await control.all('SELECT search FROM persons ORDER BY person_key')).toEqual([{ search: 'ann@example.com\next-1\nann ørsted' }, { search: 'ben' }]);
+      expect((await lookupPeople(control, 'w1', 'ØRSTED', '', 10)).map((r) => r.person_id)).toEqual(['p1']);
+      expect((await lookupPeople(control, 'w1', 'com\next', '', 10)).map((r) => r.person_id)).toEqual([]);
+    });
   });
 });

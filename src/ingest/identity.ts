@@ -136,6 +136,7 @@ export async function resolveIdentities(
         person.email = input.email;
         byEmail.set(input.email, person);
         changedPersons.add(person.person_key);
+        updates.set(person.person_key, { ...updates.get(person.person_key), emailSet: true });
       }
     } else if (input.email !== undefined) {
       person = byEmail.get(input.email) ?? createPerson(null, input.email);

@@ -1,7 +1,7 @@
 // People lookup (GET /people): persons, and paying customers attributed to no person yet, whose
 // email, external_id, name or customer id contains the term. Keyset-paginated on `sort_key`.
 
-import type { ControlDialect, ControlSql } from './store.js';
+import { columnOf, type ControlDialect, type ControlSql } from './store.js';
 
 export interface LookupRow {
   sort_key: string;
@@ -36,34 +36,109 @@ function personKeyBound(after: string): bigint {
   return key < MAX_KEY ? key : MAX_KEY;
 }
 
+/** Past this many index rows under its rarest trigram a term is common: the search column is scanned. */
+const COMMON_GRAM = 20_000;
+/** Past this many candidates (persons under all three rarest trigrams) the scan is cheaper than checking each. */
+const MAX_CANDIDATES = 2_000;
+
 /**
- * Matching persons and customers first (indexed on PostgreSQL, one search column on DuckDB), then
- * the page of them, then the customers of the page's persons only: nothing reads every customer.
+ * The persons whose search text contains `term`, found through the trigram index (DuckDB), or null
+ * where the engine keeps none, the term has no trigram (under three characters, or a line feed:
+ * matched column by column) or it is too common for the index to pay.
+ */
+async function indexedPersons(store: ControlSql, ws: string, term: string): Promise<number[] | null> {
+  const grams = store.dialect.personGrams;
+  if (!grams || term.includes('\n')) return null;
+  const rarest = await store.all(grams.rarest, [ws, term]);
+  if (rarest.length === 0 || Number(rarest[0]!.n) > COMMON_GRAM) return null;
+  const [a, b = a, c = b] = rarest.map((r) => r.gram as string);
+  const candidates = await store.all(grams.candidates, [ws, a!, b!, c!]);
+  if (candidates.length > MAX_CANDIDATES) return null;
+  if (candidates.length === 0) return [];
+  const found = await store.all(`SELECT person_key FROM ${store.dialect.byKeys('persons', 'person_key', '$2', '$1',
+    'person_key, email, external_id, name, search')} AS p WHERE ${store.dialect.personMatches('p', '$3')}`,
+  [ws, columnOf(candidates.map((r) => Number(r.person_key))), term]);
+  return found.map((r) => Number(r.person_key));
+}
+
+/** A sample of the persons' search texts is read again after this long. */
+const SAMPLE_MS = 60_000;
+/** Past this share of the sample holding its rarest trigram, a term is searched by all of its trigrams. */
+const RARE_SHARE = 0.02;
+const MIN_SAMPLE = 10;
+const samples = new WeakMap<ControlSql, { at: number; texts: Promise<string[]> }>();
+
+/**
+ * The term's three rarest trigrams of letters and digits (the only ones pg_trgm indexes) by a sample
+ * of the persons, when the engine searches its trigram indexes by them (PostgreSQL) and the rarest
+ * is rare; else null: all trigrams, as the LIKE of the whole term. Only the plan depends on the
+ * sample (kept a minute per store; a stale one is as correct): the answer is checked on the term.
+ */
+async function rareGrams(store: ControlSql, term: string): Promise<string[] | null> {
+  const sql = store.dialect.personSample;
+  if (!sql) return null;
+  const grams = [...new Set(Array.from({ length: Math.max(0, term.length - 2) }, (_, i) => term.slice(i, i + 3)))]
+    .filter((g) => /^[a-z0-9]{3}$/.test(g));
+  if (grams.length === 0) return null;
+  let sample = samples.get(store);
+  if (!sample || performance.now() - sample.at > SAMPLE_MS) {
+    const texts = store.all(sql).then((rows) => rows.map((r) => r.t as string), (err: unknown) => {
+      samples.delete(store);
+      throw err;
+    });
+    sample = { at: performance.now(), texts };
+    samples.set(store, sample);
+  }
+  const texts = await sample.texts;
+  // Too few persons to tell rare from common (sparse keys, an empty store): all trigrams.
+  if (texts.length < MIN_SAMPLE) return null;
+  const hits = new Map(grams.map((g) => [g, texts.reduce((n, t) => n + Number(t.includes(g)), 0)]));
+  // A common trigram beside rare ones only adds work to the index.
+  const rare = (g: string) => hits.get(g)! <= texts.length * RARE_SHARE;
+  const rarest = grams.sort((a, b) => hits.get(a)! - hits.get(b)!).filter((g, i) => i === 0 || rare(g)).slice(0, 3);
+  return rare(rarest[0]!) ? rarest : null;
+}
+
+/**
+ * Matching persons and customers first (PostgreSQL: its trigram indexes; DuckDB: its trigram index
+ * of the persons, or the search column for a common term), then the page of them; then, by the
+ * page's keys, its persons and their customers only: nothing reads every customer's owner.
  */
 export async function lookupPeople(store: ControlSql, ws: string, q: string, after: string, limit: number): Promise<LookupRow[]> {
   const d: ControlDialect = store.dialect;
   const term = q.toLowerCase();
-  const has = (column: string) => d.containsLower(column, '$2');
+  const grams = await rareGrams(store, term);
+  const gramParams = grams?.map((_, i) => `$${6 + i}`);
+  const has = (column: string) => d.containsLower(column, '$2', gramParams);
   // Every person contains the empty term, even one without email, external_id and name.
-  const personMatches = term === '' ? 'TRUE' : d.personMatches('p', '$2');
-  const rows = await store.all(`WITH
-    -- Each side's first page only. On PostgreSQL a common term walks the persons in key order and
-    -- stops, a rare one reads its index matches; a customer's visitor is read for the matches only.
+  const personMatches = term === '' ? 'TRUE' : d.personMatches('p', '$2', gramParams);
+  const indexed = term === '' ? null : await indexedPersons(store, ws, term);
+  const personsHit = indexed === null
+    ? `SELECT p.person_key FROM persons p
+      WHERE p.workspace_id = $1 AND p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3 AND ${personMatches}`
+    : `SELECT person_key FROM (SELECT ${d.keys('$6')} AS person_key) AS p WHERE person_key > $5 AND ${SORT_KEY('person_key')} > $3`;
+  // A rare term's matches are all read first: PostgreSQL, misjudging how many the trigrams and
+  // strpos() keep, walked a million persons in key order for the first 51 (3.8 s, bench/RESULTS.md).
+  const personSide = grams === null ? `persons_hit AS (${personsHit} ORDER BY person_key LIMIT $4)`
+    : `person_matches AS MATERIALIZED (${personsHit}),
+    persons_hit AS (SELECT person_key FROM person_matches ORDER BY person_key LIMIT $4)`;
+  const page = await store.all(`WITH
+    -- The matching customers, read once (one scan of the customers on DuckDB). Each side's first
+    -- page only. On PostgreSQL a common term walks the persons in key order and stops, a rare one
+    -- reads its index matches; a customer's visitor is read for the matches only.
+    matched AS MATERIALIZED (
+      SELECT c.customer_id, c.email, c.person_key, c.visitor_key, c.link_state, ${has('c.customer_id')} AS by_id
+      FROM payment_customers c WHERE c.workspace_id = $1 AND (${has('c.customer_id')} OR ${has('c.email')})
+    ),
     unowned_hit AS (
-      SELECT c.customer_id, c.email, c.visitor_key, c.link_state FROM payment_customers c
-      WHERE c.workspace_id = $1 AND c.person_key IS NULL AND 'c' || c.customer_id > $3 AND (${has('c.customer_id')} OR ${has('c.email')})
+      SELECT c.customer_id, c.email, c.visitor_key, c.link_state FROM matched c
+      WHERE c.person_key IS NULL AND 'c' || c.customer_id > $3
         AND NOT EXISTS (SELECT 1 FROM visitors v WHERE v.workspace_id = $1 AND v.visitor_key = c.visitor_key AND v.person_key IS NOT NULL)
       ORDER BY 'c' || c.customer_id LIMIT $4
     ),
-    persons_hit AS (
-      SELECT p.person_key FROM persons p
-      WHERE p.workspace_id = $1 AND p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3 AND ${personMatches}
-      ORDER BY p.person_key LIMIT $4
-    ),
+    ${personSide},
     owners_hit AS (
-      SELECT DISTINCT o.owner FROM (
-        SELECT ${OWNER} AS owner FROM payment_customers c ${LINKED_VISITOR} WHERE c.workspace_id = $1 AND ${has('c.customer_id')}
-      ) o
+      SELECT DISTINCT o.owner FROM (SELECT ${OWNER} AS owner FROM matched c ${LINKED_VISITOR} WHERE c.by_id) o
       WHERE o.owner > $5 AND ${SORT_KEY('o.owner')} > $3 ORDER BY o.owner LIMIT $4
     ),
     keys AS (
@@ -72,16 +147,39 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
       UNION ALL
       SELECT 'c' || customer_id, NULL, customer_id FROM unowned_hit
     ),
-    page AS (SELECT sort_key, person_key, customer_id FROM keys ORDER BY sort_key LIMIT $4),
-    -- The page's persons' customers: their own, and those of their visitors (disjoint).
+    page AS (SELECT sort_key, person_key, customer_id FROM keys ORDER BY sort_key LIMIT $4)
+    SELECT page.sort_key, page.person_key, h.email, h.visitor_key, h.customer_id, h.link_state
+    FROM page LEFT JOIN unowned_hit h ON h.customer_id = page.customer_id
+    ORDER BY page.sort_key`,
+  [ws, term, after, limit, personKeyBound(after), ...(indexed === null ? [] : [columnOf(indexed)]), ...(grams ?? [])]);
+  const people = await pagePersons(store, ws, page.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])));
+  return page.flatMap((r): LookupRow[] => {
+    if (r.person_key !== null) {
+      const person = people.get(Number(r.person_key));
+      return person ? [{ sort_key: r.sort_key as string, ...person }] : [];
+    }
+    return [{
+      sort_key: r.sort_key as string, person_key: null, person_id: null, external_id: null, email: (r.email as string | null) ?? null, name: null,
+      visitor_key: r.visitor_key === null ? null : Number(r.visitor_key), customer_ids: [r.customer_id as string], link_state: r.link_state as string,
+    }];
+  });
+}
+
+/**
+ * The page's persons with their customers: their own, and those of their visitors (disjoint), each
+ * table read by the page's keys (a statement of its own, so that DuckDB reads them by a key list).
+ */
+async function pagePersons(store: ControlSql, ws: string, personKeys: number[]): Promise<Map<number, Omit<LookupRow, 'sort_key'>>> {
+  if (personKeys.length === 0) return new Map();
+  const d = store.dialect;
+  const rows = await store.all(`WITH
+    own AS (SELECT * FROM ${d.byKeys('payment_customers', 'person_key', '$2', '$1', 'customer_id, person_key, visitor_key, link_state')} AS c),
+    linked_visitors AS (SELECT * FROM ${d.byKeys('visitors', 'person_key', '$2', '$1', 'visitor_key, person_key')} AS v),
     owned_customers AS (
-      SELECT c.customer_id, c.person_key AS owner, ${LINK_STATE} AS link_state
-      FROM payment_customers c ${LINKED_VISITOR}
-      WHERE c.workspace_id = $1 AND c.person_key IN (SELECT person_key FROM page WHERE person_key IS NOT NULL)
+      SELECT c.customer_id, c.person_key AS owner, ${LINK_STATE} AS link_state FROM own c ${LINKED_VISITOR}
       UNION ALL
       SELECT c.customer_id, v.person_key, CASE WHEN c.link_state = 'deferred' THEN 'linked' ELSE c.link_state END
-      FROM visitors v JOIN payment_customers c ON c.workspace_id = $1 AND c.visitor_key = v.visitor_key AND c.person_key IS NULL
-      WHERE v.workspace_id = $1 AND v.person_key IN (SELECT person_key FROM page WHERE person_key IS NOT NULL)
+      FROM linked_visitors v JOIN payment_customers c ON c.workspace_id = $1 AND c.visitor_key = v.visitor_key AND c.person_key IS NULL
     ),
     owned AS (
       SELECT owner, ${d.listAgg('customer_id')} AS customer_ids,
@@ -89,24 +187,18 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
           ELSE min(link_state) END AS link_state
       FROM owned_customers GROUP BY owner
     )
-    SELECT page.sort_key, p.person_key, p.person_id, p.external_id, p.email, p.name, CAST(NULL AS BIGINT) AS visitor_key,
-      coalesce(o.customer_ids, ${d.listOf(null)}) AS customer_ids, o.link_state
-    FROM page JOIN persons p ON p.workspace_id = $1 AND p.person_key = page.person_key
-      LEFT JOIN owned o ON o.owner = p.person_key
-    UNION ALL
-    SELECT page.sort_key, NULL, NULL, NULL, h.email, NULL, h.visitor_key, ${d.listOf('h.customer_id')}, h.link_state
-    FROM page JOIN unowned_hit h ON h.customer_id = page.customer_id
-    ORDER BY sort_key`,
-  [ws, term, after, limit, personKeyBound(after)]);
-  return rows.map((r) => ({
-    sort_key: r.sort_key as string,
-    person_key: r.person_key === null ? null : Number(r.person_key),
-    person_id: (r.person_id as string | null) ?? null,
+    SELECT p.person_key, p.person_id, p.external_id, p.email, p.name, coalesce(o.customer_ids, ${d.listOf(null)}) AS customer_ids, o.link_state
+    FROM ${d.byKeys('persons', 'person_key', '$2', '$1', 'person_key, person_id, external_id, email, name')} AS p
+      LEFT JOIN owned o ON o.owner = p.person_key`,
+  [ws, columnOf(personKeys)]);
+  return new Map(rows.map((r) => [Number(r.person_key), {
+    person_key: Number(r.person_key),
+    person_id: r.person_id as string,
     external_id: (r.external_id as string | null) ?? null,
     email: (r.email as string | null) ?? null,
     name: (r.name as string | null) ?? null,
-    visitor_key: r.visitor_key === null ? null : Number(r.visitor_key),
+    visitor_key: null,
     customer_ids: (r.customer_ids as string[] | null) ?? [],
     link_state: (r.link_state as string | null) ?? null,
-  }));
+  }]));
 }

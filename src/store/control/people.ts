@@ -20,6 +20,8 @@ export interface PersonRecord {
 export interface PersonUpdate {
   traits?: Record<string, unknown>;
   name?: string;
+  /** The batch gave the person its email (the record's): with a name, what can change its search text. */
+  emailSet?: true;
 }
 
 export interface VisitorRecord {
@@ -95,7 +97,7 @@ export async function savePersons(
     column(people.map((p) => p.person_key)), column(people.map((p) => p.email)), column(people.map((p) => updates.get(p.person_key)?.name ?? null)),
     column(people.map((p) => JSON.stringify(updates.get(p.person_key)?.traits ?? {}))),
   ];
-  const { keys, texts, json, mergeObject, personSearch } = tx.dialect;
+  const { keys, texts, json, mergeObject, personSearch, personGrams, byKeys } = tx.dialect;
   // The instant is cast: in a select list nothing else gives a PostgreSQL parameter its type.
   if (created.length > 0) {
     await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at${personSearch ? ', search' : ''})
@@ -103,6 +105,24 @@ export async function savePersons(
       FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS email, ${texts('$5')} AS name,
         ${texts('$6')} AS traits, ${texts('$7')} AS id, ${texts('$8')} AS ext) AS c`,
     [ws, at, ...columns(created), column(created.map((p) => p.person_id)), column(created.map((p) => p.external_id))]);
+    if (personGrams && personSearch) {
+      await tx.run(`INSERT INTO person_grams ${personGrams.rows(`(SELECT ${keys('$2')} AS k, ${texts('$3')} AS email, ${texts('$4')} AS ext,
+        ${texts('$5')} AS name) AS c`, '$1', 'c.k', personSearch('c.email', 'c.ext', 'c.name'))}`,
+      [ws, column(created.map((p) => p.person_key)), column(created.map((p) => p.email)), column(created.map((p) => p.external_id)),
+        column(created.map((p) => updates.get(p.person_key)?.name ?? null))]);
+    }
+  }
+  // Before the update, while the stored text is there to compare: the trigrams of a search text that
+  // changes. Only persons given an email or a name can change (traits alone, the common write, cost nothing).
+  const retexted = changed.filter((p) => updates.get(p.person_key)?.emailSet || updates.get(p.person_key)?.name !== undefined);
+  if (personGrams && personSearch && retexted.length > 0) {
+    await tx.run(`INSERT INTO person_grams ${personGrams.rows(`(SELECT u.k, u.s FROM (
+        SELECT u.k, ${personSearch('coalesce(p.email, u.email)', 'p.external_id', 'coalesce(u.name, p.name)')} AS s, p.search AS stored
+        FROM (SELECT ${keys('$2')} AS k, ${texts('$3')} AS email, ${texts('$4')} AS name) AS u
+          JOIN ${byKeys('persons', 'person_key', '$2', '$1', 'person_key, email, external_id, name, search')} AS p ON p.person_key = u.k
+      ) AS u WHERE u.s IS DISTINCT FROM u.stored) AS x`, '$1', 'x.k', 'x.s')}`,
+    [ws, column(retexted.map((p) => p.person_key)), column(retexted.map((p) => p.email)),
+      column(retexted.map((p) => updates.get(p.person_key)?.name ?? null))]);
   }
   if (changed.length > 0) {
     // Stored traits that are not an object (an import may bring any JSON) are replaced.

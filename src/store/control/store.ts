@@ -32,16 +32,32 @@ export interface ControlDialect {
   mergeObject(column: string, patch: string): string;
   /**
    * Whether `column` lowercased contains `term` (a lowercased text), characters taken literally;
-   * null for a null column. PostgreSQL answers it from a trigram index on `lower(column)`.
+   * null for a null column. PostgreSQL answers it from a trigram index on `lower(column)`: from all
+   * of the term's trigrams, or from `grams` only (parameters, each three of the term's letters or
+   * digits), the rows found then checked for the whole term.
    */
-  containsLower(column: string, term: string): string;
+  containsLower(column: string, term: string, grams?: readonly string[]): string;
   /** Whether the person row `person` has `term` (lowercased) in its lowercased email, external_id or name. */
-  personMatches(person: string, term: string): string;
+  personMatches(person: string, term: string, grams?: readonly string[]): string;
+  /**
+   * Where the trigram indexes are searched by a term's rarest trigrams (PostgreSQL): a statement of
+   * the lowercased search texts (`t`) of a sample of up to 2,000 persons of all workspaces, which
+   * tells them (the indexes hold every workspace's rows); null elsewhere.
+   */
+  personSample: string | null;
   /**
    * The persons' search column, from the person's email, external_id and name expressions, on an
    * engine that keeps one (DuckDB: store/duckdb/search.ts); null where the columns are indexed.
    */
   personSearch: ((email: string, externalId: string, name: string) => string) | null;
+  /** The persons' trigram index on an engine that keeps one beside the search column (DuckDB); null elsewhere. */
+  personGrams: PersonGrams | null;
+  /**
+   * The rows (`columns`) of `table` in workspace `ws` whose `key` is one of the key column `keys`,
+   * as a parenthesized subquery: on DuckDB found by the keys first (its index on them, or a scan of
+   * that column alone), since a filter on the workspace has every row read first.
+   */
+  byKeys(table: string, key: string, keys: string, ws: string, columns: string): string;
   /** The text values of an aggregate group, ordered, as a list; and a list of one or no value. */
   listAgg(value: string): string;
   listOf(value: string | null): string;
@@ -49,6 +65,16 @@ export interface ControlDialect {
   jsonRows(param: string, alias: string, fields: Record<string, 'text' | 'bigint' | 'boolean'>): string;
   /** Whether `err` is a statement's failure on a unique or primary key that already holds the value. */
   duplicateKey(err: unknown): boolean;
+}
+
+/** Statement texts of a persons' trigram index (store/duckdb/search.ts). */
+export interface PersonGrams {
+  /** A SELECT of index rows for the persons of `from`, whose expressions `ws`, `key` and `search` give them. */
+  rows(from: string, ws: string, key: string, search: string): string;
+  /** The term's ($2) three rarest trigrams in workspace $1 (`gram`, and `n` its count), rarest first; none below three characters. */
+  readonly rarest: string;
+  /** The workspace's ($1) persons indexed under all of the trigrams $2, $3, $4 (`person_key`). */
+  readonly candidates: string;
 }
 
 /** A connection to the control engine: the pool outside a transaction, or a transaction's. */

@@ -2,7 +2,7 @@
 // Persons and visitors have integer keys (positive) so the compiler can form one integer profile
 // per row: the person's key, or minus the key of an anonymous visitor (criteria/sql.ts).
 
-import { personSearch } from './search.js';
+import { FILL_PERSON_GRAMS, personSearch } from './search.js';
 
 export const MIGRATIONS: readonly string[] = [
   `
@@ -401,5 +401,11 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (workspace_id, event_name)
   );
   INSERT INTO event_slot_names SELECT DISTINCT workspace_id, event_name, true, false FROM event_properties;
+  `,
+  // People lookup: the persons' trigrams and their counts (store/duckdb/search.ts), filled sorted.
+  `
+  CREATE TABLE person_grams (workspace_id VARCHAR NOT NULL, gram VARCHAR NOT NULL, person_key BIGINT NOT NULL);
+  CREATE TABLE person_gram_counts (workspace_id VARCHAR NOT NULL, gram VARCHAR NOT NULL, n BIGINT NOT NULL);
+  ${FILL_PERSON_GRAMS}
   `,
 ];
