@@ -16,30 +16,33 @@ const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 /** A lifecycle event's (kind, object) as one text: kinds hold no colon. */
 const eventKey = (kind: string, objectId: string) => `${kind}:${objectId}`;
 
+/** The group's subscriptions, invoices and events in one statement (a part with no keys reads nothing). */
 export async function readPaymentState(tx: DuckDBConnection, ws: string, keys: PaymentStateKeys): Promise<StoredPaymentState> {
-  const sql = controlSql(tx);
   const state: StoredPaymentState = { subscriptions: new Map(), invoices: new Map(), events: [] };
-  if (keys.subscriptions.length > 0) {
-    for (const r of await sql.all(`SELECT subscription_id, source_created FROM subscriptions
-      WHERE workspace_id = $1 AND subscription_id IN (SELECT ${texts('$2')})`, [ws, column(keys.subscriptions)])) {
-      state.subscriptions.set(r.subscription_id as string, { created: time(r.source_created) });
+  if (keys.subscriptions.length + keys.invoices.length + keys.events.length + keys.firstPaidOf.length === 0) return state;
+  const found = await controlSql(tx).all(`
+    SELECT 's' AS part, subscription_id AS id, NULL AS customer_id, source_created AS created, NULL AS paid_at,
+      NULL AS kind, NULL AS object_id, NULL AS ts, NULL AS amount, NULL AS currency
+    FROM subscriptions WHERE workspace_id = $1 AND subscription_id IN (SELECT ${texts('$2')})
+    UNION ALL
+    SELECT 'i', invoice_id, customer_id, source_created, paid_at, NULL, NULL, NULL, NULL, NULL
+    FROM invoices WHERE workspace_id = $1 AND invoice_id IN (SELECT ${texts('$3')})
+    UNION ALL
+    SELECT 'e', NULL, customer_id, NULL, NULL, kind, object_id, ts, amount, currency
+    FROM payment_events WHERE workspace_id = $1 AND (kind || ':' || object_id IN (SELECT ${texts('$4')})
+      OR kind = 'first_paid_invoice' AND customer_id IN (SELECT ${texts('$5')}))`,
+  [ws, column(keys.subscriptions), column(keys.invoices), column(keys.events.map((e) => eventKey(e.kind, e.object_id))), column(keys.firstPaidOf)]);
+  for (const r of found) {
+    if (r.part === 's') {
+      state.subscriptions.set(r.id as string, { created: time(r.created) });
+    } else if (r.part === 'i') {
+      state.invoices.set(r.id as string, { created: time(r.created), customer_id: r.customer_id as string, paid_at: time(r.paid_at) });
+    } else {
+      state.events.push({
+        kind: r.kind as PaymentEventKind, customer_id: r.customer_id as string, object_id: r.object_id as string, ts: r.ts as Date,
+        amount: num(r.amount), currency: (r.currency as string | null) ?? null,
+      });
     }
-  }
-  if (keys.invoices.length > 0) {
-    for (const r of await sql.all(`SELECT invoice_id, customer_id, source_created, paid_at FROM invoices
-      WHERE workspace_id = $1 AND invoice_id IN (SELECT ${texts('$2')})`, [ws, column(keys.invoices)])) {
-      state.invoices.set(r.invoice_id as string, { created: time(r.source_created), customer_id: r.customer_id as string, paid_at: time(r.paid_at) });
-    }
-  }
-  if (keys.events.length > 0 || keys.firstPaidOf.length > 0) {
-    const found = await sql.all(`SELECT kind, customer_id, object_id, ts, amount, currency FROM payment_events
-      WHERE workspace_id = $1 AND (kind || ':' || object_id IN (SELECT ${texts('$2')})
-        OR kind = 'first_paid_invoice' AND customer_id IN (SELECT ${texts('$3')}))`,
-    [ws, column(keys.events.map((e) => eventKey(e.kind, e.object_id))), column(keys.firstPaidOf)]);
-    state.events = found.map((r) => ({
-      kind: r.kind as PaymentEventKind, customer_id: r.customer_id as string, object_id: r.object_id as string, ts: r.ts as Date,
-      amount: num(r.amount), currency: (r.currency as string | null) ?? null,
-    }));
   }
   return state;
 }
