@@ -130,10 +130,16 @@ export interface StoredRefund extends RefundState {
 export async function readRefunds(tx: ControlSql, ws: string, refundIds: string[], waitingOn: string[]): Promise<StoredRefund[]> {
   if (refundIds.length === 0 && waitingOn.length === 0) return [];
   const { texts } = tx.dialect;
+  // Only the parts asked for: PostgreSQL answers each from an index (005_waiting_refunds.sql for the waiting ones).
+  const params: string[] = [ws];
+  const parts: string[] = [];
+  if (refundIds.length > 0) parts.push(`refund_id IN (SELECT ${texts(`$${params.push(column(refundIds))}`)})`);
+  if (waitingOn.length > 0) {
+    const objects = `$${params.push(column(waitingOn))}`;
+    parts.push(`customer_id IS NULL AND (charge_id IN (SELECT ${texts(objects)}) OR payment_intent_id IN (SELECT ${texts(objects)}))`);
+  }
   const found = await rows(tx, `SELECT refund_id, customer_id, charge_id, payment_intent_id, amount, currency, status, created_at, source_created
-    FROM refunds WHERE workspace_id = $1 AND (refund_id IN (SELECT ${texts('$2')})
-      OR customer_id IS NULL AND (charge_id IN (SELECT ${texts('$3')}) OR payment_intent_id IN (SELECT ${texts('$3')})))`,
-  [ws, column(refundIds), column(waitingOn)]);
+    FROM refunds WHERE workspace_id = $1 AND (${parts.join(' OR ')})`, params);
   return found.map((r) => ({
     refund_id: r.refund_id as string, customer_id: text(r.customer_id), charge_id: text(r.charge_id), payment_intent_id: text(r.payment_intent_id),
     amount: num(r.amount), currency: text(r.currency), status: text(r.status), created_at: r.created_at as Date, source_created: r.source_created as Date,
