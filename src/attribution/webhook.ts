@@ -8,6 +8,7 @@ import { GroupCommit } from '../ingest/group-commit.js';
 import type { Ingest } from '../ingest/ingest.js';
 import type { Staged, UnitOfWork, VisitorLink } from '../store/analytics.js';
 import { claimNotifications, linkDeferredCustomers, webhookSettings } from '../store/control/payments.js';
+import { settingsGeneration } from '../store/control/workspaces.js';
 import type { Stores } from '../store/open.js';
 import { invoiceOf, PAID_INVOICE_TYPES, type Plan, planOf, subscriptionOf } from './facts.js';
 import { PaymentGroup } from './group.js';
@@ -28,8 +29,14 @@ type Settings = Awaited<ReturnType<typeof webhookSettings>>;
 
 export class PaymentWebhook {
   private readonly writes = new GroupCommit<Notification, { duplicate: boolean }>((ws, ns) => this.applyGroup(ws, ns), GROUP_MAX);
-  /** Settings reads under way per workspace: deliveries arriving meanwhile share the read (nothing is kept after it). */
+  /** Settings reads under way per workspace: deliveries arriving meanwhile share the read. */
   private readonly settingsReads = new Map<string, Promise<Settings>>();
+  /**
+   * Settings of existing workspaces as last read, on a control store no other process writes, with
+   * the generation of settings changes they were read at (store/control/workspaces.ts); on a shared
+   * store (PostgreSQL behind many nodes) nothing is kept.
+   */
+  private readonly settings = new Map<string, { generation: number; value: NonNullable<Settings> }>();
 
   constructor(private readonly stores: Stores, ingest: Ingest, private readonly clock: () => Date = () => new Date()) {
     // Deferred customers resolve as soon as their visitor is linked to a person.
@@ -73,9 +80,18 @@ export class PaymentWebhook {
   }
 
   private settingsOf(ws: string): Promise<Settings> {
+    const control = this.stores.control;
+    const kept = this.settings.get(ws);
+    if (kept && kept.generation === settingsGeneration(control)) return Promise.resolve(kept.value);
     let read = this.settingsReads.get(ws);
     if (!read) {
-      read = webhookSettings(this.stores.control, ws).finally(() => this.settingsReads.delete(ws));
+      const generation = settingsGeneration(control);
+      read = webhookSettings(control, ws).then((value) => {
+        // Kept only where every change goes through this process (it moves the generation); a read
+        // that overlapped a change is kept under the old generation, so the next delivery reads again.
+        if (value && !control.shared) this.settings.set(ws, { generation, value });
+        return value;
+      }).finally(() => this.settingsReads.delete(ws));
       this.settingsReads.set(ws, read);
     }
     return read;
