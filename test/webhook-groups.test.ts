@@ -45,6 +45,18 @@ const runs = fc.record({
 
 let run = 0;
 
+/** The notifications, those at the indexes `again` a second time, in a seeded shuffle (the same run replays the same order). */
+function deliveriesOf<T>(events: T[], again: number[], seed: number): T[] {
+  const deliveries = [...events, ...again.map((i) => events[i % events.length]!)];
+  let s = seed;
+  for (let i = deliveries.length - 1; i > 0; i--) {
+    s = (Math.imul(s, 1_103_515_245) + 12_345) | 0;
+    const j = Math.abs(s) % (i + 1);
+    [deliveries[i], deliveries[j]] = [deliveries[j]!, deliveries[i]!];
+  }
+  return deliveries;
+}
+
 function build({ plan, again, seed }: { plan: Planned[]; again: number[]; seed: number }) {
   const prefix = `r${run++}_`;
   const base = nowS() - 1000;
@@ -58,14 +70,7 @@ function build({ plan, again, seed }: { plan: Planned[]; again: number[]; seed: 
     }
     return notification('invoice.paid', invoice(customer, { id: `in_${prefix}${i}`, paid_at: created, created }), created);
   });
-  const deliveries = [...events, ...again.map((i) => events[i % events.length]!)];
-  // A seeded shuffle: the same run replays the same order.
-  let s = seed;
-  for (let i = deliveries.length - 1; i > 0; i--) {
-    s = (Math.imul(s, 1_103_515_245) + 12_345) | 0;
-    const j = Math.abs(s) % (i + 1);
-    [deliveries[i], deliveries[j]] = [deliveries[j]!, deliveries[i]!];
-  }
+  const deliveries = deliveriesOf(events, again, seed);
   const customers = [...new Set(plan.map((p) => `cus_${prefix}${p.customer}`))];
   return { deliveries, customers, prefix };
 }
@@ -145,14 +150,7 @@ function buildMixed({ plan, again, seed }: { plan: Mixed[]; again: number[]; see
         return notification('customer.updated', customer(cus, { email }), created);
     }
   });
-  const deliveries = [...events, ...again.map((i) => events[i % events.length]!)];
-  let s = seed;
-  for (let i = deliveries.length - 1; i > 0; i--) {
-    s = (Math.imul(s, 1_103_515_245) + 12_345) | 0;
-    const j = Math.abs(s) % (i + 1);
-    [deliveries[i], deliveries[j]] = [deliveries[j]!, deliveries[i]!];
-  }
-  return { deliveries, prefix };
+  return { deliveries: deliveriesOf(events, again, seed), prefix };
 }
 
 describe.each(ENGINES)('%s', (engine) => {

@@ -27,7 +27,7 @@ const byKey = <T>(rows: Map<string, T>) => [...rows].sort(([a], [b]) => (a < b ?
 const eventKey = (e: { kind: string; customer_id: string; object_id: string }) => `${e.kind}\0${e.customer_id}\0${e.object_id}`;
 
 /** A customer's link decision waiting for identity resolution: by its tr_user_id, or by its tr_visitor_id alone. */
-interface Decision {
+export interface Decision {
   customer: CustomerRecord;
   via: 'user' | 'visitor';
 }
@@ -166,14 +166,14 @@ export class PaymentGroup {
   }
 
   /**
-   * Queues the resolution of a customer's identifiers; its person, visitor and link state are set when
-   * it runs (before the group is written). `customer` null: the resolution's effect on persons is all.
+   * Queues an identity resolution; `decision` is the customer link it settles (its person, visitor
+   * and link state are set when it runs, before the group is written). Without one, the
+   * resolution's effect on persons is all that counts.
    */
-  resolve(customer: CustomerRecord | null, via: Decision['via'], input: IdentityInput): void {
-    const decision = customer && { customer, via };
-    if (decision) this.latest.set(customer!, decision);
+  resolve(input: IdentityInput, decision?: Decision): void {
+    if (decision) this.latest.set(decision.customer, decision);
     this.identities.push(input);
-    this.decisions.push(decision);
+    this.decisions.push(decision ?? null);
     if (input.visitor_id !== undefined) this.seenVisitors.add(input.visitor_id);
   }
 

@@ -66,7 +66,7 @@ export async function updateCustomer(group: PaymentGroup, customerId: string, si
  */
 async function emailMoved(group: PaymentGroup, c: CustomerRecord, now: Date): Promise<void> {
   if (c.tr_user_id !== null) {
-    if (c.email !== null) group.resolve(null, 'user', { external_id: c.tr_user_id, email: c.email, at: now });
+    if (c.email !== null) group.resolve({ external_id: c.tr_user_id, email: c.email, at: now });
   } else if (c.tr_visitor_id === null) {
     await decideLink(group, c, now);
   }
@@ -79,10 +79,10 @@ async function decideLink(group: PaymentGroup, c: CustomerRecord, now: Date): Pr
     // As POST /v1/persons with external_id (+ visitor_id, email): find or create, link the visitor,
     // record the payer's email when the person has none and nobody else holds it.
     c.link_state = 'linked';
-    group.resolve(c, 'user', { external_id: c.tr_user_id, visitor_id: c.tr_visitor_id ?? undefined, email: c.email ?? undefined, at: now });
+    group.resolve({ external_id: c.tr_user_id, visitor_id: c.tr_visitor_id ?? undefined, email: c.email ?? undefined, at: now }, { customer: c, via: 'user' });
   } else if (c.tr_visitor_id !== null) {
     // The customer follows its visitor's link; the resolution sets it (linked, or deferred while anonymous).
-    group.resolve(c, 'visitor', { visitor_id: c.tr_visitor_id, at: now });
+    group.resolve({ visitor_id: c.tr_visitor_id, at: now }, { customer: c, via: 'visitor' });
   } else {
     group.settled(c);
     const person = c.email === null ? null : await group.personByEmail(c.email);
