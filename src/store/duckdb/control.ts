@@ -81,7 +81,7 @@ export class DuckDBControl implements ControlStore {
   constructor(readonly store: Store) {}
 
   async all(sql: string, params: readonly ControlValue[] = []): Promise<ControlRow[]> {
-    return (await this.store.readKept(sql, bind(params))) as ControlRow[];
+    return (await this.store.query(sql, bind(params))) as ControlRow[];
   }
 
   run(sql: string, params: readonly ControlValue[] = []): Promise<number> {

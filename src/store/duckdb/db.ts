@@ -11,7 +11,6 @@ import type { EstimateStats } from '../analytics.js';
 import { EstimateAdmission } from '../estimate-admission.js';
 import { countOf } from '../estimate-rows.js';
 import { MIGRATIONS } from './migrations.js';
-import { runKept } from './statements.js';
 import { readAhead, tailFile } from './tail.js';
 
 export type Row = Record<string, unknown>;
@@ -100,8 +99,6 @@ const INTERRUPTED = Symbol('interrupted');
 const INTERRUPT_REPEAT_MS = 5;
 /** The longest timer Node keeps (about 24.8 days): a statement with no limit of its own. */
 const NO_LIMIT_MS = 2 ** 31 - 1;
-/** Connections readKept keeps open between reads. */
-const READERS_KEPT = 4;
 
 /**
  * Runs `work` on `conn` within `limitMs`. From the deadline on, the connection is interrupted
@@ -165,8 +162,6 @@ export class Store {
   private commitHooks: (() => void)[] | null = null;
   private readonly estimates: EstimatePool;
   private closed = false;
-  /** Connections kept for short reads (readKept). */
-  private readonly readers: DuckDBConnection[] = [];
 
   private constructor(
     private readonly instance: DuckDBInstance,
@@ -303,22 +298,6 @@ export class Store {
     }
   }
 
-  /**
-   * A short keyed read (a control statement outside a transaction: a workspace's webhook settings, an
-   * API key) on a kept connection, its statement prepared once per connection (statements.ts): no
-   * connection opened and no statement planned per read, which `query` pays every time. Reads under
-   * way together take a connection each; READERS_KEPT stay open.
-   */
-  async readKept(sql: string, params: Params): Promise<Row[]> {
-    const conn = this.readers.pop() ?? await this.instance.connect();
-    try {
-      return (await (await runKept(conn, sql, params)).getRowObjectsJS()) as Row[];
-    } finally {
-      if (!this.closed && this.readers.length < READERS_KEPT) this.readers.push(conn);
-      else conn.closeSync();
-    }
-  }
-
   async query(sql: string, params: Params = [], types?: DuckDBType[]): Promise<Row[]> {
     return this.withConnection(async (conn) => (await conn.runAndReadAll(sql, params, types)).getRowObjectsJS() as Row[]);
   }
@@ -405,7 +384,6 @@ export class Store {
       this.writer.closeSync();
     });
     this.estimates.closeAll();
-    for (const conn of this.readers.splice(0)) conn.closeSync();
     this.instance.closeSync();
   }
 }
