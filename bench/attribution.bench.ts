@@ -2,13 +2,14 @@
 // lookup latency on the 1 M-person estimate fixture (run `npm run bench` once first).
 //   npx tsx bench/attribution.bench.ts [--customers 2000] [--in-flight 4,64,256] [--count 600]
 // The service runs in a process of its own (bench/estimate-server.ts, DuckDB file store, no rate
-// limit) on loopback; this process is the client. Per customer: checkout.session.completed with
+// limit) on loopback; this process is the client. Besides the rate and latencies, the CPU the server
+// process used per notification (all its threads), which the machine's load does not change much. Per customer: checkout.session.completed with
 // both metadata fields, customer.subscription.created, invoice.paid, all customers' notifications
 // in one seeded shuffle (so a customer's arrive in any order). Then, in this process on an
 // in-memory store, the SQL statements per notification (one by one and concurrently), and the CPU
 // of a signature check and a JSON parse.
 
-import { existsSync, rmSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -34,6 +35,15 @@ const stripe = new Stripe('sk_test_dummy');
 const SECRET_KEY = 'sk_bench_attribution_0123456789abcdef';
 const WEBHOOK_SECRET = 'whsec_bench_attribution';
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
+/** CPU ms a process has used (Linux /proc; user + system, all its threads: DuckDB's too); null elsewhere. */
+function cpuMs(pid: number | undefined): number | null {
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10;
+  } catch {
+    return null;
+  }
+}
 
 console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.version}; load ${load()}\n`);
 
@@ -71,8 +81,8 @@ function payloadsFor(n: number, prefix: string): string[] {
 }
 
 // Webhooks over HTTP, a fresh database per level of concurrency.
-console.log(`| notifications (${customers.toLocaleString('en-US')} new customers × 3) | in flight | notifications/s | p50 ms | p99 ms | load before → after |`);
-console.log('|---:|---:|---:|---:|---:|---|');
+console.log(`| notifications (${customers.toLocaleString('en-US')} new customers × 3) | in flight | notifications/s | p50 ms | p99 ms | server CPU ms per notification | load before → after |`);
+console.log('|---:|---:|---:|---:|---:|---:|---|');
 for (const flight of inFlight) {
   const dbPath = join('data', 'bench', 'webhooks.duckdb');
   rmSync(dbPath, { force: true });
@@ -85,6 +95,7 @@ for (const flight of inFlight) {
   // Signed beforehand: the client's own HMACs would take the server's CPU (signatures stay valid 300 s).
   const signed = payloads.map((payload) => ({ payload, header: stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }) }));
   const loadBefore = load();
+  const cpuBefore = cpuMs(server.pid);
   const latencies: number[] = [];
   let next = 0;
   const t0 = performance.now();
@@ -101,8 +112,11 @@ for (const flight of inFlight) {
     }
   }));
   const seconds = (performance.now() - t0) / 1000;
+  const cpuAfter = cpuMs(server.pid);
+  // Independent of the load: what the server spent, not what it was given.
+  const cpu = cpuBefore === null || cpuAfter === null ? 'n/a' : ((cpuAfter - cpuBefore) / signed.length).toFixed(2);
   console.log(`| ${signed.length.toLocaleString('en-US')} | ${flight} | ${Math.round(signed.length / seconds).toLocaleString('en-US')} | `
-    + `${percentile(latencies, 0.5).toFixed(1)} | ${percentile(latencies, 0.99).toFixed(1)} | ${loadBefore} → ${load()} |`);
+    + `${percentile(latencies, 0.5).toFixed(1)} | ${percentile(latencies, 0.99).toFixed(1)} | ${cpu} | ${loadBefore} → ${load()} |`);
   await new Promise((resolve) => { server.once('exit', resolve); server.kill('SIGTERM'); });
 }
 
@@ -124,7 +138,7 @@ for (const flight of inFlight) {
   };
   const stores = await openStores({ analyticsStore: 'duckdb', databasePath: ':memory:' });
   const ws = await new Workspaces(stores.control).create('bench', { stripe_webhook_secret: WEBHOOK_SECRET });
-  const app = await buildApp({ stores, estimateBudgetMs: 5000, rateLimits: { ingestPerMinute: 1e9, perMinute: 1e9 } });
+  const app = await buildApp({ stores, estimateBudgetMs: 5000, rateLimits: { ingestPerMinute: 1e9, notificationsPerMinute: 1e9, perMinute: 1e9 } });
   const count = Number(args.count);
   const deliver = (payload: string) => app.inject({
     method: 'POST', url: `/v1/webhooks/stripe/${ws.workspace_id}`, payload,

@@ -21,7 +21,7 @@ await new Workspaces(stores.control).ensure('default', {
   secret_key: config.bootstrap.secretKey, stripe_webhook_secret: config.bootstrap.stripeWebhookSecret,
 });
 const app = await buildApp({
-  stores, estimateBudgetMs: config.estimateBudgetMs, rateLimits: { ingestPerMinute: 1e9, perMinute: 1e9 },
+  stores, estimateBudgetMs: config.estimateBudgetMs, rateLimits: { ingestPerMinute: 1e9, notificationsPerMinute: 1e9, perMinute: 1e9 },
 });
 await app.listen({ port: config.port, host: config.host });
 process.once('SIGTERM', async () => {

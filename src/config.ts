@@ -103,6 +103,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     allowPrivateDestinations: boolean(env, 'ALLOW_PRIVATE_DESTINATIONS'),
     rateLimits: {
       ingestPerMinute: Math.max(1, integer(env, 'INGEST_RATE_LIMIT_PER_MINUTE', DEFAULT_RATE_LIMITS.ingestPerMinute)),
+      notificationsPerMinute: Math.max(1, integer(env, 'NOTIFICATION_RATE_LIMIT_PER_MINUTE', DEFAULT_RATE_LIMITS.notificationsPerMinute)),
       perMinute: Math.max(1, integer(env, 'RATE_LIMIT_PER_MINUTE', DEFAULT_RATE_LIMITS.perMinute)),
     },
     metaBaseUrl: env.META_BASE_URL || undefined,

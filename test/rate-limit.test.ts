@@ -1,8 +1,9 @@
-// Rate limits: per key, a budget each for ingest, compile and the rest; 429 rate_limited with
-// Retry-After past it; /health never limited.
+// Rate limits: per key, a budget each for ingest, compile and the rest; payment notifications a
+// budget of their own per workspace; 429 rate_limited with Retry-After past it; /health never limited.
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.js';
+import { checkoutSession, deliver, notification } from './support/stripe.js';
 
 const event = (n: number) => ({ event_name: 'signup', external_id: `u_${n}` });
 const criteria = { version: 1, root: { source: 'payments', event: 'refund_issued', occurrence: { window: { kind: 'ever' } } } };
@@ -10,7 +11,7 @@ const criteria = { version: 1, root: { source: 'payments', event: 'refund_issued
 describe('rate limits', () => {
   let t: TestApp;
   beforeEach(async () => {
-    t = await startTestApp({ rateLimits: { ingestPerMinute: 3, perMinute: 2 } });
+    t = await startTestApp({ rateLimits: { ingestPerMinute: 3, notificationsPerMinute: 3, perMinute: 2 } });
   });
   afterEach(() => t.close());
 
@@ -46,6 +47,30 @@ describe('rate limits', () => {
     expect((await t.post('/v1/events', event(3))).statusCode).toBe(429);
     const other = await t.workspaces.create('other');
     expect((await t.post('/v1/events', event(4), other.secret_key)).statusCode).toBe(200);
+  });
+
+  const notify = (n: number, workspace?: { workspace_id: string; stripe_webhook_secret: string }) => deliver(t,
+    notification('checkout.session.completed', checkoutSession(`cus_rate${n}`, { tr_user_id: `u_rate${n}` })),
+    workspace && { workspaceId: workspace.workspace_id, secret: workspace.stripe_webhook_secret });
+
+  it('ingest past its budget does not hold back payment notifications', async () => {
+    for (let n = 0; n < 3; n++) expect((await t.post('/v1/events', event(n))).statusCode).toBe(200);
+    expect((await t.post('/v1/events', event(3))).statusCode).toBe(429);
+    for (let n = 0; n < 3; n++) expect((await notify(n)).statusCode).toBe(200);
+    const limited = await notify(3);
+    expect(limited.statusCode).toBe(429);
+    expect(limited.json()).toMatchObject({ error: 'rate_limited', message: expect.stringContaining('notifications') });
+    expect((await t.post('/v1/persons', { external_id: 'u_9' })).statusCode).toBe(429);
+  });
+
+  it('payment notifications past their budget do not hold back ingest, nor another workspace\'s notifications', async () => {
+    for (let n = 0; n < 3; n++) expect((await notify(n)).statusCode).toBe(200);
+    expect((await notify(3)).statusCode).toBe(429);
+    for (let n = 0; n < 3; n++) expect((await t.post('/v1/events', event(n))).statusCode).toBe(200);
+    const other = await t.workspaces.create('other');
+    expect((await notify(4, other)).statusCode).toBe(200);
+    const rows = await t.store.query('SELECT count(*)::INTEGER AS n FROM processed_notifications');
+    expect(rows[0]!.n).toBe(4);
   });
 
   it('never limits /health', async () => {

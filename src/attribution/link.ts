@@ -1,11 +1,9 @@
 // A paying customer's link to a person (spec "States and transitions"): the latest non-null
-// tr_user_id / tr_visitor_id by notification time, then the email fallback.
+// tr_user_id / tr_visitor_id by notification time, then the email fallback. Decided on the state of
+// the notification's group (group.ts), in arrival order.
 
-import { resolveIdentities } from '../ingest/identity.js';
-import type { UnitOfWork } from '../store/analytics.js';
-import { type CustomerRecord, getCustomer, linkDeferredCustomers, saveCustomer } from '../store/control/payments.js';
-import { personsBy } from '../store/control/people.js';
-import type { ControlStore } from '../store/control/store.js';
+import type { CustomerRecord } from '../store/control/payments.js';
+import type { PaymentGroup } from './group.js';
 
 export interface Signals {
   userId: string | null;
@@ -19,10 +17,8 @@ export interface Signals {
 const newer = (stored: Date | null, created: Date) => stored === null || stored.getTime() <= created.getTime();
 
 /** Merges one notification's signals into the customer and re-decides its link when they changed. */
-export async function updateCustomer(
-  store: ControlStore, work: UnitOfWork, ws: string, customerId: string, signals: Signals, created: Date, now: Date,
-): Promise<void> {
-  const existing = await getCustomer(work.control, ws, customerId);
+export async function updateCustomer(group: PaymentGroup, customerId: string, signals: Signals, created: Date, now: Date): Promise<void> {
+  const existing = group.customer(customerId);
   const c: CustomerRecord = existing ?? {
     customer_id: customerId, email: null, customer_email: null, customer_email_created: null, payment_email: null,
     payment_email_created: null, person_key: null, visitor_key: null, tr_user_id: null, tr_visitor_id: null,
@@ -58,12 +54,9 @@ export async function updateCustomer(
   const emailChanged = email !== c.email;
   c.email = email;
   // Unchanged signals keep the decided link: re-deciding could undo a visitor's later move.
-  if (changed) await decideLink(store, work, ws, c, now);
-  else if (emailChanged) await emailMoved(store, work, ws, c, now);
-  if (dirty || emailChanged) {
-    await saveCustomer(work.control, ws, c, existing === null, now);
-    await work.analytics.linkCustomer(ws, { customer_id: c.customer_id, person_key: c.person_key, visitor_key: c.visitor_key });
-  }
+  if (changed) await decideLink(group, c, now);
+  else if (emailChanged) await emailMoved(group, c, now);
+  if (dirty || emailChanged) group.saveCustomer(c);
 }
 
 /**
@@ -71,36 +64,29 @@ export async function updateCustomer(
  * and re-running a metadata link would pull its visitor back from a later move. A tr_user_id's
  * person is offered the email, as when it was linked.
  */
-async function emailMoved(store: ControlStore, work: UnitOfWork, ws: string, c: CustomerRecord, now: Date): Promise<void> {
+async function emailMoved(group: PaymentGroup, c: CustomerRecord, now: Date): Promise<void> {
   if (c.tr_user_id !== null) {
-    if (c.email !== null) await resolveIdentities(store, work, ws, [{ external_id: c.tr_user_id, email: c.email, at: now }], now);
+    if (c.email !== null) group.resolve({ external_id: c.tr_user_id, email: c.email, at: now });
   } else if (c.tr_visitor_id === null) {
-    await decideLink(store, work, ws, c, now);
+    await decideLink(group, c, now);
   }
 }
 
-async function decideLink(store: ControlStore, work: UnitOfWork, ws: string, c: CustomerRecord, now: Date): Promise<void> {
+async function decideLink(group: PaymentGroup, c: CustomerRecord, now: Date): Promise<void> {
   c.person_key = null;
   c.visitor_key = null;
   if (c.tr_user_id !== null) {
     // As POST /v1/persons with external_id (+ visitor_id, email): find or create, link the visitor,
     // record the payer's email when the person has none and nobody else holds it.
-    const { resolved, links } = await resolveIdentities(store, work, ws,
-      [{ external_id: c.tr_user_id, visitor_id: c.tr_visitor_id ?? undefined, email: c.email ?? undefined, at: now }], now);
-    c.person_key = resolved[0]!.person_key;
-    c.visitor_key = resolved[0]!.visitor_key;
     c.link_state = 'linked';
-    await linkDeferredCustomers(work.control, ws, links.map((l) => l.visitorKey), now);
+    group.resolve({ external_id: c.tr_user_id, visitor_id: c.tr_visitor_id ?? undefined, email: c.email ?? undefined, at: now }, { customer: c, via: 'user' });
   } else if (c.tr_visitor_id !== null) {
-    // The customer follows its visitor's link (current at read time); anonymous for now: deferred.
-    const { resolved } = await resolveIdentities(store, work, ws, [{ visitor_id: c.tr_visitor_id, at: now }], now);
-    c.visitor_key = resolved[0]!.visitor_key;
-    c.link_state = resolved[0]!.person_key !== null ? 'linked' : 'deferred';
-  } else if (c.email !== null) {
-    const [person] = await personsBy(work.control, ws, 'email', [c.email]);
-    c.person_key = person?.person_key ?? null;
-    c.link_state = person ? 'email_matched' : 'unmatched';
+    // The customer follows its visitor's link; the resolution sets it (linked, or deferred while anonymous).
+    group.resolve({ visitor_id: c.tr_visitor_id, at: now }, { customer: c, via: 'visitor' });
   } else {
-    c.link_state = 'unmatched';
+    group.settled(c);
+    const person = c.email === null ? null : await group.personByEmail(c.email);
+    c.person_key = person;
+    c.link_state = person !== null ? 'email_matched' : 'unmatched';
   }
 }

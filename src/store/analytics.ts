@@ -68,6 +68,43 @@ export type PaymentEventKind = PaymentEventRow['kind'];
 export type SubscriptionState = SubscriptionRow;
 export type InvoiceState = InvoiceRow & { paid_at: Date | null };
 
+/** A lifecycle event, live (not withdrawn): one per (kind, object), first_paid_invoice one per customer. */
+export interface PaymentEventState extends Money {
+  kind: PaymentEventKind;
+  customer_id: string;
+  object_id: string;
+  ts: Date;
+}
+
+/** Which payment state a group reads: subscriptions and invoices by id, events by (kind, object) and customers' first paid invoices. */
+export interface PaymentStateKeys {
+  subscriptions: string[];
+  invoices: string[];
+  events: { kind: PaymentEventKind; object_id: string }[];
+  firstPaidOf: string[];
+}
+
+/** The stored state of a subscription or invoice: when the notification it came from was created (null: not recorded). */
+export interface StoredState {
+  created: Date | null;
+}
+
+export interface StoredPaymentState {
+  subscriptions: Map<string, StoredState>;
+  invoices: Map<string, StoredState & { customer_id: string; paid_at: Date | null }>;
+  /** The live events of the keys asked for. */
+  events: PaymentEventState[];
+}
+
+/** A group's decisions: subscriptions and invoices to insert or overwrite (`stored`: one existed), events removed and added. */
+export interface PaymentStateChanges {
+  subscriptions: { state: SubscriptionState; created: Date; stored: boolean }[];
+  /** The invoice as it is to be stored (a payment time known before is kept in `paid_at`). */
+  invoices: { state: InvoiceState; created: Date; stored: boolean }[];
+  removed: PaymentEventState[];
+  added: PaymentEventState[];
+}
+
 /** An amount in minor units of a currency (either may be unknown). */
 export interface Money {
   amount: number | null;
@@ -221,25 +258,17 @@ export interface AnalyticsWrites {
   recordIdentities(ws: string, persons: PersonRecord[], visitors: VisitorRecord[]): Promise<void>;
   /** Visitors' links to persons, in order: a visitor's last link wins. */
   linkVisitors(links: VisitorLink[]): Promise<void>;
-  /** A customer's person and visitor as decided by attribution. */
-  linkCustomer(ws: string, link: CustomerLink): Promise<void>;
-  /** Inserts the subscription, or overwrites it unless the stored state is newer than `created`. */
-  saveSubscription(ws: string, s: SubscriptionState, created: Date): Promise<void>;
-  /** Likewise for an invoice; a later update without a payment time keeps the one known. */
-  saveInvoice(ws: string, i: InvoiceState, created: Date): Promise<void>;
-  /** The customer of a stored invoice, or null. */
-  customerOfInvoice(ws: string, invoiceId: string): Promise<string | null>;
-  /** Records a lifecycle event once per (kind, object). */
-  addPaymentEvent(ws: string, customerId: string, kind: PaymentEventKind, at: Date, objectId: string, money?: Money): Promise<void>;
-  /** Withdraws the event of (kind, object), if any (a refund that failed or was canceled). */
-  withdrawPaymentEvent(ws: string, kind: PaymentEventKind, objectId: string): Promise<void>;
-  /** Keeps one first_paid_invoice per customer: the earliest paid invoice seen, whatever the arrival order. */
-  recordPaidInvoice(ws: string, customerId: string, at: Date, invoiceId: string, money: Money): Promise<void>;
+  /** Customers' persons and visitors as decided by attribution (a customer's last link wins). */
+  linkCustomers(ws: string, links: CustomerLink[]): Promise<void>;
+  /** The stored payment state a group of notifications reads (attribution/group.ts decides on it in memory). */
+  readPaymentState(ws: string, keys: PaymentStateKeys): Promise<StoredPaymentState>;
+  /** What a group of notifications changed in it, as decided: rows to write, lifecycle events gone and new. */
+  writePaymentState(ws: string, changes: PaymentStateChanges): Promise<void>;
   /**
-   * A payment recorded or changed in the control store, as it now stands there. Engines that cannot
+   * Payments recorded or changed in the control store, as they now stand there. Engines that cannot
    * read the control store's payments (ClickHouse) keep a copy for the revenue report.
    */
-  savePayment(ws: string, payment: PaymentRecord): Promise<void>;
+  savePayments(ws: string, payments: PaymentRecord[]): Promise<void>;
   /** Forgets an audience's snapshots, their members and diffs (the audience is being deleted). */
   dropSnapshots(ws: string, audienceId: string): Promise<void>;
 }

@@ -11,7 +11,7 @@ export const webhookRoutes: FastifyPluginAsyncZod<{ webhook: PaymentWebhook }> =
   app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (_request, body, done) => done(null, body));
 
   app.post('/v1/webhooks/stripe/:workspace_id', {
-    config: { limit: 'ingest' },
+    config: { limit: 'notifications' },
     schema: {
       tags: ['payments'], summary: 'Receive a Stripe notification (signed with the workspace\'s webhook secret)',
       params: z.object({ workspace_id: z.string() }),

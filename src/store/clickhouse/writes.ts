@@ -14,11 +14,12 @@ import { randomUUID } from 'node:crypto';
 import type { PropertyCatalog } from '../../criteria/index.js';
 import { stringifyWellFormed, wellFormedIn } from '../../well-formed.js';
 import {
-  type AnalyticsWrites, type ChannelFields, type CustomerLink, type EventRecord, type FirstTouchChannels, type InvoiceState, type Money,
-  type PageviewRecord, type PaymentEventKind, type PaymentRecord, RefusedValue, type Staged, type SubscriptionState, type UnitOfWork, type VisitorLink,
+  type AnalyticsWrites, type ChannelFields, type CustomerLink, type EventRecord, type FirstTouchChannels, type PageviewRecord, type PaymentEventKind,
+  type PaymentEventState, type PaymentRecord, type PaymentStateChanges, type PaymentStateKeys, RefusedValue, type Staged, type StoredPaymentState,
+  type UnitOfWork, type VisitorLink,
 } from '../analytics.js';
 import { type PersonRecord, personTraits, type VisitorRecord } from '../control/people.js';
-import type { ControlTx } from '../control/store.js';
+import { columnOf, type ControlTx } from '../control/store.js';
 import { propertyCatalog, recordPropertyPaths } from '../control/properties.js';
 import { refusedValue as duckdbRefusal } from '../duckdb/refused.js';
 import { refusedValue as postgresRefusal } from '../postgres/refused.js';
@@ -142,6 +143,8 @@ class ClickHouseWrites implements AnalyticsWrites {
   private readonly outboxRows = new Map<ReadTable, Promise<Row[]>>();
   /** Audiences deleted by the unit: their snapshots are dropped after the commit. */
   readonly droppedAudiences: [ws: string, audienceId: string][] = [];
+  /** Current rows of subscriptions and invoices read by readPaymentState (`table:id`): the versions written next build on them. */
+  private readonly stateRows = new Map<string, Row>();
 
   constructor(private readonly ctx: ClickHouseContext, private readonly tx: ControlTx, private readonly outbox: Outbox) {}
 
@@ -270,100 +273,102 @@ class ClickHouseWrites implements AnalyticsWrites {
     }
   }
 
-  async linkCustomer(ws: string, link: CustomerLink): Promise<void> {
-    this.add('payment_customers', {
-      workspace_id: ws, customer_id: link.customer_id, person_key: link.person_key ?? 0, visitor_key: link.visitor_key ?? 0, version: nextVersion(),
-    });
+  async linkCustomers(ws: string, links: CustomerLink[]): Promise<void> {
+    for (const link of links) {
+      this.add('payment_customers', {
+        workspace_id: ws, customer_id: link.customer_id, person_key: link.person_key ?? 0, visitor_key: link.visitor_key ?? 0, version: nextVersion(),
+      });
+    }
   }
 
-  /** The current row of a subscription or an invoice: ClickHouse's, or a newer one not acknowledged yet. */
-  private async currentState(name: 'subscriptions' | 'invoices', ws: string, key: string, id: string, columns: string[]): Promise<Row | undefined> {
+  /** The current rows of these keys of a payment table: ClickHouse's, or newer ones not acknowledged yet. */
+  private async currentRows(name: 'subscriptions' | 'invoices', ws: string, key: string, ids: string[], columns: string[]): Promise<Map<string, Row>> {
+    if (ids.length === 0) return new Map();
     const stored = await select(this.ctx, `SELECT ${[key, ...columns].join(', ')}, toString(version) AS version
-      FROM ${table(this.ctx, name)} WHERE workspace_id = {ws:String} AND ${key} = {id:String} ORDER BY version DESC LIMIT 1`, { ws, id });
-    const rows = [...stored, ...await this.unacknowledgedPayments(name, (r) => r.workspace_id === ws && r[key] === id)];
-    return newestByKey(rows, () => id).get(id);
+      FROM ${table(this.ctx, name)} WHERE workspace_id = {ws:String} AND ${key} IN {ids:Array(String)}
+      ORDER BY version DESC LIMIT 1 BY ${key}`, { ws, ids });
+    const wanted = new Set(ids);
+    const rows = [...stored, ...await this.unacknowledgedPayments(name, (r) => r.workspace_id === ws && wanted.has(r[key] as string))];
+    const current = newestByKey(rows, (r) => r[key] as string);
+    for (const [id, r] of current) this.stateRows.set(`${name}:${id}`, r);
+    return current;
   }
 
-  async saveSubscription(ws: string, s: SubscriptionState, created: Date): Promise<void> {
-    const version = stateVersion(created, await this.currentState('subscriptions', ws, 'subscription_id', s.subscription_id, []));
-    if (version === null) return;
-    this.add('subscriptions', {
-      workspace_id: ws, subscription_id: s.subscription_id, customer_id: s.customer_id, status: s.status, price_id: s.price_id,
-      product_id: s.product_id, interval: s.interval, amount: s.amount, currency: s.currency, cancel_at_period_end: s.cancel_at_period_end,
-      created_at: chTime(s.created_at), version,
-    });
-  }
-
-  async saveInvoice(ws: string, i: InvoiceState, created: Date): Promise<void> {
-    const stored = await this.currentState('invoices', ws, 'invoice_id', i.invoice_id, ['toString(paid_at) AS paid_at']);
-    const version = stateVersion(created, stored);
-    if (version === null) return;
-    this.add('invoices', {
-      workspace_id: ws, invoice_id: i.invoice_id, customer_id: i.customer_id, subscription_id: i.subscription_id, status: i.status,
-      amount_due: i.amount_due, amount_paid: i.amount_paid, currency: i.currency, created_at: chTime(i.created_at),
-      // A later update that does not show the payment time keeps the one known.
-      paid_at: i.paid_at === null ? (stored?.paid_at as string | null | undefined) ?? null : chTime(i.paid_at),
-      version,
-    });
-  }
-
-  async customerOfInvoice(ws: string, invoiceId: string): Promise<string | null> {
-    const found = await this.currentState('invoices', ws, 'invoice_id', invoiceId, ['customer_id']);
-    return (found?.customer_id as string | undefined) ?? null;
-  }
-
-  /** The payment events of `kind` not withdrawn whose `by` column is `value`. */
-  private async liveEvents(ws: string, kind: PaymentEventKind, by: 'object_id' | 'customer_id', value: string): Promise<Row[]> {
+  async readPaymentState(ws: string, keys: PaymentStateKeys): Promise<StoredPaymentState> {
+    const created = (r: Row) => new Date(Number(BigInt(r.version as string) / TIES));
+    const subscriptions = await this.currentRows('subscriptions', ws, 'subscription_id', keys.subscriptions, []);
+    const invoices = await this.currentRows('invoices', ws, 'invoice_id', keys.invoices, ['customer_id', 'toString(paid_at) AS paid_at']);
+    const state: StoredPaymentState = {
+      subscriptions: new Map([...subscriptions].map(([id, r]) => [id, { created: created(r) }])),
+      invoices: new Map([...invoices].map(([id, r]) => [id, {
+        created: created(r), customer_id: r.customer_id as string, paid_at: r.paid_at === null ? null : fromChTime(r.paid_at as string),
+      }])),
+      events: [],
+    };
+    if (keys.events.length === 0 && keys.firstPaidOf.length === 0) return state;
+    // Kinds hold no colon: `kind:object` names one (kind, object).
+    const events = new Set(keys.events.map((e) => `${e.kind}:${e.object_id}`));
+    const customers = new Set(keys.firstPaidOf);
     const stored = await select(this.ctx, `SELECT workspace_id, kind, customer_id, object_id, toString(ts) AS ts, amount, currency, deleted,
         toString(version) AS version
-      FROM ${table(this.ctx, 'payment_events')} WHERE workspace_id = {ws:String} AND kind = {kind:String} AND ${by} = {value:String}
-      ORDER BY version DESC LIMIT 1 BY customer_id, object_id`, { ws, kind, value });
-    const unacknowledged = await this.unacknowledgedPayments('payment_events', (r) => r.workspace_id === ws && r.kind === kind && r[by] === value);
-    const current = newestByKey([...stored, ...unacknowledged], (r) => `${r.customer_id as string}\0${r.object_id as string}`);
-    return [...current.values()].filter((r) => Number(r.deleted) === 0);
+      FROM ${table(this.ctx, 'payment_events')} WHERE workspace_id = {ws:String}
+        AND (concat(kind, ':', object_id) IN {events:Array(String)} OR kind = 'first_paid_invoice' AND customer_id IN {customers:Array(String)})
+      ORDER BY version DESC LIMIT 1 BY kind, customer_id, object_id`, { ws, events: [...events], customers: [...customers] });
+    const unacknowledged = await this.unacknowledgedPayments('payment_events', (r) => r.workspace_id === ws
+      && (events.has(`${r.kind as string}:${r.object_id as string}`) || (r.kind === 'first_paid_invoice' && customers.has(r.customer_id as string))));
+    const current = newestByKey([...stored, ...unacknowledged], (r) => `${r.kind as string}\0${r.customer_id as string}\0${r.object_id as string}`);
+    state.events = [...current.values()].filter((r) => Number(r.deleted) === 0).map((r) => ({
+      kind: r.kind as PaymentEventKind, customer_id: r.customer_id as string, object_id: r.object_id as string, ts: fromChTime(r.ts as string),
+      amount: r.amount === null ? null : Number(r.amount), currency: r.currency as string | null,
+    }));
+    return state;
   }
 
-  private addEvent(ws: string, customerId: string, kind: PaymentEventKind, ts: string, objectId: string, money: Money, deleted: 0 | 1): void {
+  async writePaymentState(ws: string, changes: PaymentStateChanges): Promise<void> {
+    // Two units deciding one customer's first paid invoice on two nodes: both write the customer's
+    // row, so the second waits for the first and runs again from a snapshot that has its rows.
+    const deciding = [...changes.removed, ...changes.added].filter((e) => e.kind === 'first_paid_invoice').map((e) => e.customer_id);
+    if (this.ctx.control.shared && deciding.length > 0) {
+      await this.tx.run(`UPDATE payment_customers SET updated_at = updated_at
+        WHERE workspace_id = $1 AND customer_id IN (SELECT ${this.tx.dialect.texts('$2')})`, [ws, columnOf([...new Set(deciding)])]);
+    }
+    for (const { state: s, created } of changes.subscriptions) {
+      const version = stateVersion(created, this.stateRows.get(`subscriptions:${s.subscription_id}`));
+      if (version === null) continue;
+      this.add('subscriptions', {
+        workspace_id: ws, subscription_id: s.subscription_id, customer_id: s.customer_id, status: s.status, price_id: s.price_id,
+        product_id: s.product_id, interval: s.interval, amount: s.amount, currency: s.currency, cancel_at_period_end: s.cancel_at_period_end,
+        created_at: chTime(s.created_at), version,
+      });
+    }
+    for (const { state: i, created } of changes.invoices) {
+      const version = stateVersion(created, this.stateRows.get(`invoices:${i.invoice_id}`));
+      if (version === null) continue;
+      this.add('invoices', {
+        workspace_id: ws, invoice_id: i.invoice_id, customer_id: i.customer_id, subscription_id: i.subscription_id, status: i.status,
+        amount_due: i.amount_due, amount_paid: i.amount_paid, currency: i.currency, created_at: chTime(i.created_at),
+        paid_at: i.paid_at === null ? null : chTime(i.paid_at), version,
+      });
+    }
+    // Withdrawn first: an event removed and added again ends with the added row's higher version.
+    for (const e of changes.removed) this.addEvent(ws, e, 1);
+    for (const e of changes.added) this.addEvent(ws, e, 0);
+  }
+
+  private addEvent(ws: string, e: PaymentEventState, deleted: 0 | 1): void {
     this.add('payment_events', {
-      workspace_id: ws, kind, customer_id: customerId, object_id: objectId, ts, amount: money.amount, currency: money.currency,
+      workspace_id: ws, kind: e.kind, customer_id: e.customer_id, object_id: e.object_id, ts: chTime(e.ts), amount: e.amount, currency: e.currency,
       version: nextVersion(), deleted,
     });
   }
 
-  private withdraw(rows: Row[]): void {
-    for (const r of rows) {
-      const money = { amount: r.amount === null ? null : Number(r.amount), currency: r.currency as string | null };
-      this.addEvent(r.workspace_id as string, r.customer_id as string, r.kind as PaymentEventKind, r.ts as string, r.object_id as string, money, 1);
+  async savePayments(ws: string, payments: PaymentRecord[]): Promise<void> {
+    for (const p of payments) {
+      this.add('payments', {
+        workspace_id: ws, payment_id: p.payment_id, customer_id: p.customer_id, amount: p.amount, currency: p.currency,
+        paid_at: p.paid_at === null ? null : chTime(p.paid_at), invoice_id: p.invoice_id, version: nextVersion(),
+      });
     }
-  }
-
-  async addPaymentEvent(ws: string, customerId: string, kind: PaymentEventKind, at: Date, objectId: string,
-    money: Money = { amount: null, currency: null }): Promise<void> {
-    if ((await this.liveEvents(ws, kind, 'object_id', objectId)).length > 0) return;
-    this.addEvent(ws, customerId, kind, chTime(at), objectId, money, 0);
-  }
-
-  async withdrawPaymentEvent(ws: string, kind: PaymentEventKind, objectId: string): Promise<void> {
-    this.withdraw(await this.liveEvents(ws, kind, 'object_id', objectId));
-  }
-
-  async recordPaidInvoice(ws: string, customerId: string, at: Date, invoiceId: string, money: Money): Promise<void> {
-    // Two units deciding one customer's first paid invoice on two nodes: both write the customer's
-    // row first, so the second waits for the first and runs again from a snapshot that has its rows.
-    if (this.ctx.control.shared) {
-      await this.tx.run('UPDATE payment_customers SET updated_at = updated_at WHERE workspace_id = $1 AND customer_id = $2', [ws, customerId]);
-    }
-    const found = await this.liveEvents(ws, 'first_paid_invoice', 'customer_id', customerId);
-    if (found.some((r) => fromChTime(r.ts as string).getTime() <= at.getTime())) return;
-    this.withdraw(found);
-    await this.addPaymentEvent(ws, customerId, 'first_paid_invoice', at, invoiceId, money);
-  }
-
-  async savePayment(ws: string, p: PaymentRecord): Promise<void> {
-    this.add('payments', {
-      workspace_id: ws, payment_id: p.payment_id, customer_id: p.customer_id, amount: p.amount, currency: p.currency,
-      paid_at: p.paid_at === null ? null : chTime(p.paid_at), invoice_id: p.invoice_id, version: nextVersion(),
-    });
   }
 
   async dropSnapshots(ws: string, audienceId: string): Promise<void> {

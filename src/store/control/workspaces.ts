@@ -73,6 +73,17 @@ async function insertWorkspace(tx: ControlSql, created: CreatedWorkspace): Promi
   return created;
 }
 
+/**
+ * Changes to workspaces' webhook settings (secret, payments mode) made through this process, per
+ * control store. A store nobody else writes (not `shared`) may have its settings kept in memory by
+ * a reader (attribution/webhook.ts), which reads them again once this count has moved.
+ */
+const settingsChanges = new WeakMap<ControlStore, number>();
+
+export const settingsGeneration = (store: ControlStore): number => settingsChanges.get(store) ?? 0;
+
+const settingsChanged = (store: ControlStore) => settingsChanges.set(store, settingsGeneration(store) + 1);
+
 export class Workspaces {
   private readonly owners = new Map<string, KeyOwner>();
 
@@ -91,7 +102,7 @@ export class Workspaces {
 
   /** Sets the workspace's payments mode; the previous one, or null when the workspace does not exist. */
   async setPaymentsMode(workspaceId: string, mode: PaymentsMode): Promise<PaymentsMode | null> {
-    return this.store.transaction(async (tx) => {
+    const previous = await this.store.transaction(async (tx) => {
       const found = (await tx.all(`SELECT coalesce(payments_mode, 'live') AS payments_mode FROM workspaces
         WHERE workspace_id = $1`, [workspaceId]));
       const previous = found[0]?.payments_mode as PaymentsMode | undefined;
@@ -99,6 +110,8 @@ export class Workspaces {
       await tx.run('UPDATE workspaces SET payments_mode = $2 WHERE workspace_id = $1', [workspaceId, mode]);
       return previous;
     });
+    settingsChanged(this.store);
+    return previous;
   }
 
   /** Every workspace, oldest first; no credentials. */
@@ -149,6 +162,7 @@ export class Workspaces {
       return existing;
     });
     this.owners.clear();
+    settingsChanged(this.store);
     return { workspace_id: ensured.workspace_id, name: ensured.name };
   }
 
@@ -178,6 +192,7 @@ export class Workspaces {
     });
     // A cached lookup would keep an old key working in this process.
     this.owners.clear();
+    settingsChanged(this.store);
     return rotated;
   }
 

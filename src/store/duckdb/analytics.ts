@@ -9,8 +9,8 @@ import {
 } from '../../criteria/index.js';
 import {
   type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type CustomerLink, type DiffMember, type EstimateStats, type EstimateTurn,
-  type EventRecord, type FirstTouchChannels, type InvoiceState, type Member, type MemberRow, type Money, type PageviewRecord,
-  type PaymentEventKind, type PaymentRecord, RefusedValue, type SnapshotInput, type SnapshotResult, type Staged, type SubscriptionState, type UnitOfWork,
+  type EventRecord, type FirstTouchChannels, type Member, type MemberRow, type PageviewRecord, type PaymentRecord, type PaymentStateChanges,
+  type PaymentStateKeys, RefusedValue, type SnapshotInput, type SnapshotResult, type Staged, type StoredPaymentState, type UnitOfWork,
   type VisitorLink,
 } from '../analytics.js';
 import type { DeliveryRow } from '../control/audiences.js';
@@ -20,7 +20,7 @@ import { controlTx } from './control.js';
 import type { Store } from './db.js';
 import { appendEvents } from './events.js';
 import { appendPageviews, firstTouchChannels, latestPageviews } from './pageviews.js';
-import { addPaymentEvent, customerOfInvoice, recordPaidInvoice, saveInvoice, saveSubscription, withdrawPaymentEvent } from './payments.js';
+import { readPaymentState, writePaymentState } from './payments.js';
 import { propertyCatalog, recordPropertyPaths } from './properties.js';
 import { refusedValue } from './refused.js';
 import { TypedColumns } from './typed.js';
@@ -65,34 +65,18 @@ class DuckDBWrites implements AnalyticsWrites {
 
   async linkVisitors(_links: VisitorLink[]): Promise<void> {}
 
-  async linkCustomer(_ws: string, _link: CustomerLink): Promise<void> {}
+  async linkCustomers(_ws: string, _links: CustomerLink[]): Promise<void> {}
 
-  saveSubscription(ws: string, s: SubscriptionState, created: Date): Promise<void> {
-    return saveSubscription(this.tx, ws, s, created);
+  readPaymentState(ws: string, keys: PaymentStateKeys): Promise<StoredPaymentState> {
+    return readPaymentState(this.tx, ws, keys);
   }
 
-  saveInvoice(ws: string, i: InvoiceState, created: Date): Promise<void> {
-    return saveInvoice(this.tx, ws, i, created);
-  }
-
-  customerOfInvoice(ws: string, invoiceId: string): Promise<string | null> {
-    return customerOfInvoice(this.tx, ws, invoiceId);
-  }
-
-  addPaymentEvent(ws: string, customerId: string, kind: PaymentEventKind, at: Date, objectId: string, money?: Money): Promise<void> {
-    return addPaymentEvent(this.tx, ws, customerId, kind, at, objectId, money);
-  }
-
-  withdrawPaymentEvent(ws: string, kind: PaymentEventKind, objectId: string): Promise<void> {
-    return withdrawPaymentEvent(this.tx, ws, kind, objectId);
-  }
-
-  recordPaidInvoice(ws: string, customerId: string, at: Date, invoiceId: string, money: Money): Promise<void> {
-    return recordPaidInvoice(this.tx, ws, customerId, at, invoiceId, money);
+  writePaymentState(ws: string, changes: PaymentStateChanges): Promise<void> {
+    return writePaymentState(this.tx, ws, changes);
   }
 
   // The revenue report reads the control store's payments table, in this same database.
-  async savePayment(_ws: string, _payment: PaymentRecord): Promise<void> {}
+  async savePayments(_ws: string, _payments: PaymentRecord[]): Promise<void> {}
 
   dropSnapshots(ws: string, audienceId: string): Promise<void> {
     return dropSnapshots(this.tx, ws, audienceId);

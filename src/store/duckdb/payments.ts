@@ -1,81 +1,83 @@
 // Payment state the criteria read: subscriptions and invoices (the newest notification's state) and
-// lifecycle events (first paid invoice, cancellation, refund), written inside the webhook's unit of work.
+// lifecycle events (first paid invoice, cancellation, refund). A group of notifications reads what
+// it needs a statement per table, decides in memory (attribution/group.ts) and writes a statement or
+// two per table, inside the webhook's unit of work.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { InvoiceState, Money, PaymentEventKind, SubscriptionState } from '../analytics.js';
-import { runKept } from './statements.js';
-import { isOlder, utc } from './time.js';
+import type { PaymentEventKind, PaymentEventState, PaymentStateChanges, PaymentStateKeys, StoredPaymentState } from '../analytics.js';
+import { insertRows, type Row, type RowsTable, updateRows } from '../control/rows.js';
+import { columnOf as column } from '../control/store.js';
+import { stringifyWellFormed } from '../../well-formed.js';
+import { controlSql, duckdbDialect } from './control.js';
 
-async function rows(tx: DuckDBConnection, sql: string, params: (string | number | null)[]): Promise<Record<string, unknown>[]> {
-  return (await (await runKept(tx, sql, params)).getRowObjectsJS()) as Record<string, unknown>[];
-}
+const texts = duckdbDialect.texts;
+const time = (v: unknown) => (v instanceof Date ? v : null);
+const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
+/** A lifecycle event's (kind, object) as one text: kinds hold no colon. */
+const eventKey = (kind: string, objectId: string) => `${kind}:${objectId}`;
 
-async function run(tx: DuckDBConnection, sql: string, params: (string | number | null)[]): Promise<void> {
-  await runKept(tx, sql, params);
-}
-
-const ts = (d: Date | null) => (d === null ? null : utc(d));
-
-/** Inserts the subscription, or overwrites it unless the stored state is newer than `created`. */
-export async function saveSubscription(tx: DuckDBConnection, ws: string, s: SubscriptionState, created: Date): Promise<void> {
-  const found = await rows(tx, 'SELECT source_created FROM subscriptions WHERE workspace_id = $1 AND subscription_id = $2', [ws, s.subscription_id]);
-  const values = [s.customer_id, s.status, s.price_id, s.product_id, s.interval, s.amount, s.currency, s.cancel_at_period_end ? 1 : 0, utc(s.created_at), utc(created)];
-  if (found.length === 0) {
-    await run(tx, `INSERT INTO subscriptions (workspace_id, subscription_id, customer_id, status, price_id, product_id, "interval",
-        amount, currency, cancel_at_period_end, created_at, source_created)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, CAST($10 AS INTEGER) = 1, CAST($11 AS TIMESTAMP), CAST($12 AS TIMESTAMP))`,
-    [ws, s.subscription_id, ...values]);
-  } else if (isOlder(found[0]!.source_created, created)) {
-    await run(tx, `UPDATE subscriptions SET customer_id = $3, status = $4, price_id = $5, product_id = $6, "interval" = $7,
-        amount = $8, currency = $9, cancel_at_period_end = CAST($10 AS INTEGER) = 1, created_at = CAST($11 AS TIMESTAMP),
-        source_created = CAST($12 AS TIMESTAMP)
-      WHERE workspace_id = $1 AND subscription_id = $2`, [ws, s.subscription_id, ...values]);
+/** The group's subscriptions, invoices and events in one statement (a part with no keys reads nothing). */
+export async function readPaymentState(tx: DuckDBConnection, ws: string, keys: PaymentStateKeys): Promise<StoredPaymentState> {
+  const state: StoredPaymentState = { subscriptions: new Map(), invoices: new Map(), events: [] };
+  if (keys.subscriptions.length + keys.invoices.length + keys.events.length + keys.firstPaidOf.length === 0) return state;
+  const found = await controlSql(tx).all(`
+    SELECT 's' AS part, subscription_id AS id, NULL AS customer_id, source_created AS created, NULL AS paid_at,
+      NULL AS kind, NULL AS object_id, NULL AS ts, NULL AS amount, NULL AS currency
+    FROM subscriptions WHERE workspace_id = $1 AND subscription_id IN (SELECT ${texts('$2')})
+    UNION ALL
+    SELECT 'i', invoice_id, customer_id, source_created, paid_at, NULL, NULL, NULL, NULL, NULL
+    FROM invoices WHERE workspace_id = $1 AND invoice_id IN (SELECT ${texts('$3')})
+    UNION ALL
+    SELECT 'e', NULL, customer_id, NULL, NULL, kind, object_id, ts, amount, currency
+    FROM payment_events WHERE workspace_id = $1 AND (kind || ':' || object_id IN (SELECT ${texts('$4')})
+      OR kind = 'first_paid_invoice' AND customer_id IN (SELECT ${texts('$5')}))`,
+  [ws, column(keys.subscriptions), column(keys.invoices), column(keys.events.map((e) => eventKey(e.kind, e.object_id))), column(keys.firstPaidOf)]);
+  for (const r of found) {
+    if (r.part === 's') {
+      state.subscriptions.set(r.id as string, { created: time(r.created) });
+    } else if (r.part === 'i') {
+      state.invoices.set(r.id as string, { created: time(r.created), customer_id: r.customer_id as string, paid_at: time(r.paid_at) });
+    } else {
+      state.events.push({
+        kind: r.kind as PaymentEventKind, customer_id: r.customer_id as string, object_id: r.object_id as string, ts: r.ts as Date,
+        amount: num(r.amount), currency: (r.currency as string | null) ?? null,
+      });
+    }
   }
+  return state;
 }
 
-export async function saveInvoice(tx: DuckDBConnection, ws: string, i: InvoiceState, created: Date): Promise<void> {
-  const found = await rows(tx, 'SELECT source_created FROM invoices WHERE workspace_id = $1 AND invoice_id = $2', [ws, i.invoice_id]);
-  const values = [i.customer_id, i.subscription_id, i.status, i.amount_due, i.amount_paid, i.currency, utc(i.created_at), utc(created), ts(i.paid_at)];
-  if (found.length === 0) {
-    await run(tx, `INSERT INTO invoices (workspace_id, invoice_id, customer_id, subscription_id, status, amount_due, amount_paid,
-        currency, created_at, source_created, paid_at)
-      VALUES ($1, $2, $3, $4, $5, $6, $7, $8, CAST($9 AS TIMESTAMP), CAST($10 AS TIMESTAMP), CAST($11 AS TIMESTAMP))`, [ws, i.invoice_id, ...values]);
-  } else if (isOlder(found[0]!.source_created, created)) {
-    // A later update that does not show the payment time keeps the one known.
-    await run(tx, `UPDATE invoices SET customer_id = $3, subscription_id = $4, status = $5, amount_due = $6, amount_paid = $7,
-        currency = $8, created_at = CAST($9 AS TIMESTAMP), source_created = CAST($10 AS TIMESTAMP),
-        paid_at = coalesce(CAST($11 AS TIMESTAMP), paid_at)
-      WHERE workspace_id = $1 AND invoice_id = $2`, [ws, i.invoice_id, ...values]);
+const SUBSCRIPTIONS: RowsTable = {
+  name: 'subscriptions', key: 'subscription_id', columns: {
+    customer_id: 'text', status: 'text', price_id: 'text', product_id: 'text', interval: 'text', amount: 'bigint', currency: 'text',
+    cancel_at_period_end: 'boolean', created_at: 'time', source_created: 'time',
+  },
+};
+
+const INVOICES: RowsTable = {
+  name: 'invoices', key: 'invoice_id', columns: {
+    customer_id: 'text', subscription_id: 'text', status: 'text', amount_due: 'bigint', amount_paid: 'bigint', currency: 'text',
+    created_at: 'time', source_created: 'time', paid_at: 'time',
+  },
+};
+
+const EVENTS: RowsTable = {
+  name: 'payment_events', key: 'object_id', columns: { kind: 'text', customer_id: 'text', ts: 'time', amount: 'bigint', currency: 'text' },
+};
+
+export async function writePaymentState(tx: DuckDBConnection, ws: string, changes: PaymentStateChanges): Promise<void> {
+  const sql = controlSql(tx);
+  const subscriptions = changes.subscriptions.map((s): [boolean, Row] => [s.stored, { ...s.state, source_created: s.created }]);
+  await insertRows(sql, SUBSCRIPTIONS, ws, subscriptions.filter(([stored]) => !stored).map(([, row]) => row));
+  await updateRows(sql, SUBSCRIPTIONS, ws, subscriptions.filter(([stored]) => stored).map(([, row]) => row));
+  const invoices = changes.invoices.map((i): [boolean, Row] => [i.stored, { ...i.state, source_created: i.created }]);
+  await insertRows(sql, INVOICES, ws, invoices.filter(([stored]) => !stored).map(([, row]) => row));
+  await updateRows(sql, INVOICES, ws, invoices.filter(([stored]) => stored).map(([, row]) => row));
+  if (changes.removed.length > 0) {
+    const removed = stringifyWellFormed(changes.removed.map((e) => ({ kind: e.kind, customer_id: e.customer_id, object_id: e.object_id })));
+    await sql.run(`DELETE FROM payment_events USING ${duckdbDialect.jsonRows('$2', 'r', { kind: 'text', customer_id: 'text', object_id: 'text' })}
+      WHERE payment_events.workspace_id = $1 AND payment_events.kind = r.kind AND payment_events.customer_id = r.customer_id
+        AND payment_events.object_id = r.object_id`, [ws, removed]);
   }
-}
-
-/** Records a lifecycle event once per (kind, object). */
-export async function addPaymentEvent(tx: DuckDBConnection, ws: string, customerId: string, kind: PaymentEventKind, at: Date, objectId: string,
-  money: Money = { amount: null, currency: null }): Promise<void> {
-  const seen = await rows(tx, 'SELECT 1 FROM payment_events WHERE workspace_id = $1 AND kind = $2 AND object_id = $3', [ws, kind, objectId]);
-  if (seen.length > 0) return;
-  await run(tx, `INSERT INTO payment_events (workspace_id, customer_id, kind, ts, object_id, amount, currency)
-    VALUES ($1, $2, $3, CAST($4 AS TIMESTAMP), $5, $6, $7)`, [ws, customerId, kind, utc(at), objectId, money.amount, money.currency]);
-}
-
-/** Withdraws the event of (kind, object), if any. */
-export async function withdrawPaymentEvent(tx: DuckDBConnection, ws: string, kind: PaymentEventKind, objectId: string): Promise<void> {
-  await run(tx, 'DELETE FROM payment_events WHERE workspace_id = $1 AND kind = $2 AND object_id = $3', [ws, kind, objectId]);
-}
-
-/** Keeps one first_paid_invoice per customer: the earliest paid invoice seen, whatever the arrival order. */
-export async function recordPaidInvoice(tx: DuckDBConnection, ws: string, customerId: string, at: Date, invoiceId: string, money: Money): Promise<void> {
-  const found = await rows(tx, `SELECT ts FROM payment_events WHERE workspace_id = $1 AND customer_id = $2 AND kind = 'first_paid_invoice'`, [ws, customerId]);
-  const first = found[0]?.ts;
-  if (first instanceof Date && first.getTime() <= at.getTime()) return;
-  if (found.length > 0) {
-    await run(tx, `DELETE FROM payment_events WHERE workspace_id = $1 AND customer_id = $2 AND kind = 'first_paid_invoice'`, [ws, customerId]);
-  }
-  await addPaymentEvent(tx, ws, customerId, 'first_paid_invoice', at, invoiceId, money);
-}
-
-/** The customer of a stored invoice, or null. */
-export async function customerOfInvoice(tx: DuckDBConnection, ws: string, invoiceId: string): Promise<string | null> {
-  const [found] = await rows(tx, 'SELECT customer_id FROM invoices WHERE workspace_id = $1 AND invoice_id = $2', [ws, invoiceId]);
-  return (found?.customer_id as string | undefined) ?? null;
+  await insertRows(sql, EVENTS, ws, changes.added as unknown as Row[]);
 }
