@@ -130,7 +130,7 @@ export interface StoredRefund extends RefundState {
 export async function readRefunds(tx: ControlSql, ws: string, refundIds: string[], waitingOn: string[]): Promise<StoredRefund[]> {
   if (refundIds.length === 0 && waitingOn.length === 0) return [];
   const { texts } = tx.dialect;
-  // Only the parts asked for: PostgreSQL answers each from an index (005_waiting_refunds.sql for the waiting ones).
+  // Only the parts asked for: PostgreSQL answers each from an index (004_waiting_refunds.sql for the waiting ones).
   const params: string[] = [ws];
   const parts: string[] = [];
   if (refundIds.length > 0) parts.push(`refund_id IN (SELECT ${texts(`$${params.push(column(refundIds))}`)})`);
