@@ -20,7 +20,8 @@ export type IdKind = 'visitor_id' | 'external_id' | 'email';
 /** Bits per id and probes: a false positive about once in 60,000 checks of a new id (a full layer). */
 const BITS_PER_ID = 24;
 const PROBES = 16;
-const FIRST_CAPACITY = 1 << 16;
+/** Small first: every workspace that ingests gets three filters (16 KB each at first). */
+const FIRST_CAPACITY = 1 << 12;
 
 /** murmur3's finalizer: every input bit reaches every output bit. */
 function mix(h: number): number {
