@@ -12,6 +12,7 @@ import { recordNewTraitPaths } from '../store/control/properties.js';
 import type { ControlStore } from '../store/control/store.js';
 import { propertyPaths } from '../store/property-paths.js';
 import { identityCacheOf } from './identity-cache.js';
+import { knownIdsOf } from './known-ids.js';
 
 export interface IdentityInput {
   external_id?: string;
@@ -47,6 +48,8 @@ export async function resolveIdentities(
 ): Promise<{ resolved: Resolved[]; links: VisitorLink[] }> {
   const tx = work.control;
   const cache = identityCacheOf(store);
+  const known = knownIdsOf(store);
+  known?.prepare(ws);
   const unique = <T>(values: (T | undefined)[]) => [...new Set(values.filter((v): v is T => v !== undefined))];
 
   const shared = new Set<PersonRecord | VisitorRecord>();
@@ -62,7 +65,9 @@ export async function resolveIdentities(
       unknownVisitors.push(id);
     }
   }
-  for (const v of await visitorsById(tx, ws, unknownVisitors)) visitors.set(v.visitor_id, v);
+  // Ids proven new need no lookup (a scan of the table on DuckDB).
+  const maybeStored = known ? unknownVisitors.filter((id) => !known.absent(ws, 'visitor_id', id)) : unknownVisitors;
+  for (const v of await visitorsById(tx, ws, maybeStored)) visitors.set(v.visitor_id, v);
 
   // One object per person, however many identifiers reach it.
   const byKey = new Map<number, PersonRecord>();
@@ -78,7 +83,8 @@ export async function resolveIdentities(
       if (p) add(p, true);
       return !p;
     });
-    const found = await personsBy(tx, ws, by, unknown);
+    const maybeStored = known && by !== 'person_key' ? unknown.filter((value) => !known.absent(ws, by, value as string)) : unknown;
+    const found = await personsBy(tx, ws, by, maybeStored);
     for (const p of found) add(p, false);
     return unknown.length - found.length;
   };
@@ -120,6 +126,8 @@ export async function resolveIdentities(
   const createPerson = (external_id: string | null, email: string | null): PersonRecord => {
     const person: PersonRecord = { person_key: personKeys.pop()!, person_id: newPersonId(), external_id, email };
     createdPersons.push(person);
+    if (external_id !== null) known?.add(ws, 'external_id', external_id);
+    if (email !== null) known?.add(ws, 'email', email);
     byKey.set(person.person_key, person);
     if (external_id !== null) byExternalId.set(external_id, person);
     if (email !== null) byEmail.set(email, person);
@@ -134,6 +142,7 @@ export async function resolveIdentities(
       if (input.email !== undefined && person.email === null && !byEmail.has(input.email)) {
         person = writablePerson(person);
         person.email = input.email;
+        known?.add(ws, 'email', input.email);
         byEmail.set(input.email, person);
         changedPersons.add(person.person_key);
         updates.set(person.person_key, { ...updates.get(person.person_key), emailSet: true });
@@ -149,6 +158,7 @@ export async function resolveIdentities(
       if (!visitor) {
         const created = { visitor_key: visitorKeys.pop()!, visitor_id: input.visitor_id, person_key: null, first_seen_at: input.at };
         createdVisitors.push(created);
+        known?.add(ws, 'visitor_id', created.visitor_id);
         createdVisitorIds.add(created.visitor_id);
         visitors.set(input.visitor_id, created);
         visitor = created;
