@@ -688,7 +688,7 @@ describe('docs/cli.md', () => {
     }
     expect(existsSync(join(checkout, 'data', 'members.parquet'))).toBe(true);
     expect(existsSync(join(checkout, 'data', 'attribution.duckdb'))).toBe(true);
-  });
+  }, 180_000);
 
   it('examples/criteria.json is valid against the fixtures and matches some profiles', async () => {
     const res = await cli('estimate', join(ROOT, 'examples', 'criteria.json'), '--data', db, '--at', AT, '--json');

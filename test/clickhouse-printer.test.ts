@@ -116,7 +116,7 @@ describe.skipIf(!chdb)('the ClickHouse dialect against DuckDB and the reference 
       }
     }), { numRuns: 15, seed: 20261123 });
     expect(sharedPlans).toBeGreaterThan(0);
-  });
+  }, 240_000);
 
   it('keeps the JSON types of payload and trait values: a number never equals a string, null and absent are absent, objects are present', async () => {
     const documents = [
@@ -214,7 +214,7 @@ describe.skipIf(!chdb)('the ClickHouse dialect against DuckDB and the reference 
       const [{ count }] = await rows<{ count: string }>(clickhousePrinter.count(planCriteria(tree, AT), ws)) as [{ count: string }];
       expect(Number(count)).toBe(referenceProfiles(ds, tree, AT).size);
     }
-  });
+  }, 240_000);
 
   it('creates the single-node tables ordered for the criteria queries', async () => {
     const tables = await (await client.query({

@@ -57,5 +57,5 @@ describe('compiled SQL against the reference evaluator', () => {
     }), { numRuns: 150, seed: 20261122 });
     expect(splittingPersonLeaves).toBeGreaterThan(20);
     expect(typedReads).toBeGreaterThan(100);
-  }, 300_000);
+  }, 900_000);
 });

@@ -38,40 +38,89 @@ export function scanUses(plan: SetPlan, uses = new Map<string, number>()): Map<s
   return uses;
 }
 
+/** Plans with more leaf uses than this print without restrictions (see SetPrinter): one CTE per set operation would grow too. */
+const RESTRICTED_MAX_LEAVES = 32;
+
+/**
+ * How selective a set operand is likely to be, lower first: a scan with filters on its rows, then
+ * one bounded in time, then one counted per profile (its grouping is the costly part), then the rest.
+ * The first operand of an intersection is computed alone and restricts the others.
+ */
+function selectivityRank(plan: SetPlan): number {
+  if (plan.kind !== 'scan') return 3;
+  const scan = plan.scan;
+  if ('predicates' in scan) return scan.predicates.length > 0 ? 0 : 3;
+  if ('anyOf' in scan && scan.anyOf.every((group) => group.length > 0)) return 0;
+  if ('count' in scan && scan.count !== null) return 2;
+  return 'range' in scan && (scan.range.from || scan.range.to) ? 1 : 3;
+}
+
 /**
  * Prints the set expression. A leaf scan used more than once becomes one CTE, computed once; a
  * leaf used once is a subquery in place (DuckDB binds a WITH list one CTE inside the next and
  * stops at about 600 of them, max_expression_depth 1000).
+ *
+ * With `restrict`, an operand whose result only matters within another set is evaluated within it:
+ * what an except subtracts, within its input (P − M = P − (M ∩ P)); an intersection's operands, within
+ * its likeliest most selective one. The leaf then keeps only rows of profiles in that set before
+ * grouping them, which is most of a leaf's time when the set is small (a not leaf of 1.7 M rows
+ * against a few hundred profiles).
  */
 export class SetPrinter {
   readonly ctes: string[] = [];
   private readonly leafNames = new Map<string, string>();
   private readonly uses: Map<string, number>;
+  private readonly restricts: boolean;
   private subqueries = 0;
+  private sets = 0;
 
-  /** `leafSql` prints a leaf scan as a SELECT of distinct `profile` values. */
-  constructor(plan: SetPlan, private readonly leafSql: (scan: LeafScan) => string, private readonly ops: SetOperators) {
+  /**
+   * `leafSql` prints a leaf scan as a SELECT of distinct `profile` values, of those in the set
+   * named `within` (a CTE of `profile`) only when given.
+   */
+  constructor(
+    plan: SetPlan,
+    private readonly leafSql: (scan: LeafScan, within?: string) => string,
+    private readonly ops: SetOperators,
+    options: { restrict?: boolean } = {},
+  ) {
     this.uses = scanUses(plan);
+    let leaves = 0;
+    for (const n of this.uses.values()) leaves += n;
+    this.restricts = (options.restrict ?? false) && leaves <= RESTRICTED_MAX_LEAVES;
   }
 
-  operand(plan: SetPlan): string {
-    if (plan.kind === 'scan') return `SELECT profile FROM ${this.leaf(plan.scan)}`;
-    return `SELECT profile FROM (${this.set(plan)}) AS q${this.subqueries++}`;
+  operand(plan: SetPlan, within?: string): string {
+    if (plan.kind === 'scan') return `SELECT profile FROM ${this.leaf(plan.scan, within)}`;
+    return `SELECT profile FROM (${this.set(plan, within)}) AS q${this.subqueries++}`;
   }
 
-  set(plan: SetPlan): string {
+  set(plan: SetPlan, within?: string): string {
     switch (plan.kind) {
       case 'scan':
-        return this.operand(plan);
-      case 'intersect':
-        return this.chain(plan.inputs, this.ops.intersect);
+        return this.operand(plan, within);
+      case 'intersect': {
+        if (!this.restricts) return this.chain(plan.inputs, this.ops.intersect, within);
+        const [first, ...rest] = [...plan.inputs].sort((a, b) => selectivityRank(a) - selectivityRank(b));
+        const driver = this.materialize(this.set(first!, within));
+        return [`SELECT profile FROM ${driver}`, ...rest.map((p) => this.operand(p, driver))].join(`\n  ${this.ops.intersect} `);
+      }
       case 'union':
-        return this.chain(plan.inputs, this.ops.union);
+        return this.chain(plan.inputs, this.ops.union, within);
       case 'except': {
         const minus: SetPlan = plan.minus.length === 1 ? plan.minus[0]! : { kind: 'union', inputs: plan.minus };
-        return `${this.operand(plan.input)}\n  ${this.ops.except} ${this.operand(minus)}`;
+        if (!this.restricts) return `${this.operand(plan.input, within)}\n  ${this.ops.except} ${this.operand(minus)}`;
+        const input = this.materialize(this.set(plan.input, within));
+        return `SELECT profile FROM ${input}\n  ${this.ops.except} ${this.operand(minus, input)}`;
       }
     }
+  }
+
+  /** A CTE of the set `sql`, computed once (its name). */
+  private materialize(sql: string): string {
+    const name = `set_${this.sets++}`;
+    this.ctes.push(`${name} AS MATERIALIZED (\n  ${sql}\n)`);
+    return name;
   }
 
   /**
@@ -79,20 +128,21 @@ export class SetPrinter {
    * max_expression_depth (1000) at several hundred operands, so longer chains are split into
    * subqueries of at most SET_FAN_IN operands each, nested about log(n) deep.
    */
-  private chain(inputs: SetPlan[], op: string): string {
-    if (inputs.length <= SET_FAN_IN) return inputs.map((p) => this.operand(p)).join(`\n  ${op} `);
+  private chain(inputs: SetPlan[], op: string, within?: string): string {
+    if (inputs.length <= SET_FAN_IN) return inputs.map((p) => this.operand(p, within)).join(`\n  ${op} `);
     const size = Math.ceil(inputs.length / SET_FAN_IN);
     const groups: string[] = [];
     for (let i = 0; i < inputs.length; i += size) {
       const group = inputs.slice(i, i + size);
-      groups.push(group.length === 1 ? this.operand(group[0]!) : `SELECT profile FROM (${this.chain(group, op)}) AS q${this.subqueries++}`);
+      groups.push(group.length === 1 ? this.operand(group[0]!, within) : `SELECT profile FROM (${this.chain(group, op, within)}) AS q${this.subqueries++}`);
     }
     return groups.join(`\n  ${op} `);
   }
 
-  private leaf(scan: LeafScan): string {
+  /** A leaf in place, or its CTE when the plan uses it more than once (never a restricted one: its rows differ per set). */
+  private leaf(scan: LeafScan, within?: string): string {
     const key = scanKey(scan);
-    if (this.uses.get(key) === 1) return `(\n  ${this.leafSql(scan)}\n) AS q${this.subqueries++}`;
+    if (within !== undefined || this.uses.get(key) === 1) return `(\n  ${this.leafSql(scan, within)}\n) AS q${this.subqueries++}`;
     let name = this.leafNames.get(key);
     if (!name) {
       name = `leaf_${this.leafNames.size}`;
