@@ -33,6 +33,24 @@ describe('appends through data chunks', () => {
     instance.closeSync();
   });
 
+  it('stores short ASCII text (written inline) and longer or non-ASCII text alike, and compares them as text', async () => {
+    const instance = await DuckDBInstance.create(':memory:');
+    const conn = await instance.connect();
+    await conn.run('CREATE TABLE t (i BIGINT, s VARCHAR)');
+    const samples = ['', 'a', 'abcdefghijkl', 'abcdefghijklm', 'a\u0000b', '\u007f', 'é', 'abcdefghijké', '\u{1F600}', 'x'.repeat(300), null];
+    const rows = Array.from({ length: 4500 }, (_, i) => ({ i, s: samples[i % samples.length]! }));
+    await appendRows<{ i: number; s: string | null }>(conn, 't', [int64((r) => r.i), text((r) => r.s)], rows);
+    const read = (await conn.runAndReadAll('SELECT i, s, length(s) AS n FROM t ORDER BY i')).getRowObjectsJS();
+    expect(read).toEqual(rows.map((r) => ({ i: BigInt(r.i), s: r.s, n: r.s === null ? null : BigInt([...r.s].length) })));
+    // Equality, prefixes and grouping read the inline strings as DuckDB's own.
+    const [counts] = (await conn.runAndReadAll(`SELECT count(*) FILTER (s = 'abcdefghijkl') AS exact, count(*) FILTER (s LIKE 'abc%') AS prefixed,
+      count(DISTINCT s) AS distinct FROM t`)).getRowObjectsJS();
+    const count = (keep: (s: string) => boolean) => BigInt(rows.filter((r) => r.s !== null && keep(r.s)).length);
+    expect(counts).toEqual({ exact: count((s) => s === 'abcdefghijkl'), prefixed: count((s) => s.startsWith('abc')), distinct: BigInt(samples.length - 1) });
+    conn.closeSync();
+    instance.closeSync();
+  });
+
   it('refuses columns that do not match the table', async () => {
     const instance = await DuckDBInstance.create(':memory:');
     const conn = await instance.connect();

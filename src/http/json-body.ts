@@ -16,11 +16,31 @@ type BodyParser = (request: FastifyRequest, body: string | Buffer, done: (err: E
 export function jsonBodyParser(app: FastifyInstance): BodyParser {
   const parse = app.getDefaultJsonParser('error', 'error');
   return (request, body, done) => {
+    const plain = plainJson(body as string);
+    if (plain !== NOT_PLAIN) return done(null, plain);
     parse(request, body as string, (err: Error | null, value?: unknown) => {
       if (!err) done(null, wellFormedIn(body as string, value));
       else done(poisonedKey(body as string) ?? err, undefined);
     });
   };
+}
+
+const NOT_PLAIN = Symbol('not plain');
+const REFUSED_KEY = /__proto__|constructor/;
+
+/**
+ * The value of a body without a backslash nor either key the prototype check refuses, parsed by
+ * JSON.parse alone: the checks of the default parser (secure-json-parse) and of `wellFormedIn`
+ * look for those texts, so they would find nothing. Anything else (and any fault, to be worded)
+ * is NOT_PLAIN. The checks' regular expressions cost ~0.4 µs an event of a batch, these ~0.2.
+ */
+function plainJson(text: string): unknown {
+  if (text.indexOf('\\') !== -1 || REFUSED_KEY.test(text)) return NOT_PLAIN;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return NOT_PLAIN;
+  }
 }
 
 /** Replaces the JSON parser of `app` (and its children) by `jsonBodyParser`. */

@@ -336,7 +336,9 @@ export class TypedColumns {
   }
 }
 
-const columnKey = (kind: ScalarKind, slot: number) => `${kind}${slot}`;
+const KIND_INDEX: Record<ScalarKind, number> = { string: 0, number: 1, boolean: 2 };
+/** A column's key in a map: a number (a text key cost a string and its hash per payload value). */
+const columnKey = (kind: ScalarKind, slot: number) => slot * KINDS.length + KIND_INDEX[kind];
 
 function readyPaths(name: NameSlots): TypedPaths {
   const out: Record<string, Partial<Record<ScalarKind, number>>> = {};
