@@ -226,10 +226,8 @@ function sampled(profile: string, sample: Sample): string {
 }
 
 /**
- * Rows of one leaf as `profile` values, before counting: with repeats, except events, which come
- * one row per profile (rows of a visitor now linked may repeat its person), with their number `n`
- * when the leaf counts. With a sample, rows whose person is known are sampled before their JSON is
- * read (the leaf samples every row after).
+ * Rows of one leaf as `profile` values (with repeats), before counting. With a sample, rows whose
+ * person is known are sampled before their JSON is read (the leaf samples every row after).
  */
 function scanRows(scan: LeafScan, ws: string, params: Params, sample: Sample | undefined): string {
   const w = params.add(ws);
@@ -246,19 +244,31 @@ function scanRows(scan: LeafScan, ws: string, params: Params, sample: Sample | u
       if (inSample) where.push(payload.length > 0 ? then(inSample, payload.join(' AND ')) : inSample);
       else where.push(...payload);
       const conditions = where.join('\n      AND ');
-      // One scan: a row's person where it carries one (most do), else minus its visitor, grouped
-      // (with their rows counted for a count); only the anonymous profiles found then look up their
-      // visitor's link, through the linked visitors among them. Joining the leaf's anonymous rows to
-      // every linked visitor built a hash table of all of them (950 k at 100 M events, 36–50 ms)
-      // even for a leaf with no anonymous row; a second scan for those rows cost another 40–50 ms.
-      const tally = scan.count ? ', count(*) AS n' : '';
-      return `WITH matched AS MATERIALIZED (SELECT coalesce(e.person_key, -e.visitor_key) AS profile${tally} FROM events e
+      const parsesJson = scan.anyOf.some((group) => group.some((p) => readsJson(jsonTarget('e.properties', PAYLOAD_PREFIX, p.field, typed), p)));
+      // Most events carry their person; only the others need the visitor's link, looked up among
+      // the linked visitors of those rows alone: joining them to every linked visitor built a hash
+      // table of all of them (950 k at 100 M events, 36–50 ms), even for a leaf without anonymous
+      // rows. With filters that parse the JSON the rows are filtered once, then split (JSON
+      // extraction is most of such a leaf's time); otherwise a second scan reads the anonymous ones.
+      const anonymous = (from: string, visitorKey: string, where: string) => `SELECT coalesce(v.person_key, -${visitorKey}) AS profile
+    FROM ${from} LEFT JOIN (SELECT visitor_key, person_key FROM visitors
+      WHERE workspace_id = ${w} AND person_key IS NOT NULL AND visitor_key IN (SELECT visitor_key FROM anonymous)) v ON v.visitor_key = ${visitorKey}${where}`;
+      if (parsesJson) {
+        return `WITH matched AS MATERIALIZED (SELECT e.person_key, e.visitor_key FROM events e
+    WHERE ${conditions}),
+    anonymous AS (SELECT visitor_key FROM matched WHERE person_key IS NULL)
+    SELECT m.person_key AS profile FROM matched m WHERE m.person_key IS NOT NULL
+    UNION ALL
+    ${anonymous('matched m', 'm.visitor_key', '\n    WHERE m.person_key IS NULL')}`;
+      }
+      return `WITH anonymous AS MATERIALIZED (SELECT e.visitor_key FROM events e
     WHERE ${conditions}
-    GROUP BY 1)
-    SELECT coalesce(v.person_key, m.profile) AS profile${scan.count ? ', m.n' : ''}
-    FROM matched m LEFT JOIN (SELECT visitor_key, person_key FROM visitors
-      WHERE workspace_id = ${w} AND person_key IS NOT NULL AND visitor_key IN (SELECT -profile FROM matched WHERE profile < 0)) v
-      ON v.visitor_key = -m.profile`;
+      AND e.person_key IS NULL)
+    SELECT e.person_key AS profile FROM events e
+    WHERE ${conditions}
+      AND e.person_key IS NOT NULL
+    UNION ALL
+    ${anonymous('anonymous a', 'a.visitor_key', '')}`;
     }
     case 'pageviews':
       where.push(`pv.workspace_id = ${w}`, ...rangeSql('pv.ts', scan.range, params));
@@ -302,9 +312,7 @@ function leafSql(scan: LeafScan, ws: string, params: Params, sample: Sample | un
   const where = `profile IS NOT NULL${sample ? ` AND ${sampled('profile', sample)}` : ''}${within ? ` AND profile IN (SELECT profile FROM ${within})` : ''}`;
   const count = 'count' in scan ? scan.count : null;
   if (!count) return `SELECT DISTINCT profile FROM (${rows}) WHERE ${where}`;
-  // Event rows come grouped per profile with their number (scanRows).
-  const tally = scan.table === 'events' ? 'sum(n)' : 'count(*)';
-  return `SELECT profile FROM (${rows}) WHERE ${where} GROUP BY profile HAVING ${tally} ${COUNT_SQL[count.op]} ${params.add(count.value)}`;
+  return `SELECT profile FROM (${rows}) WHERE ${where} GROUP BY profile HAVING count(*) ${COUNT_SQL[count.op]} ${params.add(count.value)}`;
 }
 
 const DUCKDB_SET_OPERATORS = { union: 'UNION', intersect: 'INTERSECT', except: 'EXCEPT' };
