@@ -106,28 +106,22 @@ const CUSTOMERS: RowsTable = {
   },
 };
 
-/** Inserts `created` customers and overwrites `changed` ones, a statement each (and their trigrams, where kept). */
-export async function writeCustomers(tx: ControlTx, ws: string, created: CustomerRecord[], changed: CustomerRecord[], now: Date): Promise<void> {
+/**
+ * Inserts `created` customers and overwrites `changed` ones, a statement each; where the people
+ * lookup keeps trigrams of their text (DuckDB), those of `retexted` (created, or given another
+ * email) in one more. A replaced email's trigrams stay: they only make a candidate that the lookup's
+ * check drops.
+ */
+export async function writeCustomers(tx: ControlTx, ws: string, created: CustomerRecord[], changed: CustomerRecord[], retexted: CustomerRecord[],
+  now: Date): Promise<void> {
   const row = (c: CustomerRecord): Row => ({ ...c, updated_at: now });
-  await indexCustomers(tx, ws, created, changed);
   await insertRows(tx, CUSTOMERS, ws, created.map(row));
   await updateRows(tx, CUSTOMERS, ws, changed.map(row));
-}
-
-/**
- * The trigrams (DuckDB's people lookup index, store/duckdb/search.ts) of the customers created, and
- * of the changed ones whose email differs from the stored one: read before the writes, by their ids.
- * A replaced email's trigrams stay: they only make a candidate that the lookup's check drops.
- */
-async function indexCustomers(tx: ControlTx, ws: string, created: CustomerRecord[], changed: CustomerRecord[]): Promise<void> {
   const grams = tx.dialect.customerGrams;
-  const { texts, byKeys } = tx.dialect;
-  if (!grams || created.length + changed.length === 0) return;
-  const stored = `${byKeys('payment_customers', 'customer_id', '$2', '$1', 'customer_id, email', 'text')} AS s`;
-  const both = [...created, ...changed];
-  await tx.run(`INSERT INTO customer_grams ${grams.rows(`(SELECT u.id, u.email FROM (SELECT ${texts('$2')} AS id, ${texts('$3')} AS email) AS u
-      LEFT JOIN ${stored} ON s.customer_id = u.id WHERE s.customer_id IS NULL OR s.email IS DISTINCT FROM u.email) AS x`,
-  '$1', 'x.id', grams.search('x.id', 'x.email'))}`, [ws, column(both.map((c) => c.customer_id)), column(both.map((c) => c.email))]);
+  if (!grams || retexted.length === 0) return;
+  const { texts } = tx.dialect;
+  await tx.run(`INSERT INTO customer_grams ${grams.rows(`(SELECT ${texts('$2')} AS id, ${texts('$3')} AS email) AS u`, '$1', 'u.id', grams.search('u.id', 'u.email'))}`,
+    [ws, column(retexted.map((c) => c.customer_id)), column(retexted.map((c) => c.email))]);
 }
 
 /** Deferred customers of these visitors become linked (the visitor now has a person). */
