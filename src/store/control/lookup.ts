@@ -133,6 +133,8 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
   const term = q.toLowerCase();
   const grams = await rareGrams(store, term);
   const found = await candidates(store, ws, term);
+  // Neither index holds a candidate: nothing matches (the persons found by a customer id are its owners).
+  if (found.persons?.length === 0 && found.customers?.length === 0) return [];
   const params: ControlValue[] = [ws, term, after, limit, personKeyBound(after)];
   const param = (value: ControlValue) => `$${params.push(value)}`;
   const gramParams = grams?.map(param);
@@ -144,12 +146,14 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
   const personsHit = found.persons === null
     ? `SELECT p.person_key FROM persons p WHERE p.workspace_id = $1 AND p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3 AND ${personMatches}`
     : `SELECT p.person_key FROM person_checked p WHERE p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3`;
+  // No candidate: no row read (DuckDB scans a key column for an empty key list).
   const personChecked = found.persons === null ? ''
-    : `person_checked AS MATERIALIZED (SELECT p.person_key FROM ${d.byKeys('persons', 'person_key', param(columnOf(found.persons)), '$1',
-      'person_key, email, external_id, name, search')} AS p WHERE ${personMatches}),`;
+    : `person_checked AS MATERIALIZED (SELECT p.person_key FROM ${found.persons.length === 0 ? 'persons p WHERE FALSE AND'
+      : `${d.byKeys('persons', 'person_key', param(columnOf(found.persons)), '$1', 'person_key, email, external_id, name, search')} AS p WHERE`} ${personMatches}),`;
   const customersFrom = found.customers === null ? 'payment_customers c WHERE c.workspace_id = $1 AND'
-    : `${d.byKeys('payment_customers', 'customer_id', param(columnOf(found.customers)), '$1',
-      'customer_id, email, person_key, visitor_key, link_state', 'text')} AS c WHERE`;
+    : found.customers.length === 0 ? 'payment_customers c WHERE FALSE AND'
+      : `${d.byKeys('payment_customers', 'customer_id', param(columnOf(found.customers)), '$1',
+        'customer_id, email, person_key, visitor_key, link_state', 'text')} AS c WHERE`;
   // A rare term's matches are all read first: PostgreSQL, misjudging how many the trigrams and
   // strpos() keep, walked a million persons in key order for the first 51 (3.8 s, bench/RESULTS.md).
   const personSide = grams === null ? `persons_hit AS (${personsHit} ORDER BY person_key LIMIT $4)`
