@@ -1,33 +1,36 @@
 // People lookup (GET /people's statements, store/control/lookup.ts) on a workspace of 1 M persons,
 // on both control stores: the DuckDB file (default) and PostgreSQL (embedded, on a loopback port).
-// The lookup as of `--before` (a git revision, read with `git show`) and today's, in one run, on the
-// same rows; their answers are checked equal first. On DuckDB also the cost that keeping the
-// persons' trigram index adds to the writes of persons (savePersons, with and without it).
-//   npx tsx bench/people.bench.ts [--persons 1000000] [--runs 25] [--before 28f1093]
+// The lookup as of `--before` (a git revision: its src/ tree, with its dialects) and today's, in one
+// run, on the same rows, alternated run by run; their answers are checked equal first. On DuckDB
+// also the cost that keeping the trigram indexes adds to the writes of persons (savePersons) and of
+// customers (writeCustomers), with and without them.
+//   npx tsx bench/people.bench.ts [--persons 1000000] [--runs 25] [--before main]
 // The persons: external ids, emails on five domains, names; ~8 % pay (a customer each, Stripe-like
 // ids): half with a person of their own, 2 in 5 owned only through their (linked) visitor, 1 in 10
 // attributed to no person; a visitor per person.
 
 import { execFileSync } from 'node:child_process';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { startPostgres } from '../test/support/postgres-server.js';
 import { type LookupRow, lookupPeople } from '../src/store/control/lookup.js';
 import { type PersonRecord, savePersons } from '../src/store/control/people.js';
-import type { ControlSql, ControlTx } from '../src/store/control/store.js';
+import { type CustomerRecord, writeCustomers } from '../src/store/control/payments.js';
+import type { ControlDialect, ControlSql, ControlTx } from '../src/store/control/store.js';
 import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { Store } from '../src/store/duckdb/db.js';
-import { FILL_PERSON_GRAMS, personSearch } from '../src/store/duckdb/search.js';
+import { FILL_PERSON_GRAMS, fillCustomerGrams, personSearch } from '../src/store/duckdb/search.js';
 import { PostgresControl } from '../src/store/postgres/control.js';
 import { percentile } from './support/server.js';
 
 const { values: args } = parseArgs({ options: {
   persons: { type: 'string', default: '1000000' },
   runs: { type: 'string', default: '25' },
-  before: { type: 'string', default: '28f1093' },
+  before: { type: 'string', default: 'main' },
 } });
 const PERSONS = Number(args.persons);
 const RUNS = Number(args.runs);
@@ -45,6 +48,8 @@ const UNOWNED = 'g % 120 = 0';
 interface Engine {
   name: string;
   control: ControlSql;
+  /** The same store as the --before revision's dialect spells it. */
+  before: ControlSql;
 }
 
 const QUERIES: [string, string][] = [
@@ -55,16 +60,21 @@ const QUERIES: [string, string][] = [
   ['no match', 'zzzz-nothing'],
 ];
 
-async function time(fn: () => Promise<unknown[]>): Promise<{ p50: number; p99: number; rows: number }> {
-  const times: number[] = [];
-  let rows = 0;
-  await fn();
+type Timing = { p50: number; p99: number; rows: number };
+
+/** Each function's p50 / p99 over RUNS runs after a warm-up, the functions alternated run by run. */
+async function time(fns: (() => Promise<unknown[]>)[]): Promise<Timing[]> {
+  const times = fns.map((): number[] => []);
+  const rows = fns.map(() => 0);
+  for (const fn of fns) await fn();
   for (let i = 0; i < RUNS; i++) {
-    const t = performance.now();
-    rows = (await fn()).length;
-    times.push(performance.now() - t);
+    for (const [k, fn] of fns.entries()) {
+      const t = performance.now();
+      rows[k] = (await fn()).length;
+      times[k]!.push(performance.now() - t);
+    }
   }
-  return { p50: percentile(times, 0.5), p99: percentile(times, 0.99), rows };
+  return times.map((ms, k) => ({ p50: percentile(ms, 0.5), p99: percentile(ms, 0.99), rows: rows[k]! }));
 }
 
 const comparable = (rows: LookupRow[]) => JSON.stringify(rows);
@@ -99,26 +109,63 @@ async function writeCost(control: DuckDBControl, withIndex: boolean, firstKey: n
   return { create: perPerson(create), rename: perPerson(rename), traits: perPerson(traits) };
 }
 
+/**
+ * writeCustomers's cost per customer, for `batches` batches of `size` new customers, then of as many
+ * given another email, then of as many changed otherwise (their link state: the common write).
+ */
+async function customerWriteCost(control: DuckDBControl, withIndex: boolean, round: number, size: number, batches: number): Promise<Record<'create' | 'email' | 'other', number>> {
+  const at = new Date();
+  const txOf = (tx: ControlTx): ControlTx => (withIndex ? tx : Object.create(tx, { dialect: { value: { ...tx.dialect, customerGrams: null } } }) as ControlTx);
+  const cost = { create: 0, email: 0, other: 0 };
+  const timed = async (what: keyof typeof cost, fn: (tx: ControlTx) => Promise<void>) => {
+    const t = performance.now();
+    await control.transaction((tx) => fn(txOf(tx)));
+    cost[what] += performance.now() - t;
+  };
+  for (let b = 0; b < batches; b++) {
+    const customers = (email: string, state: CustomerRecord['link_state']) => Array.from({ length: size }, (_, i): CustomerRecord => {
+      const id = `cus_w${round}_${withIndex ? 'k' : 'n'}_${b * size + i}`;
+      return {
+        customer_id: id, email: `${email}.${id}@example.com`, customer_email: null, customer_email_created: null, payment_email: null, payment_email_created: null,
+        person_key: null, visitor_key: null, tr_user_id: null, tr_visitor_id: null, tr_user_id_created: null, tr_visitor_id_created: null, link_state: state,
+      };
+    });
+    const [created, moved, linked] = [customers('payer', 'unmatched'), customers('moved', 'unmatched'), customers('moved', 'deferred')];
+    await timed('create', (tx) => writeCustomers(tx, WS_WRITES, created, [], created, at));
+    await timed('email', (tx) => writeCustomers(tx, WS_WRITES, [], moved, moved, at));
+    await timed('other', (tx) => writeCustomers(tx, WS_WRITES, [], linked, [], at));
+  }
+  const perCustomer = (ms: number) => (ms * 1000) / (size * batches);
+  return { create: perCustomer(cost.create), email: perCustomer(cost.email), other: perCustomer(cost.other) };
+}
+
 async function measure(engine: Engine): Promise<void> {
   log(`\n| ${engine.name} | q | rows | before p50 ms | before p99 ms | after p50 ms | after p99 ms | load (1 min) |`);
   log('|---|---|---:|---:|---:|---:|---:|---:|');
   for (const [what, q] of QUERIES) {
-    const old = () => lookupBefore(engine.control, WS, q, '', PAGE);
+    const old = () => lookupBefore(engine.before, WS, q, '', PAGE);
     const now = () => lookupPeople(engine.control, WS, q, '', PAGE);
     const [a, b] = [await old(), await now()];
     if (comparable(a) !== comparable(b)) throw new Error(`${engine.name}, ${q}: the answers differ`);
-    const x = await time(old);
-    const y = await time(now);
+    const [x, y] = await time([old, now]) as [Timing, Timing];
     log(`| ${what} | \`${q}\` | ${y.rows} | ${x.p50.toFixed(1)} | ${x.p99.toFixed(1)} | ${y.p50.toFixed(1)} | ${y.p99.toFixed(1)} | ${loadavg()[0]!.toFixed(1)} |`);
   }
 }
 
 log(`People lookup, ${PERSONS.toLocaleString('en-US')} persons, ${RUNS} runs each, first page (${PAGE - 1} + 1 rows); load ${load()} at start`);
 const dir = await mkdtemp(join(tmpdir(), 'people-bench-'));
-// The lookup as of --before: its module from git (its imports are types only, so it runs from here).
-const beforeFile = join(dir, 'lookup-before.ts');
-await writeFile(beforeFile, execFileSync('git', ['show', `${args.before}:src/store/control/lookup.ts`], { encoding: 'utf8' }));
-const { lookupPeople: lookupBefore } = await import(beforeFile) as { lookupPeople: typeof lookupPeople };
+// The lookup as of --before, and its dialects: that revision's src/ beside this one (below the
+// checkout, so that its packages resolve), run on today's stores with its dialect.
+const beforeDir = join(dirname(fileURLToPath(import.meta.url)), `.before-${process.pid}`);
+await mkdir(beforeDir, { recursive: true });
+execFileSync('git', ['archive', '--output', join(beforeDir, 'src.tar'), args.before, 'src']);
+execFileSync('tar', ['-x', '-C', beforeDir, '-f', join(beforeDir, 'src.tar')]);
+const { lookupPeople: lookupBefore } = await import(join(beforeDir, 'src/store/control/lookup.ts')) as { lookupPeople: typeof lookupPeople };
+const beforeDialects = {
+  duckdb: (await import(join(beforeDir, 'src/store/duckdb/control.ts')) as { duckdbDialect: ControlDialect }).duckdbDialect,
+  postgres: (await import(join(beforeDir, 'src/store/postgres/dialect.ts')) as { postgresDialect: ControlDialect }).postgresDialect,
+};
+const spelledAs = (control: ControlSql, dialect: ControlDialect): ControlSql => Object.create(control, { dialect: { value: dialect } }) as ControlSql;
 log(`before: the lookup of ${execFileSync('git', ['log', '-1', '--format=%h %cs', args.before], { encoding: 'utf8' }).trim()}`);
 
 // DuckDB: the rows in a few statements, then the search column as its migration fills it.
@@ -146,12 +193,18 @@ const fileSize = async () => {
 const sizeBefore = await fileSize();
 t0 = performance.now();
 await store.query(FILL_PERSON_GRAMS);
-log(`DuckDB: trigram index filled (its migration's statements) in ${((performance.now() - t0) / 1000).toFixed(1)} s; load ${load()}`);
+log(`DuckDB: the persons' trigram index filled (its migration's statements) in ${((performance.now() - t0) / 1000).toFixed(1)} s; load ${load()}`);
 const [grams] = await duck.all('SELECT count(*) AS n FROM person_grams');
-log(`DuckDB file: ${sizeBefore} without the index, ${await fileSize()} with it (${Number(grams!.n).toLocaleString('en-US')} index rows)`);
+const sizePersons = await fileSize();
+log(`DuckDB file: ${sizeBefore} without the index, ${sizePersons} with it (${Number(grams!.n).toLocaleString('en-US')} index rows)`);
+t0 = performance.now();
+await store.query(fillCustomerGrams(null).join(';\n'));
+log(`DuckDB: the customers' trigram index filled (the migration's statements) in ${((performance.now() - t0) / 1000).toFixed(1)} s; load ${load()}`);
+const [customerGrams] = await duck.all('SELECT count(*) AS n FROM customer_grams');
+log(`DuckDB file: ${await fileSize()} with it (${Number(customerGrams!.n).toLocaleString('en-US')} index rows)`);
 const [sample] = await duck.all(`SELECT customer_id FROM payment_customers WHERE workspace_id = $1 AND person_key IS NOT NULL ORDER BY person_key DESC LIMIT 1`, [WS]);
 QUERIES[1]![1] = sample!.customer_id as string;
-await measure({ name: 'DuckDB', control: duck });
+await measure({ name: 'DuckDB', control: duck, before: spelledAs(duck, beforeDialects.duckdb) });
 // The writes: 500 persons a batch (a batch of events' new persons), alternating without and with the index.
 log('\n| savePersons on DuckDB, per person | index | new person µs | renamed person µs | traits only µs | load (1 min) |');
 log('|---|---|---:|---:|---:|---:|');
@@ -159,6 +212,14 @@ for (let round = 0; round < 2; round++) {
   for (const withIndex of [false, true]) {
     const cost = await writeCost(duck, withIndex, 10_000_000 + (round * 2 + Number(withIndex)) * 100_000, 500, 20);
     log(`| round ${round + 1} | ${withIndex ? 'kept' : 'none'} | ${cost.create.toFixed(1)} | ${cost.rename.toFixed(1)} | ${cost.traits.toFixed(1)} | ${loadavg()[0]!.toFixed(1)} |`);
+  }
+}
+log('\n| writeCustomers on DuckDB, per customer | index | new customer µs | another email µs | link state only µs | load (1 min) |');
+log('|---|---|---:|---:|---:|---:|');
+for (let round = 0; round < 2; round++) {
+  for (const withIndex of [false, true]) {
+    const cost = await customerWriteCost(duck, withIndex, round, 100, 20);
+    log(`| round ${round + 1} | ${withIndex ? 'kept' : 'none'} | ${cost.create.toFixed(1)} | ${cost.email.toFixed(1)} | ${cost.other.toFixed(1)} | ${loadavg()[0]!.toFixed(1)} |`);
   }
 }
 await store.close();
@@ -184,7 +245,8 @@ await postgres.run('VACUUM ANALYZE persons');
 await postgres.run('VACUUM ANALYZE visitors');
 await postgres.run('VACUUM ANALYZE payment_customers');
 log(`\nPostgreSQL: rows inserted into the indexed tables, vacuumed and analyzed in ${((performance.now() - t0) / 1000).toFixed(1)} s; load ${load()}`);
-await measure({ name: 'PostgreSQL', control: postgres });
+await measure({ name: 'PostgreSQL', control: postgres, before: spelledAs(postgres, beforeDialects.postgres) });
 await postgres.close();
 await server.stop();
 await rm(dir, { recursive: true, force: true });
+await rm(beforeDir, { recursive: true, force: true });

@@ -15,7 +15,7 @@ import { importDataset } from '../src/store/duckdb/import.js';
 import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES_WITH_POSTGRES } from './support/engines.js';
-import { checkoutSession, deliver, invoice, notification, nowS, subscription } from './support/stripe.js';
+import { checkoutSession, customer, deliver, invoice, notification, nowS, subscription } from './support/stripe.js';
 
 let t: TestApp;
 const get = (url: string, key = t.ws.secret_key) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
@@ -185,6 +185,28 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
       }
     });
 
+    it('finds by a term\'s rarest trigrams what a substring test of every customer finds, by the email written last', async () => {
+      // Payers of no person (each listed as its customer), some given another email later.
+      const payers = await t.workspaces.create('payers');
+      const T = nowS();
+      const send = async (type: string, id: string, email: string, at: number) => expect((await deliver(t, notification(type, customer(id, { email }), at),
+        { workspaceId: payers.workspace_id, secret: payers.stripe_webhook_secret })).statusCode).toBe(200);
+      const domains = ['acme.io', 'pay.example', 'corp.net'];
+      const emails = new Map(Array.from({ length: 90 }, (_, i) => [`cus_${(i * 7919).toString(16).padStart(6, '0')}x${i}`, `b${(i * 31) % 100}.${i}@${domains[i % 3]}`]));
+      for (const [id, email] of emails) await send('customer.created', id, email, T);
+      const moved = [...emails.keys()].filter((_, i) => i % 9 === 4);
+      for (const id of moved) {
+        await send('customer.updated', id, `Moved.${id}@Elsewhere.example`, T + 10);
+        emails.set(id, `moved.${id}@elsewhere.example`);
+      }
+      const terms = ['cus_', '1e', 'x17', 'x89', '@corp.net', 'acme', 'b1', '.1@', 'moved', 'elsewhere', 'zzz', `${[...emails.keys()][4]}`, 'b4.4@corp',
+        `@elsewhere.example`, 'b31.1@pay.example'];
+      for (const term of terms) {
+        const expected = [...emails].filter(([id, email]) => id.includes(term) || email.includes(term)).map(([id]) => id).sort();
+        expect(await find(term, () => payers.secret_key), term).toEqual(expected);
+      }
+    });
+
     it.runIf(engine === 'duckdb')('finds persons an import brought', async () => {
       const imported = await t.workspaces.create('imported');
       await importDataset(t.store, imported.workspace_id, {
@@ -274,6 +296,42 @@ describe('the DuckDB trigram index of the persons', () => {
       expect(await found('quokka')).toEqual(['eve']);
       expect(await found('quux.ex')).toEqual(['eve']);
       expect(await found('eve')).toEqual(['eve']);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('the DuckDB trigram index of the customers', () => {
+  it('is filled by its migration for the customers stored before it, and answers through it', async () => {
+    await migratedFrom('CREATE TABLE customer_grams', `INSERT INTO payment_customers (workspace_id, customer_id, email, link_state, updated_at) VALUES
+        ('w1', 'cus_A1', 'Ann@Example.com', 'unmatched', now()), ('w2', 'cus_b2', NULL, 'unmatched', now())`, async (control) => {
+      expect(await control.all(`SELECT workspace_id, customer_id, list(gram ORDER BY gram) AS grams FROM customer_grams GROUP BY ALL ORDER BY customer_id`)).toEqual([
+        { workspace_id: 'w1', customer_id: 'cus_A1', grams: ['.co', '@ex', '_a1', 'amp', 'ann', 'com', 'cus', 'e.c', 'exa', 'le.', 'mpl', 'n@e', 'nn@', 'ple', 's_a', 'us_', 'xam'] },
+        { workspace_id: 'w2', customer_id: 'cus_b2', grams: ['_b2', 'cus', 's_b', 'us_'] },
+      ]);
+      expect(await control.all('SELECT workspace_id, gram, n FROM customer_gram_counts WHERE gram = \'cus\' ORDER BY workspace_id'))
+        .toEqual([{ workspace_id: 'w1', gram: 'cus', n: 1n }, { workspace_id: 'w2', gram: 'cus', n: 1n }]);
+      const found = async (ws: string, q: string) => (await lookupPeople(control, ws, q, '', 10)).map((r) => r.customer_ids);
+      expect(await found('w1', 'ANN@EXAMPLE')).toEqual([['cus_A1']]);
+      expect(await found('w1', 'cus_a')).toEqual([['cus_A1']]);
+      expect(await found('w1', 'a1\nann')).toEqual([]);
+      expect(await found('w2', 'cus_')).toEqual([['cus_b2']]);
+    });
+  });
+
+  it('holds the customers an import brought', async () => {
+    const app = await startTestApp({ engine: 'duckdb' });
+    try {
+      await importDataset(app.store, app.ws.workspace_id, {
+        customers: [{ customer_id: 'cus_imported1', email: ' Payer@Imported.ORG ', person_id: null, visitor_id: null, link_state: 'unmatched' }],
+      });
+      const found = async (q: string) => (await app.app.inject({ method: 'GET', url: `/people?q=${q}`, headers: { authorization: `Bearer ${app.ws.secret_key}` } }))
+        .json().data.map((d: { customer_ids: string[] }) => d.customer_ids);
+      expect(await found('payer@imported')).toEqual([['cus_imported1']]);
+      expect(await found('imported1')).toEqual([['cus_imported1']]);
+      expect(await app.stores.control.all('SELECT n FROM customer_gram_counts WHERE workspace_id = $1 AND gram = $2', [app.ws.workspace_id, 'ed1']))
+        .toEqual([{ n: 1n }]);
     } finally {
       await app.close();
     }

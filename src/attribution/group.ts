@@ -74,6 +74,9 @@ export class PaymentGroup {
   private readonly loadedEvents: PaymentEventState[];
   private events: PaymentEventState[];
 
+  /** The customers' emails as loaded (the records change in place): a new one is indexed for the people lookup. */
+  private readonly storedEmails: Map<string, string | null>;
+
   private constructor(
     private readonly store: ControlStore,
     private readonly work: UnitOfWork,
@@ -93,6 +96,7 @@ export class PaymentGroup {
     private readonly eventKeys: Set<string>,
     private readonly firstPaidOf: Set<string>,
   ) {
+    this.storedEmails = new Map([...customers.now].map(([id, c]) => [id, c.email]));
     this.loadedEvents = stored.events;
     this.events = [...stored.events];
   }
@@ -364,7 +368,8 @@ export class PaymentGroup {
     }
     await writeObjects(tx, this.ws, byKey(new Map([...this.newObjects].map(([object_id, customer_id]) => [object_id, { object_id, customer_id }]))));
     const customers = this.customers.split();
-    await writeCustomers(tx, this.ws, customers.created, customers.changed, this.now);
+    const retexted = [...customers.created, ...customers.changed.filter((c) => c.email !== this.storedEmails.get(c.customer_id))];
+    await writeCustomers(tx, this.ws, customers.created, customers.changed, retexted, this.now);
     await linkDeferredCustomers(tx, this.ws, [...linked], this.now);
     const refunds = this.refunds.split();
     await writeRefunds(tx, this.ws, refunds.created, refunds.changed);

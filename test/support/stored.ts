@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { ClickHouseAnalytics } from '../../src/store/clickhouse/analytics.js';
 import { quote } from '../../src/store/clickhouse/run.js';
-import { writeCustomers } from '../../src/store/control/payments.js';
+import { type CustomerRecord, writeCustomers } from '../../src/store/control/payments.js';
 import { nextKeys, savePersons, saveVisitors } from '../../src/store/control/people.js';
 import { recordPropertyPaths } from '../../src/store/control/properties.js';
 import type { ControlSql } from '../../src/store/control/store.js';
@@ -129,14 +129,15 @@ async function importControlRows(t: TestApp, ws: string, data: Partial<Dataset>)
       visitor_key: vk[i]!, visitor_id: v.visitor_id, person_key: keyOf(v.person_id), first_seen_at: v.first_seen_at,
     })), [], now);
     const { visitorKey } = await keysOf(tx, ws);
-    await writeCustomers(tx, ws, (data.customers ?? []).map((c) => {
+    const customers = (data.customers ?? []).map((c): CustomerRecord => {
       const email = c.email?.trim().toLowerCase() ?? null;
       return {
         customer_id: c.customer_id, email, customer_email: null, customer_email_created: null, payment_email: email, payment_email_created: null,
         person_key: keyOf(c.person_id), visitor_key: c.visitor_id === null ? null : visitorKey.get(c.visitor_id) ?? null, tr_user_id: null,
         tr_visitor_id: c.visitor_id, tr_user_id_created: null, tr_visitor_id_created: null, link_state: c.link_state,
       };
-    }), [], now);
+    });
+    await writeCustomers(tx, ws, customers, [], customers, now);
     await recordPropertyPaths(tx, ws, [...paths.values()]);
   });
 }

@@ -1,7 +1,7 @@
 // People lookup (GET /people): persons, and paying customers attributed to no person yet, whose
 // email, external_id, name or customer id contains the term. Keyset-paginated on `sort_key`.
 
-import { columnOf, type ControlDialect, type ControlSql } from './store.js';
+import { columnOf, type ControlDialect, type ControlSql, type ControlValue } from './store.js';
 
 export interface LookupRow {
   sort_key: string;
@@ -36,29 +36,52 @@ function personKeyBound(after: string): bigint {
   return key < MAX_KEY ? key : MAX_KEY;
 }
 
-/** Past this many index rows under its rarest trigram a term is common: the search column is scanned. */
+/** Past this many index rows under its rarest trigram a term is common: the search column (the customers) is scanned. */
 const COMMON_GRAM = 20_000;
 /** Past this many candidates (persons under all three rarest trigrams) the scan is cheaper than checking each. */
 const MAX_CANDIDATES = 2_000;
+/**
+ * The customers' threshold of COMMON_GRAM: intersecting their text keys costs more than the
+ * persons' integers, and scanning them less (16,600 rows under `acm` took 90–150 ms to intersect
+ * against 25 ms for a scan of 83,000 customers, at load 7–10).
+ */
+const COMMON_CUSTOMER_GRAM = 2_000;
+
+/** The candidates of the trigram indexes, by side; null: that side is scanned. */
+interface Candidates {
+  persons: number[] | null;
+  customers: string[] | null;
+}
+
+const SCANNED: Candidates = { persons: null, customers: null };
 
 /**
- * The persons whose search text contains `term`, found through the trigram index (DuckDB), or null
- * where the engine keeps none, the term has no trigram (under three characters, or a line feed:
- * matched column by column) or it is too common for the index to pay.
+ * The persons and the customers whose search texts hold the term's three rarest trigrams (by each
+ * index's counts), found through the trigram indexes (DuckDB) in two statements for both sides. A
+ * side is scanned (null) where the engine keeps no index, the term has no trigram (under three
+ * characters, or a line feed: matched column by column), or it is too common for the index to pay.
+ * The page's statement checks the candidates for the whole term.
  */
-async function indexedPersons(store: ControlSql, ws: string, term: string): Promise<number[] | null> {
+async function candidates(store: ControlSql, ws: string, term: string): Promise<Candidates> {
   const grams = store.dialect.personGrams;
-  if (!grams || term.includes('\n')) return null;
-  const rarest = await store.all(grams.rarest, [ws, term]);
-  if (rarest.length === 0 || Number(rarest[0]!.n) > COMMON_GRAM) return null;
-  const [a, b = a, c = b] = rarest.map((r) => r.gram as string);
-  const candidates = await store.all(grams.candidates, [ws, a!, b!, c!]);
-  if (candidates.length > MAX_CANDIDATES) return null;
-  if (candidates.length === 0) return [];
-  const found = await store.all(`SELECT person_key FROM ${store.dialect.byKeys('persons', 'person_key', '$2', '$1',
-    'person_key, email, external_id, name, search')} AS p WHERE ${store.dialect.personMatches('p', '$3')}`,
-  [ws, columnOf(candidates.map((r) => Number(r.person_key))), term]);
-  return found.map((r) => Number(r.person_key));
+  if (!grams || term === '' || term.includes('\n')) return SCANNED;
+  const counts = await store.all(grams.counts, [ws, term]);
+  if (counts.length === 0) return SCANNED;
+  const rarest = (side: 'persons' | 'customers', common: number): string[] | null => {
+    const sorted = [...counts].sort((x, y) => Number(x[side]) - Number(y[side]) || ((x.gram as string) < (y.gram as string) ? -1 : 1));
+    if (Number(sorted[0]![side]) > common) return null;
+    const [a, b = a, c = b] = sorted.slice(0, 3).map((r) => r.gram as string);
+    return [a!, b!, c!];
+  };
+  const [persons, customers] = [rarest('persons', COMMON_GRAM), rarest('customers', COMMON_CUSTOMER_GRAM)];
+  if (persons === null && customers === null) return SCANNED;
+  const rows = await store.all(grams.candidates(persons !== null, customers !== null), [ws, ...(persons ?? []), ...(customers ?? [])]);
+  const personKeys = rows.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)]));
+  const customerIds = rows.flatMap((r) => (r.customer_id === null ? [] : [r.customer_id as string]));
+  return {
+    persons: persons === null || personKeys.length > MAX_CANDIDATES ? null : personKeys,
+    customers: customers === null || customerIds.length > MAX_CANDIDATES ? null : customerIds,
+  };
 }
 
 /** A sample of the persons' search texts is read again after this long. */
@@ -100,36 +123,52 @@ async function rareGrams(store: ControlSql, term: string): Promise<string[] | nu
 }
 
 /**
- * Matching persons and customers first (PostgreSQL: its trigram indexes; DuckDB: its trigram index
- * of the persons, or the search column for a common term), then the page of them; then, by the
- * page's keys, its persons and their customers only: nothing reads every customer's owner.
+ * Matching persons and customers first (PostgreSQL: its trigram indexes; DuckDB: the candidates of
+ * its trigram indexes, checked here, or the search column and a scan of the customers for a common
+ * term), then the page of them; then, by the page's keys, its persons and their customers only:
+ * nothing reads every customer's owner.
  */
 export async function lookupPeople(store: ControlSql, ws: string, q: string, after: string, limit: number): Promise<LookupRow[]> {
   const d: ControlDialect = store.dialect;
   const term = q.toLowerCase();
   const grams = await rareGrams(store, term);
-  const gramParams = grams?.map((_, i) => `$${6 + i}`);
+  const found = await candidates(store, ws, term);
+  // Neither index holds a candidate: nothing matches (the persons found by a customer id are its owners).
+  if (found.persons?.length === 0 && found.customers?.length === 0) return [];
+  const params: ControlValue[] = [ws, term, after, limit, personKeyBound(after)];
+  const param = (value: ControlValue) => `$${params.push(value)}`;
+  const gramParams = grams?.map(param);
   const has = (column: string) => d.containsLower(column, '$2', gramParams);
   // Every person contains the empty term, even one without email, external_id and name.
   const personMatches = term === '' ? 'TRUE' : d.personMatches('p', '$2', gramParams);
-  const indexed = term === '' ? null : await indexedPersons(store, ws, term);
-  const personsHit = indexed === null
-    ? `SELECT p.person_key FROM persons p
-      WHERE p.workspace_id = $1 AND p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3 AND ${personMatches}`
-    : `SELECT person_key FROM (SELECT ${d.keys('$6')} AS person_key) AS p WHERE person_key > $5 AND ${SORT_KEY('person_key')} > $3`;
+  // The candidates are checked apart from the page's bounds and order, which kept DuckDB from
+  // reading them by their keys (a scan of the persons instead).
+  const personsHit = found.persons === null
+    ? `SELECT p.person_key FROM persons p WHERE p.workspace_id = $1 AND p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3 AND ${personMatches}`
+    : `SELECT p.person_key FROM person_checked p WHERE p.person_key > $5 AND ${SORT_KEY('p.person_key')} > $3`;
+  // No candidate: no row read (DuckDB scans a key column for an empty key list).
+  const personChecked = found.persons === null ? ''
+    : `person_checked AS MATERIALIZED (SELECT p.person_key FROM ${found.persons.length === 0 ? 'persons p WHERE FALSE AND'
+      : `${d.byKeys('persons', 'person_key', param(columnOf(found.persons)), '$1', 'person_key, email, external_id, name, search')} AS p WHERE`} ${personMatches}),`;
+  const customersFrom = found.customers === null ? 'payment_customers c WHERE c.workspace_id = $1 AND'
+    : found.customers.length === 0 ? 'payment_customers c WHERE FALSE AND'
+      : `${d.byKeys('payment_customers', 'customer_id', param(columnOf(found.customers)), '$1',
+        'customer_id, email, person_key, visitor_key, link_state', 'text')} AS c WHERE`;
   // A rare term's matches are all read first: PostgreSQL, misjudging how many the trigrams and
   // strpos() keep, walked a million persons in key order for the first 51 (3.8 s, bench/RESULTS.md).
   const personSide = grams === null ? `persons_hit AS (${personsHit} ORDER BY person_key LIMIT $4)`
     : `person_matches AS MATERIALIZED (${personsHit}),
     persons_hit AS (SELECT person_key FROM person_matches ORDER BY person_key LIMIT $4)`;
   const page = await store.all(`WITH
-    -- The matching customers, read once (one scan of the customers on DuckDB). Each side's first
-    -- page only. On PostgreSQL a common term walks the persons in key order and stops, a rare one
-    -- reads its index matches; a customer's visitor is read for the matches only.
+    -- The matching customers, read once (on DuckDB its index's candidates by their ids, or one scan
+    -- of the customers). Each side's first page only. On PostgreSQL a common term walks the persons
+    -- in key order and stops, a rare one reads its index matches; a customer's visitor is read for
+    -- the matches only.
     matched AS MATERIALIZED (
       SELECT c.customer_id, c.email, c.person_key, c.visitor_key, c.link_state, ${has('c.customer_id')} AS by_id
-      FROM payment_customers c WHERE c.workspace_id = $1 AND (${has('c.customer_id')} OR ${has('c.email')})
+      FROM ${customersFrom} (${has('c.customer_id')} OR ${has('c.email')})
     ),
+    ${personChecked}
     unowned_hit AS (
       SELECT c.customer_id, c.email, c.visitor_key, c.link_state FROM matched c
       WHERE c.person_key IS NULL AND 'c' || c.customer_id > $3
@@ -150,8 +189,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
     page AS (SELECT sort_key, person_key, customer_id FROM keys ORDER BY sort_key LIMIT $4)
     SELECT page.sort_key, page.person_key, h.email, h.visitor_key, h.customer_id, h.link_state
     FROM page LEFT JOIN unowned_hit h ON h.customer_id = page.customer_id
-    ORDER BY page.sort_key`,
-  [ws, term, after, limit, personKeyBound(after), ...(indexed === null ? [] : [columnOf(indexed)]), ...(grams ?? [])]);
+    ORDER BY page.sort_key`, params);
   const people = await pagePersons(store, ws, page.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])));
   return page.flatMap((r): LookupRow[] => {
     if (r.person_key !== null) {

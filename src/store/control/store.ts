@@ -50,14 +50,20 @@ export interface ControlDialect {
    * engine that keeps one (DuckDB: store/duckdb/search.ts); null where the columns are indexed.
    */
   personSearch: ((email: string, externalId: string, name: string) => string) | null;
-  /** The persons' trigram index on an engine that keeps one beside the search column (DuckDB); null elsewhere. */
-  personGrams: PersonGrams | null;
   /**
-   * The rows (`columns`) of `table` in workspace `ws` whose `key` is one of the key column `keys`,
+   * The persons' trigram index on an engine that keeps one beside the search column (DuckDB), and
+   * the lookup's statements of both indexes; null elsewhere.
+   */
+  personGrams: PersonGrams | null;
+  /** The customers' trigram index where the persons have one (DuckDB); null elsewhere. */
+  customerGrams: CustomerGrams | null;
+  /**
+   * The rows (`columns`) of `table` in workspace `ws` whose `key` is one of the key column `keys`
+   * (integers, or texts with `type` text),
    * as a parenthesized subquery: on DuckDB found by the keys first (its index on them, or a scan of
    * that column alone), since a filter on the workspace has every row read first.
    */
-  byKeys(table: string, key: string, keys: string, ws: string, columns: string): string;
+  byKeys(table: string, key: string, keys: string, ws: string, columns: string, type?: 'bigint' | 'text'): string;
   /** The text values of an aggregate group, ordered, as a list; and a list of one or no value. */
   listAgg(value: string): string;
   listOf(value: string | null): string;
@@ -71,10 +77,25 @@ export interface ControlDialect {
 export interface PersonGrams {
   /** A SELECT of index rows for the persons of `from`, whose expressions `ws`, `key` and `search` give them. */
   rows(from: string, ws: string, key: string, search: string): string;
-  /** The term's ($2) three rarest trigrams in workspace $1 (`gram`, and `n` its count), rarest first; none below three characters. */
-  readonly rarest: string;
-  /** The workspace's ($1) persons indexed under all of the trigrams $2, $3, $4 (`person_key`). */
-  readonly candidates: string;
+  /**
+   * Each distinct trigram of the term ($2) with its counts in workspace $1: `gram`, `persons` and
+   * `customers` (rows under it in each index); none below three characters.
+   */
+  readonly counts: string;
+  /**
+   * The workspace's ($1) persons (`person_key`) indexed under all of three trigrams, then its
+   * customers (`customer_id`) under all of three, for the sides asked, their trigrams the next
+   * parameters in that order ($2…$4, then the customers' next).
+   */
+  candidates(persons: boolean, customers: boolean): string;
+}
+
+/** The paying customers' trigram index, beside the persons' (DuckDB), kept by the payment writes. */
+export interface CustomerGrams {
+  /** A SELECT of index rows for the customers of `from`, whose expressions `ws`, `key` (the id) and `search` give them. */
+  rows(from: string, ws: string, key: string, search: string): string;
+  /** A customer's search text from its id and email expressions. */
+  search(customerId: string, email: string): string;
 }
 
 /** A connection to the control engine: the pool outside a transaction, or a transaction's. */

@@ -4,7 +4,7 @@
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import type { ControlDialect, ControlRow, ControlSql, ControlStore, ControlTx, ControlValue } from '../control/store.js';
 import type { Store } from './db.js';
-import { personGrams, personSearch } from './search.js';
+import { customerGrams, personGrams, personSearch } from './search.js';
 import { runKept } from './statements.js';
 import { timestamp } from './time.js';
 
@@ -28,10 +28,11 @@ export const duckdbDialect: ControlDialect = {
     ELSE contains(${p}.search, ${term}) END`,
   personSearch,
   personGrams,
+  customerGrams,
   personSample: null,
   // No filter moves past a LIMIT: the workspace is checked on the rows the keys found.
-  byKeys: (table, key, keys, ws, columns) => `(SELECT ${columns} FROM (
-      SELECT workspace_id, ${columns} FROM ${table} WHERE ${key} = ANY(CAST(CAST(${keys} AS JSON) AS BIGINT[])) LIMIT 9223372036854775807
+  byKeys: (table, key, keys, ws, columns, type = 'bigint') => `(SELECT ${columns} FROM (
+      SELECT workspace_id, ${columns} FROM ${table} WHERE ${key} = ANY(CAST(CAST(${keys} AS JSON) AS ${type === 'text' ? 'VARCHAR' : 'BIGINT'}[])) LIMIT 9223372036854775807
     ) AS keyed WHERE workspace_id = ${ws})`,
   listAgg: (value) => `list(${value} ORDER BY ${value})`,
   listOf: (value) => (value === null ? 'CAST([] AS VARCHAR[])' : `[${value}]`),

@@ -9,7 +9,7 @@ import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { Store } from './db.js';
 import { propertyPaths } from '../property-paths.js';
 import { recordPropertyPaths, recordTraitPaths } from './properties.js';
-import { personGramRows, personSearch } from './search.js';
+import { fillCustomerGrams, personGramRows, personSearch } from './search.js';
 import { TypedColumns } from './typed.js';
 import { timestamp } from './time.js';
 import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS, type LayoutType } from '../layout.js';
@@ -250,6 +250,8 @@ async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) 
           await recordTraitDefinitions(tx, ws, src);
           await indexPersons(tx, ws, indexedTo);
         }
+        // The workspace's customers' trigrams and counts made anew (customers have no key to tell the imported ones).
+        if (table === 'customers') for (const sql of fillCustomerGrams('$1')) await tx.run(sql, [ws]);
         progress.table?.(table, inserted, performance.now() - t0);
       }
     } finally {

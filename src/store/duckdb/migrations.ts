@@ -2,7 +2,7 @@
 // Persons and visitors have integer keys (positive) so the compiler can form one integer profile
 // per row: the person's key, or minus the key of an anonymous visitor (criteria/sql.ts).
 
-import { FILL_PERSON_GRAMS, personSearch } from './search.js';
+import { FILL_PERSON_GRAMS, fillCustomerGrams, personSearch } from './search.js';
 
 export const MIGRATIONS: readonly string[] = [
   `
@@ -407,5 +407,13 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TABLE person_grams (workspace_id VARCHAR NOT NULL, gram VARCHAR NOT NULL, person_key BIGINT NOT NULL);
   CREATE TABLE person_gram_counts (workspace_id VARCHAR NOT NULL, gram VARCHAR NOT NULL, n BIGINT NOT NULL);
   ${FILL_PERSON_GRAMS}
+  `,
+  // People lookup: the paying customers' trigrams and their counts (store/duckdb/search.ts), filled
+  // sorted; and their ids indexed alone, which the lookup reads its candidates by.
+  `
+  CREATE TABLE customer_grams (workspace_id VARCHAR NOT NULL, gram VARCHAR NOT NULL, customer_id VARCHAR NOT NULL);
+  CREATE TABLE customer_gram_counts (workspace_id VARCHAR NOT NULL, gram VARCHAR NOT NULL, n BIGINT NOT NULL);
+  ${fillCustomerGrams(null).join(';\n')};
+  CREATE INDEX payment_customers_by_customer_id ON payment_customers (customer_id);
   `,
 ];

@@ -22,10 +22,11 @@ const containsLower = (column: string, term: string, grams?: readonly string[]) 
   : `(${grams.map((g) => `lower(${column}) LIKE '%' || ${g} || '%'`).join(' AND ')} AND strpos(lower(${column}), ${term}) > 0)`);
 
 const keys = (param: string) => `CAST(jsonb_array_elements_text(CAST(${param} AS jsonb)) AS bigint)`;
+const texts = (param: string) => `jsonb_array_elements_text(CAST(${param} AS jsonb))`;
 
 export const postgresDialect: ControlDialect = {
   engine: 'postgres',
-  texts: (param) => `jsonb_array_elements_text(CAST(${param} AS jsonb))`,
+  texts,
   keys,
   nextKeys: (sequence, n) => `SELECT nextval('${sequence}') AS k FROM generate_series(1, ${n})`,
   json: (value) => `CAST(${value} AS jsonb)`,
@@ -34,12 +35,14 @@ export const postgresDialect: ControlDialect = {
   personMatches: (p, term, grams) => `(${['email', 'external_id', 'name'].map((c) => containsLower(`${p}.${c}`, term, grams)).join(' OR ')})`,
   personSearch: null,
   personGrams: null,
+  customerGrams: null,
   // Persons at 2,000 random keys (the primary key's range): a sample of rows, where TABLESAMPLE
   // SYSTEM's pages hold neighbours (keys in a row, often alike: `user777700`…`user777770`).
   personSample: `SELECT concat_ws(chr(10), lower(email), lower(external_id), lower(name)) AS t FROM persons
     WHERE person_key IN (SELECT lo + CAST(floor(random() * (hi - lo + 1)) AS bigint)
       FROM (SELECT min(person_key) AS lo, max(person_key) AS hi FROM persons) AS bounds, generate_series(1, 2000))`,
-  byKeys: (table, key, list, ws, columns) => `(SELECT ${columns} FROM ${table} WHERE workspace_id = ${ws} AND ${key} IN (SELECT ${keys(list)}))`,
+  byKeys: (table, key, list, ws, columns, type = 'bigint') =>
+    `(SELECT ${columns} FROM ${table} WHERE workspace_id = ${ws} AND ${key} IN (SELECT ${type === 'text' ? texts(list) : keys(list)}))`,
   listAgg: (value) => `array_agg(${value} ORDER BY ${value})`,
   listOf: (value) => (value === null ? 'CAST(ARRAY[] AS text[])' : `ARRAY[${value}]`),
   jsonRows: (param, alias, fields) =>
