@@ -245,30 +245,27 @@ function scanRows(scan: LeafScan, ws: string, params: Params, sample: Sample | u
       else where.push(...payload);
       const conditions = where.join('\n      AND ');
       const parsesJson = scan.anyOf.some((group) => group.some((p) => readsJson(jsonTarget('e.properties', PAYLOAD_PREFIX, p.field, typed), p)));
-      // Most events carry their person; only the others need the visitor's link, looked up among
-      // the linked visitors of those rows alone: joining them to every linked visitor built a hash
-      // table of all of them (950 k at 100 M events, 36–50 ms), even for a leaf without anonymous
-      // rows. With filters that parse the JSON the rows are filtered once, then split (JSON
-      // extraction is most of such a leaf's time); otherwise a second scan reads the anonymous ones.
-      const anonymous = (from: string, visitorKey: string, where: string) => `SELECT coalesce(v.person_key, -${visitorKey}) AS profile
-    FROM ${from} LEFT JOIN (SELECT visitor_key, person_key FROM visitors
-      WHERE workspace_id = ${w} AND person_key IS NOT NULL AND visitor_key IN (SELECT visitor_key FROM anonymous)) v ON v.visitor_key = ${visitorKey}${where}`;
+      // Most events carry their person; only the others need the visitor's link. With filters that
+      // parse the JSON the rows are filtered once, then split: JSON extraction is most of such a
+      // leaf's time (EXPLAIN ANALYZE at 100 M events), and the two branches would each scan and
+      // extract. Typed columns cost a branch no more than the event name does.
       if (parsesJson) {
         return `WITH matched AS MATERIALIZED (SELECT e.person_key, e.visitor_key FROM events e
-    WHERE ${conditions}),
-    anonymous AS (SELECT visitor_key FROM matched WHERE person_key IS NULL)
+    WHERE ${conditions})
     SELECT m.person_key AS profile FROM matched m WHERE m.person_key IS NOT NULL
     UNION ALL
-    ${anonymous('matched m', 'm.visitor_key', '\n    WHERE m.person_key IS NULL')}`;
+    SELECT coalesce(v.person_key, -m.visitor_key) AS profile
+    FROM matched m LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = m.visitor_key
+    WHERE m.person_key IS NULL`;
       }
-      return `WITH anonymous AS MATERIALIZED (SELECT e.visitor_key FROM events e
-    WHERE ${conditions}
-      AND e.person_key IS NULL)
-    SELECT e.person_key AS profile FROM events e
+      return `SELECT e.person_key AS profile FROM events e
     WHERE ${conditions}
       AND e.person_key IS NOT NULL
     UNION ALL
-    ${anonymous('anonymous a', 'a.visitor_key', '')}`;
+    SELECT coalesce(v.person_key, -e.visitor_key) AS profile
+    FROM events e LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = e.visitor_key
+    WHERE ${conditions}
+      AND e.person_key IS NULL`;
     }
     case 'pageviews':
       where.push(`pv.workspace_id = ${w}`, ...rangeSql('pv.ts', scan.range, params));
