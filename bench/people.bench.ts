@@ -131,7 +131,7 @@ async function customerWriteCost(control: DuckDBControl, withIndex: boolean, rou
       };
     });
     const [created, moved, linked] = [customers('payer', 'unmatched'), customers('moved', 'unmatched'), customers('moved', 'deferred')];
-    await timed('create', (tx) => writeCustomers(tx, WS_WRITES, created, [], created, at));
+    await timed('create', (tx) => writeCustomers(tx, WS_WRITES, created, [], [], at));
     await timed('email', (tx) => writeCustomers(tx, WS_WRITES, [], moved, moved, at));
     await timed('other', (tx) => writeCustomers(tx, WS_WRITES, [], linked, [], at));
   }

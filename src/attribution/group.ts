@@ -368,8 +368,8 @@ export class PaymentGroup {
     }
     await writeObjects(tx, this.ws, byKey(new Map([...this.newObjects].map(([object_id, customer_id]) => [object_id, { object_id, customer_id }]))));
     const customers = this.customers.split();
-    const retexted = [...customers.created, ...customers.changed.filter((c) => c.email !== this.storedEmails.get(c.customer_id))];
-    await writeCustomers(tx, this.ws, customers.created, customers.changed, retexted, this.now);
+    const reemailed = customers.changed.filter((c) => c.email !== this.storedEmails.get(c.customer_id));
+    await writeCustomers(tx, this.ws, customers.created, customers.changed, reemailed, this.now);
     await linkDeferredCustomers(tx, this.ws, [...linked], this.now);
     const refunds = this.refunds.split();
     await writeRefunds(tx, this.ws, refunds.created, refunds.changed);

@@ -137,7 +137,7 @@ async function importControlRows(t: TestApp, ws: string, data: Partial<Dataset>)
         tr_visitor_id: c.visitor_id, tr_user_id_created: null, tr_visitor_id_created: null, link_state: c.link_state,
       };
     });
-    await writeCustomers(tx, ws, customers, [], customers, now);
+    await writeCustomers(tx, ws, customers, [], [], now);
     await recordPropertyPaths(tx, ws, [...paths.values()]);
   });
 }

@@ -237,6 +237,7 @@ function scanRows(scan: LeafScan, ws: string, params: Params, sample: Sample | u
       where.push(`e.workspace_id = ${w}`, `e.event_name = ${params.add(scan.name)}`, ...rangeSql('e.ts', scan.range, params));
       const typed = scan.typed && { alias: 'e', paths: scan.typed };
       const payload = anyOfSql(scan.anyOf, (group) => jsonSql('e.properties', PAYLOAD_PREFIX, group, params, typed));
+      const parsesJson = scan.anyOf.some((group) => group.some((p) => readsJson(jsonTarget('e.properties', PAYLOAD_PREFIX, p.field, typed), p)));
       // Rows whose person is known are sampled before their payload is parsed (a CASE: DuckDB would
       // parse the JSON first). Anonymous rows are sampled once their profile is known: joining
       // every anonymous row's JSON text to the links first measured slower than parsing it.
@@ -244,7 +245,6 @@ function scanRows(scan: LeafScan, ws: string, params: Params, sample: Sample | u
       if (inSample) where.push(payload.length > 0 ? then(inSample, payload.join(' AND ')) : inSample);
       else where.push(...payload);
       const conditions = where.join('\n      AND ');
-      const parsesJson = scan.anyOf.some((group) => group.some((p) => readsJson(jsonTarget('e.properties', PAYLOAD_PREFIX, p.field, typed), p)));
       // Most events carry their person; only the others need the visitor's link. With filters that
       // parse the JSON the rows are filtered once, then split: JSON extraction is most of such a
       // leaf's time (EXPLAIN ANALYZE at 100 M events), and the two branches would each scan and

@@ -108,16 +108,17 @@ const CUSTOMERS: RowsTable = {
 
 /**
  * Inserts `created` customers and overwrites `changed` ones, a statement each; where the people
- * lookup keeps trigrams of their text (DuckDB), those of `retexted` (created, or given another
- * email) in one more. A replaced email's trigrams stay: they only make a candidate that the lookup's
- * check drops.
+ * lookup keeps trigrams of their text (DuckDB), those of the created and of `reemailed` (the changed
+ * ones given another email) in one more. A replaced email's trigrams stay: they only make a
+ * candidate that the lookup's check drops.
  */
-export async function writeCustomers(tx: ControlTx, ws: string, created: CustomerRecord[], changed: CustomerRecord[], retexted: CustomerRecord[],
+export async function writeCustomers(tx: ControlTx, ws: string, created: CustomerRecord[], changed: CustomerRecord[], reemailed: CustomerRecord[],
   now: Date): Promise<void> {
   const row = (c: CustomerRecord): Row => ({ ...c, updated_at: now });
   await insertRows(tx, CUSTOMERS, ws, created.map(row));
   await updateRows(tx, CUSTOMERS, ws, changed.map(row));
   const grams = tx.dialect.customerGrams;
+  const retexted = [...created, ...reemailed];
   if (!grams || retexted.length === 0) return;
   const { texts } = tx.dialect;
   await tx.run(`INSERT INTO customer_grams ${grams.rows(`(SELECT ${texts('$2')} AS id, ${texts('$3')} AS email) AS u`, '$1', 'u.id', grams.search('u.id', 'u.email'))}`,

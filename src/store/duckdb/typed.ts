@@ -336,7 +336,7 @@ export class TypedColumns {
   }
 }
 
-const KIND_INDEX: Record<ScalarKind, number> = { string: 0, number: 1, boolean: 2 };
+const KIND_INDEX = Object.fromEntries(KINDS.map((kind, i) => [kind, i])) as Record<ScalarKind, number>;
 /** A column's key in a map: a number (a text key cost a string and its hash per payload value). */
 const columnKey = (kind: ScalarKind, slot: number) => slot * KINDS.length + KIND_INDEX[kind];
 
