@@ -21,7 +21,7 @@ import { verifyNotification } from '../src/attribution/signature.js';
 import { buildApp } from '../src/http/app.js';
 import { Workspaces } from '../src/store/control/workspaces.js';
 import { openStores } from '../src/store/open.js';
-import { percentile, startServer } from './support/server.js';
+import { percentile, post, startServer } from './support/server.js';
 import { checkoutSession, invoice, notification, subscription } from '../test/support/stripe.js';
 
 const { values: args } = parseArgs({ options: {
@@ -103,11 +103,8 @@ for (const flight of inFlight) {
     while (next < signed.length) {
       const { payload, header } = signed[next++]!;
       const s = performance.now();
-      const res = await fetch(`${base}/v1/webhooks/stripe/${ws.id}`, {
-        method: 'POST', body: payload, headers: { 'content-type': 'application/json', 'stripe-signature': header },
-      });
-      if (res.status !== 200) throw new Error(`${res.status} ${await res.text()}`);
-      await res.arrayBuffer();
+      const res = await post(`${base}/v1/webhooks/stripe/${ws.id}`, payload, { 'content-type': 'application/json', 'stripe-signature': header });
+      if (res.status !== 200) throw new Error(`${res.status} ${res.text}`);
       latencies.push(performance.now() - s);
     }
   }));

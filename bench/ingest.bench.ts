@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Bench } from 'tinybench';
 import { BATCH, eventBatch, nextSeq } from './support/batches.js';
-import { percentile, startServer } from './support/server.js';
+import { percentile, post as send, startServer } from './support/server.js';
 
 const { values: args } = parseArgs({ options: {
   events: { type: 'string', default: '1000000' },
@@ -39,9 +39,8 @@ function pageviewBatch(): string {
 
 async function post(path: string, body: string): Promise<number> {
   const t0 = performance.now();
-  const res = await fetch(`${base}${path}`, { method: 'POST', body, headers: { authorization: `Bearer ${SECRET_KEY}`, 'content-type': 'application/json' } });
-  if (res.status !== 200) throw new Error(`${res.status} ${await res.text()}`);
-  await res.arrayBuffer();
+  const res = await send(`${base}${path}`, body, { authorization: `Bearer ${SECRET_KEY}`, 'content-type': 'application/json' });
+  if (res.status !== 200) throw new Error(`${res.status} ${res.text}`);
   return performance.now() - t0;
 }
 

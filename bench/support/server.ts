@@ -2,6 +2,7 @@
 // take the server's CPU), on a free loopback port; and the percentile the benchmarks report.
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
 
 export const freePort = () => new Promise<number>((resolve) => {
@@ -31,4 +32,25 @@ export async function startServer(entry: string, env: NodeJS.ProcessEnv, nodeArg
 export function percentile(values: number[], p: number): number {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * p))] ?? NaN;
+}
+
+/** Connections kept open across requests, as many as a bench keeps in flight. */
+const keepAlive = new Agent({ keepAlive: true, maxSockets: 4096 });
+
+/**
+ * POSTs `body` with node:http on kept-alive connections; the status and the response's text. The
+ * benches' clients share the server's two cores: fetch (undici) spent 1.25–1.7 ms of CPU per
+ * 3.8 kB notification, node:http 0.33–0.5 ms (bench/RESULTS.md), so fetch measured itself.
+ */
+export function post(url: string, body: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent: keepAlive, headers: { ...headers, 'content-length': String(Buffer.byteLength(body)) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (chunk: Buffer) => chunks.push(chunk));
+      res.on('end', () => resolve({ status: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
 }
