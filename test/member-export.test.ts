@@ -134,6 +134,11 @@ describe('DuckDB COPY read into Arrow', () => {
     for (const size of [1, 2, 3, 5, 16, 4096]) expect(arrowRows(await transcode(split(csv, size), 10))).toEqual(expected);
   });
 
+  it('keeps every byte of a piece that holds several batches and a value longer than a batch\'s first buffer', async () => {
+    // Row 50's value (80 kB) opens a batch in the middle of the piece: its column starts at 64 kB.
+    expect(arrowRows(await transcode([csv], 10))).toEqual(expected);
+  });
+
   it('writes a record batch per batchRows rows, and the last one shorter', async () => {
     const batches = [...RecordBatchReader.from(await transcode([csv], 10))];
     expect(batches.map((b) => b.numRows)).toEqual([...Array(9).fill(10), 7]);

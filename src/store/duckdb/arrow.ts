@@ -20,7 +20,7 @@ const COMMA = 0x2c;
 const NEWLINE = 0x0a;
 
 /** Where the parser is between two bytes (a chunk may end anywhere). */
-const enum At { FieldStart, Unquoted, InQuotes, QuoteInQuotes, FieldEnd }
+const enum At { FieldStart, Unquoted, InQuotes, QuoteInQuotes }
 
 /** One Utf8 column of the batch under way. */
 class Column {
@@ -41,12 +41,6 @@ class Column {
     const grown = Buffer.allocUnsafe(Math.max(this.data.length * 2, this.size + bytes));
     grown.set(this.data.subarray(0, this.size));
     this.data = grown;
-  }
-
-  end(row: number, valid: boolean): void {
-    this.offsets[row + 1] = this.size;
-    if (valid) this.validity[row >> 3]! |= 1 << (row & 7);
-    else this.nulls++;
   }
 
   /** The column's rows as Arrow data; the buffers then belong to it, and the column starts over. */
@@ -82,36 +76,10 @@ class Collected extends AsyncByteQueue {
 const malformed = (what: string) => new Error(`unexpected CSV from COPY: ${what}`);
 
 /**
- * Copies a value's bytes from `i` up to its closing quote (`quoted`) or the comma, line break or
- * stray quote after it, or the end of the chunk; where it stopped. The column has room for the
- * whole chunk (Transcoder.feed). A byte loop: on short values it beats indexOf and a copy.
- */
-function copyValue(column: Column, bytes: Uint8Array, i: number, quoted: boolean): number {
-  const n = bytes.length;
-  const data = column.data;
-  let size = column.size;
-  if (quoted) {
-    while (i < n) {
-      const b = bytes[i]!;
-      if (b === QUOTE) break;
-      data[size++] = b;
-      i++;
-    }
-  } else {
-    while (i < n) {
-      const b = bytes[i]!;
-      if (b === COMMA || b === NEWLINE || b === QUOTE) break;
-      data[size++] = b;
-      i++;
-    }
-  }
-  column.size = size;
-  return i;
-}
-
-/**
  * Fills columns from CSV bytes fed in chunks of any size, writing a record batch each `batchRows`
- * rows. A plain method over local variables: V8 optimises it, not a generator.
+ * rows. One loop over local variables, a field at a time: most fields are a few bytes (or none), so
+ * what each field costs besides its bytes decides the speed (a method call and a state step per
+ * field made it 2.5× slower, bench/RESULTS.md).
  */
 class Transcoder {
   private readonly schema: Schema;
@@ -130,60 +98,90 @@ class Transcoder {
   }
 
   feed(bytes: Uint8Array): void {
-    const { columns } = this;
+    const { columns, batchRows } = this;
+    const width = columns.length;
     const n = bytes.length;
-    let { at, row, col, valid } = this;
     // No value of this chunk can then outgrow its column: the copy loops check nothing else.
     for (const c of columns) c.reserve(n);
+    let { at, row, col, valid } = this;
     let column = columns[col]!;
+    let { data, size, offsets, validity } = column;
     let i = 0;
     while (i < n) {
+      let b = bytes[i]!;
       if (at === At.FieldStart) {
-        const b = bytes[i]!;
-        valid = b !== COMMA && b !== NEWLINE;
-        at = b === QUOTE ? At.InQuotes : valid ? At.Unquoted : At.FieldEnd;
-        if (b === QUOTE) i++;
-      }
-      if (at === At.InQuotes || at === At.Unquoted) {
-        const quoted = at === At.InQuotes;
-        i = copyValue(column, bytes, i, quoted);
-        if (i === n) break;
-        if (quoted) {
-          at = At.QuoteInQuotes;
-          i++;
-          continue;
-        }
-        if (bytes[i] === QUOTE) throw malformed('a quote in an unquoted value');
-        at = At.FieldEnd;
-      }
-      if (at === At.QuoteInQuotes) {
-        // A doubled quote is one quote of the value; any other byte follows the closing quote.
-        if (bytes[i] === QUOTE) {
-          column.data[column.size++] = QUOTE;
+        if (b === QUOTE) {
+          valid = true;
           at = At.InQuotes;
           i++;
           continue;
         }
-        at = At.FieldEnd;
+        valid = b !== COMMA && b !== NEWLINE;
+        // An unquoted value, or none (NULL): up to the comma or line break.
+        while (b !== COMMA && b !== NEWLINE && b !== QUOTE) {
+          data[size++] = b;
+          if (++i === n) break;
+          b = bytes[i]!;
+        }
+        if (i === n) {
+          at = At.Unquoted;
+          break;
+        }
+        if (b === QUOTE) throw malformed('a quote in an unquoted value');
+      } else if (at === At.Unquoted) {
+        while (b !== COMMA && b !== NEWLINE && b !== QUOTE) {
+          data[size++] = b;
+          if (++i === n) break;
+          b = bytes[i]!;
+        }
+        if (i === n) break;
+        if (b === QUOTE) throw malformed('a quote in an unquoted value');
+      } else if (at === At.InQuotes) {
+        while (b !== QUOTE) {
+          data[size++] = b;
+          if (++i === n) break;
+          b = bytes[i]!;
+        }
+        if (i === n) break;
+        at = At.QuoteInQuotes;
+        i++;
+        continue;
+      } else if (b === QUOTE) {
+        // After a quote in quotes: a doubled quote is one quote of the value.
+        data[size++] = QUOTE;
+        at = At.InQuotes;
+        i++;
+        continue;
       }
-      const b = bytes[i++]!;
-      column.end(row, valid);
+      // `b` ends the field (the byte after its value, or after its closing quote).
+      i++;
+      column.size = size;
+      offsets[row + 1] = size;
+      if (valid) validity[row >> 3]! |= 1 << (row & 7);
+      else column.nulls++;
       if (b === COMMA) {
-        if (++col === columns.length) throw malformed(`more than ${columns.length} fields in a row`);
+        if (++col === width) throw malformed(`more than ${width} fields in a row`);
       } else if (b === NEWLINE) {
-        if (col !== columns.length - 1) throw malformed(`${col + 1} fields in a row of ${columns.length}`);
+        if (col !== width - 1) throw malformed(`${col + 1} fields in a row of ${width}`);
         col = 0;
-        if (++row === this.batchRows) {
+        if (++row === batchRows) {
           this.batch(row);
           row = 0;
+          // The next batch's columns are new: room again for the rest of the chunk.
+          for (const c of columns) c.reserve(n - i);
         }
       } else {
         throw malformed(`byte ${b} after a field`);
       }
       column = columns[col]!;
+      ({ data, size, offsets, validity } = column);
       at = At.FieldStart;
     }
-    Object.assign(this, { at, row, col, valid });
+    column.size = size;
+    this.at = at;
+    this.row = row;
+    this.col = col;
+    this.valid = valid;
   }
 
   /** Writes the last batch, if any rows are left, and the end marker. */
