@@ -69,7 +69,7 @@ describe('identity cache', () => {
     expect(held.length).toBeGreaterThanOrEqual(80);
     for (const record of held) {
       expect(Object.keys(record).sort()).toSatisfy((keys: string[]) =>
-        ['email,external_id,person_id,person_key', 'person_key,visitor_id,visitor_key'].includes(keys.join(',')));
+        ['email,external_id,person_id,person_key', 'anonymous_events,person_key,visitor_id,visitor_key'].includes(keys.join(',')));
       expect(JSON.stringify(record).length).toBeLessThan(200);
     }
     // The traits and names are in the store, merged.

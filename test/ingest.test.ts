@@ -153,6 +153,27 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
       }
     });
 
+    it('counts for its person the events a visitor sends alone after it was stored another way, in counts and member lists', async () => {
+      // Each visitor is stored before its first event alone: by a page view (linked later), by a
+      // person's link, by an identified event; its events alone then follow the link.
+      expect((await t.post('/v1/pageviews', { visitor_id: 'v_seen', url: 'https://shop.example/' }, t.ws.publishable_key)).statusCode).toBe(200);
+      await event({ event_name: 'feature_used', visitor_id: 'v_seen' });
+      const seen = await person({ external_id: 'seen', visitor_id: 'v_seen' });
+      const linked = await person({ external_id: 'linked', visitor_id: 'v_linked' });
+      await event({ event_name: 'feature_used', visitor_id: 'v_linked' });
+      await event({ event_name: 'signup', external_id: 'identified', visitor_id: 'v_identified' });
+      await event({ batch: [{ event_name: 'feature_used', visitor_id: 'v_identified' }, { event_name: 'feature_used', visitor_id: 'v_linked' }] });
+      await event({ event_name: 'feature_used', visitor_id: 'v_identified' });
+      const validated = validateCriteria({ version: 1, root: { source: 'product_event', name: 'feature_used', occurrence: { op: 'did', count: null, window: { kind: 'ever' } } } },
+        await t.stores.analytics.propertyCatalog(t.ws.workspace_id));
+      if (!validated.ok) throw new Error(JSON.stringify(validated.errors));
+      const plan = planCriteria(validated.criteria, new Date('2026-06-15T12:00:00Z'));
+      expect(await t.stores.analytics.countWithin(plan, t.ws.workspace_id, 5000)).toBe(3);
+      const members = await t.stores.analytics.listMembers(plan, t.ws.workspace_id);
+      expect(members.map((m) => [m.person_id, m.visitor_id]).sort()).toEqual(
+        [[seen, null], [linked, null], [(await event({ event_name: 'signup', external_id: 'identified' })).person_id, null]].sort());
+    });
+
     it('stores a batch whole, answering each result in order', async () => {
       const res = await event({ batch: [
         { event_name: 'a', external_id: 'b1' },

@@ -84,7 +84,9 @@ export class IdentityCache {
       if (p.external_id !== null) this.put(indexes.external_id, p.external_id, record);
       if (p.email !== null) this.put(indexes.email, p.email, record);
     }
-    for (const v of visitors) this.put(indexes.visitor_id, v.visitor_id, { visitor_key: v.visitor_key, visitor_id: v.visitor_id, person_key: v.person_key });
+    for (const v of visitors) this.put(indexes.visitor_id, v.visitor_id, {
+      visitor_key: v.visitor_key, visitor_id: v.visitor_id, person_key: v.person_key, anonymous_events: v.anonymous_events,
+    });
     this.evict();
   }
 

@@ -22,6 +22,8 @@ export interface IdentityInput {
   traits?: Record<string, unknown>;
   /** When the visitor was seen (first_seen_at of a new visitor). */
   at: Date;
+  /** An event is stored for this input: without a person, its visitor is marked as having anonymous events. */
+  event?: true;
 }
 
 export interface Resolved {
@@ -103,6 +105,7 @@ export async function resolveIdentities(
   const createdVisitors: (VisitorRecord & { first_seen_at: Date })[] = [];
   const createdVisitorIds = new Set<string>();
   const relinked = new Map<string, VisitorRecord>();
+  const anonymous = new Map<string, VisitorRecord>();
   const links: VisitorLink[] = [];
   // Keys are drawn up front: at most one new person per identifier not found, one visitor per id.
   const personKeys = await nextKeys(store, 'person_keys', newExternalIds + newEmails);
@@ -156,7 +159,7 @@ export async function resolveIdentities(
     if (input.visitor_id !== undefined) {
       visitor = visitors.get(input.visitor_id) ?? null;
       if (!visitor) {
-        const created = { visitor_key: visitorKeys.pop()!, visitor_id: input.visitor_id, person_key: null, first_seen_at: input.at };
+        const created = { visitor_key: visitorKeys.pop()!, visitor_id: input.visitor_id, person_key: null, first_seen_at: input.at, anonymous_events: false };
         createdVisitors.push(created);
         known?.add(ws, 'visitor_id', created.visitor_id);
         createdVisitorIds.add(created.visitor_id);
@@ -168,6 +171,11 @@ export async function resolveIdentities(
         visitor.person_key = person.person_key;
         if (!createdVisitorIds.has(visitor.visitor_id)) relinked.set(visitor.visitor_id, visitor);
         links.push({ workspaceId: ws, visitorId: visitor.visitor_id, visitorKey: visitor.visitor_key, personKey: person.person_key });
+      }
+      if (!person && input.event && !visitor.anonymous_events) {
+        visitor = writableVisitor(visitor);
+        visitor.anonymous_events = true;
+        if (!createdVisitorIds.has(visitor.visitor_id)) anonymous.set(visitor.visitor_id, visitor);
       }
       if (!person && visitor.person_key !== null) person = byKey.get(visitor.person_key) ?? null;
     }
@@ -186,7 +194,7 @@ export async function resolveIdentities(
   const changed = [...changedPersons].filter((key) => !created.has(key)).map((key) => byKey.get(key)!);
   await savePersons(tx, ws, createdPersons, changed, updates, now);
   await recordNewTraitPaths(store, tx, ws, [...updates.values()].flatMap((u) => (u.traits ? propertyPaths(u.traits) : [])));
-  await saveVisitors(tx, ws, createdVisitors, [...relinked.values()], now);
+  await saveVisitors(tx, ws, createdVisitors, [...relinked.values()], [...anonymous.values()], now);
   await work.analytics.recordIdentities(ws, [...createdPersons, ...changed], createdVisitors);
   await work.analytics.linkVisitors(links);
   tx.afterCommit(() => cache.remember(ws,

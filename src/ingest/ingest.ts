@@ -161,7 +161,7 @@ export class Ingest {
     const kept = inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && (fresh === null || fresh.has(e.message_id))));
     const stored = items.filter((_, i) => kept[i]);
 
-    const { resolved, links } = await resolveIdentities(this.stores.control, work, ws, stored.map((e) => identityOf(e.input, e.ts)), now);
+    const { resolved, links } = await resolveIdentities(this.stores.control, work, ws, stored.map((e) => ({ ...identityOf(e.input, e.ts), event: true as const })), now);
     await this.notify(work, links);
     const ids = newIds('evt', stored.length);
     const rows: EventRecord[] = [];

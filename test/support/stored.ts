@@ -125,9 +125,12 @@ async function importControlRows(t: TestApp, ws: string, data: Partial<Dataset>)
     })), [], new Map(persons.map((p, i) => [pk[i]!, { traits: p.traits === null ? undefined : JSON.parse(p.traits), name: p.name ?? undefined }])), now);
     const { personKey } = await keysOf(tx, ws);
     const keyOf = (personId: string | null) => (personId === null ? null : personKey.get(personId) ?? null);
+    // As the import marks them: visitors of events stored without a person.
+    const anonymous = new Set((data.events ?? []).filter((e) => keyOf(e.person_id) === null).map((e) => e.visitor_id));
     await saveVisitors(tx, ws, visitors.map((v, i) => ({
       visitor_key: vk[i]!, visitor_id: v.visitor_id, person_key: keyOf(v.person_id), first_seen_at: v.first_seen_at,
-    })), [], now);
+      anonymous_events: anonymous.has(v.visitor_id),
+    })), [], [], now);
     const { visitorKey } = await keysOf(tx, ws);
     const customers = (data.customers ?? []).map((c): CustomerRecord => {
       const email = c.email?.trim().toLowerCase() ?? null;

@@ -213,6 +213,15 @@ function linkedVisitors(w: string): string {
 }
 
 /**
+ * The linked visitors an event without a person can belong to: those with such events (marked at
+ * ingest and import). Most linked visitors have none, and hashing all of them was half of an event
+ * leaf's time at 100 M events (bench/RESULTS.md).
+ */
+function anonymousEventVisitors(w: string): string {
+  return `(SELECT visitor_key, person_key FROM visitors WHERE workspace_id = ${w} AND person_key IS NOT NULL AND anonymous_events)`;
+}
+
+/**
  * Whether profile `profile` (an expression) is in the sample. The sample's integers are the
  * service's own, printed as UBIGINT literals: bound INTEGER parameters made DuckDB compute the
  * modulo in HUGEINT, which took a 10 M-event scan from 12 to 150 ms.
@@ -255,7 +264,7 @@ function scanRows(scan: LeafScan, ws: string, params: Params, sample: Sample | u
     SELECT m.person_key AS profile FROM matched m WHERE m.person_key IS NOT NULL
     UNION ALL
     SELECT coalesce(v.person_key, -m.visitor_key) AS profile
-    FROM matched m LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = m.visitor_key
+    FROM matched m LEFT JOIN ${anonymousEventVisitors(w)} v ON v.visitor_key = m.visitor_key
     WHERE m.person_key IS NULL`;
       }
       return `SELECT e.person_key AS profile FROM events e
@@ -263,7 +272,7 @@ function scanRows(scan: LeafScan, ws: string, params: Params, sample: Sample | u
       AND e.person_key IS NOT NULL
     UNION ALL
     SELECT coalesce(v.person_key, -e.visitor_key) AS profile
-    FROM events e LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = e.visitor_key
+    FROM events e LEFT JOIN ${anonymousEventVisitors(w)} v ON v.visitor_key = e.visitor_key
     WHERE ${conditions}
       AND e.person_key IS NULL`;
     }

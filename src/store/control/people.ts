@@ -28,6 +28,8 @@ export interface VisitorRecord {
   visitor_key: number;
   visitor_id: string;
   person_key: number | null;
+  /** Events were stored for it without a person: they follow its link. */
+  anonymous_events: boolean;
 }
 
 const PERSON_COLUMNS = 'person_key, person_id, external_id, email';
@@ -52,9 +54,12 @@ export async function personsBy(tx: ControlSql, ws: string, by: 'external_id' | 
 
 export async function visitorsById(tx: ControlSql, ws: string, visitorIds: string[]): Promise<VisitorRecord[]> {
   if (visitorIds.length === 0) return [];
-  const found = await tx.all(`SELECT visitor_key, visitor_id, person_key FROM visitors WHERE workspace_id = $1 AND visitor_id IN (SELECT ${tx.dialect.texts('$2')})`,
-    [ws, column(visitorIds)]);
-  return found.map((r) => ({ visitor_key: Number(r.visitor_key), visitor_id: r.visitor_id as string, person_key: r.person_key === null ? null : Number(r.person_key) }));
+  const found = await tx.all(`SELECT visitor_key, visitor_id, person_key, anonymous_events FROM visitors
+    WHERE workspace_id = $1 AND visitor_id IN (SELECT ${tx.dialect.texts('$2')})`, [ws, column(visitorIds)]);
+  return found.map((r) => ({
+    visitor_key: Number(r.visitor_key), visitor_id: r.visitor_id as string, person_key: r.person_key === null ? null : Number(r.person_key),
+    anonymous_events: r.anonymous_events === true,
+  }));
 }
 
 /** The stored traits of persons by key, as JSON text (`{}` for a person without any). */
@@ -136,20 +141,30 @@ export async function savePersons(
   }
 }
 
-/** Inserts `created` visitors and moves the links of `relinked` ones, a statement each. */
-export async function saveVisitors(tx: ControlTx, ws: string, created: (VisitorRecord & { first_seen_at: Date })[], relinked: VisitorRecord[], at: Date): Promise<void> {
+/**
+ * Inserts `created` visitors, moves the links of `relinked` ones and marks `anonymous` ones (stored
+ * visitors given their first event without a person), a statement each.
+ */
+export async function saveVisitors(
+  tx: ControlTx, ws: string, created: (VisitorRecord & { first_seen_at: Date })[], relinked: VisitorRecord[], anonymous: VisitorRecord[], at: Date,
+): Promise<void> {
   const { keys, texts } = tx.dialect;
   if (created.length > 0) {
-    await tx.run(`INSERT INTO visitors (workspace_id, visitor_key, visitor_id, person_key, first_seen_at, linked_at)
-      SELECT $1, k, id, p, CAST(seen AS TIMESTAMP), CASE WHEN p IS NULL THEN NULL ELSE CAST($2 AS TIMESTAMP) END
-      FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS id, ${keys('$5')} AS p, ${texts('$6')} AS seen) AS c`,
+    await tx.run(`INSERT INTO visitors (workspace_id, visitor_key, visitor_id, person_key, first_seen_at, linked_at, anonymous_events)
+      SELECT $1, k, id, p, CAST(seen AS TIMESTAMP), CASE WHEN p IS NULL THEN NULL ELSE CAST($2 AS TIMESTAMP) END, a IS NOT NULL
+      FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS id, ${keys('$5')} AS p, ${texts('$6')} AS seen, ${keys('$7')} AS a) AS c`,
     [ws, at, column(created.map((v) => v.visitor_key)), column(created.map((v) => v.visitor_id)),
-      column(created.map((v) => v.person_key)), column(created.map((v) => utc(v.first_seen_at)))]);
+      column(created.map((v) => v.person_key)), column(created.map((v) => utc(v.first_seen_at))),
+      column(created.map((v) => (v.anonymous_events ? 1 : null)))]);
   }
   if (relinked.length > 0) {
     await tx.run(`UPDATE visitors SET person_key = u.p, linked_at = $2
       FROM (SELECT ${keys('$3')} AS k, ${keys('$4')} AS p) AS u
       WHERE visitors.workspace_id = $1 AND visitors.visitor_key = u.k`,
     [ws, at, column(relinked.map((v) => v.visitor_key)), column(relinked.map((v) => v.person_key))]);
+  }
+  if (anonymous.length > 0) {
+    await tx.run(`UPDATE visitors SET anonymous_events = TRUE FROM (SELECT ${keys('$2')} AS k) AS u
+      WHERE visitors.workspace_id = $1 AND visitors.visitor_key = u.k`, [ws, column(anonymous.map((v) => v.visitor_key))]);
   }
 }

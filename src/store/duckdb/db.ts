@@ -190,6 +190,8 @@ export class Store {
     const applied = await this.writer.runAndReadAll('SELECT coalesce(max(version), 0) AS v FROM schema_migrations');
     const current = Number(applied.getRowObjects()[0]?.v ?? 0);
     for (let version = current + 1; version <= MIGRATIONS.length; version++) {
+      // DuckDB indexes no table with updates since the last checkpoint (migration 17 after 16).
+      await this.writer.run('CHECKPOINT');
       await this.transaction(async (tx) => {
         await tx.run(MIGRATIONS[version - 1]!);
         await tx.run('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);

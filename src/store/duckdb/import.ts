@@ -47,6 +47,8 @@ export const MAPPINGS: Record<DatasetTable, TableMapping> = {
     columns: {
       workspace_id: '{ws}', visitor_key: '{visitor_key}', visitor_id: 's.visitor_id', person_key: 'p.person_key',
       first_seen_at: 's.first_seen_at', linked_at: 'CASE WHEN p.person_key IS NOT NULL THEN s.first_seen_at END',
+      // Every visitor, as a directory read in place sees them (always correct); the import then marks the exact ones.
+      anonymous_events: 'true',
     },
     from: `{src} s ${PERSON}`,
   },
@@ -231,6 +233,11 @@ async function indexPersons(tx: DuckDBConnection, ws: string, after: number): Pr
   await tx.run('INSERT INTO person_gram_counts SELECT workspace_id, gram, count(*) FROM person_grams WHERE workspace_id = $1 GROUP BY ALL', [ws]);
 }
 
+/** The workspace's visitors with events stored without a person (criteria/print/duckdb.ts reads only their links). */
+const MARK_ANONYMOUS_EVENTS = `UPDATE visitors SET anonymous_events = visitor_key IN (
+    SELECT visitor_key FROM events WHERE workspace_id = $1 AND person_key IS NULL AND visitor_key IS NOT NULL)
+  WHERE workspace_id = $1`;
+
 async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) => string | null,
   before?: (tx: DuckDBConnection) => Promise<void>, progress: ImportProgress = {}): Promise<void> {
   await store.transaction(async (tx) => {
@@ -254,6 +261,7 @@ async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) 
         if (table === 'customers') for (const sql of fillCustomerGrams('$1')) await tx.run(sql, [ws]);
         progress.table?.(table, inserted, performance.now() - t0);
       }
+      if (relation('visitors') !== null || relation('events') !== null) await tx.run(MARK_ANONYMOUS_EVENTS, [ws]);
     } finally {
       // After a failed statement DuckDB takes nothing but ROLLBACK: the settings then stay, harmless.
       if (progress.events) await tx.run('RESET enable_progress_bar; RESET enable_progress_bar_print').catch(() => undefined);

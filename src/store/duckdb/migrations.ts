@@ -416,4 +416,18 @@ export const MIGRATIONS: readonly string[] = [
   ${fillCustomerGrams(null).join(';\n')};
   CREATE INDEX payment_customers_by_customer_id ON payment_customers (customer_id);
   `,
+  // Visitors with events stored without a person (which follow the visitor's link): an event leaf
+  // looks up the links of those visitors only (criteria/print/duckdb.ts).
+  // DuckDB alters no table an index depends on: the index is dropped, the column added (not NOT
+  // NULL: DuckDB adds no constraint, nor sets one in the transaction that added the column; every
+  // write gives a value) and filled; the next migration makes the index again (DuckDB indexes no
+  // table with updates since the last checkpoint, which Store.migrate runs before each migration).
+  `
+  DROP INDEX visitors_by_id;
+  ALTER TABLE visitors ADD COLUMN anonymous_events BOOLEAN DEFAULT false;
+  UPDATE visitors SET anonymous_events = visitor_key IN (SELECT visitor_key FROM events WHERE person_key IS NULL AND visitor_key IS NOT NULL);
+  `,
+  `
+  CREATE INDEX visitors_by_id ON visitors (workspace_id, visitor_id);
+  `,
 ];
