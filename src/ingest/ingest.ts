@@ -24,7 +24,7 @@ function newIds(prefix: string, n: number): string[] {
   return Array.from({ length: n }, (_, i) => `${prefix}_${random.slice(16 * i, 16 * i + 16)}`);
 }
 
-function identityOf(input: PersonInput | EventInput, at: Date): IdentityInput {
+function identityOf(input: PersonInput | EventInput, at: Date, event?: true): IdentityInput {
   return {
     external_id: input.external_id ?? input.user_id,
     email: input.email,
@@ -33,6 +33,7 @@ function identityOf(input: PersonInput | EventInput, at: Date): IdentityInput {
     // Only a resolved person keeps traits; an unlinked visitor's are dropped by resolution.
     traits: input.traits,
     at,
+    event,
   };
 }
 
@@ -161,7 +162,7 @@ export class Ingest {
     const kept = inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && (fresh === null || fresh.has(e.message_id))));
     const stored = items.filter((_, i) => kept[i]);
 
-    const { resolved, links } = await resolveIdentities(this.stores.control, work, ws, stored.map((e) => ({ ...identityOf(e.input, e.ts), event: true as const })), now);
+    const { resolved, links } = await resolveIdentities(this.stores.control, work, ws, stored.map((e) => identityOf(e.input, e.ts, true)), now);
     await this.notify(work, links);
     const ids = newIds('evt', stored.length);
     const rows: EventRecord[] = [];
