@@ -10,7 +10,7 @@ import { DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } f
 import type { EstimateStats } from '../analytics.js';
 import { EstimateAdmission } from '../estimate-admission.js';
 import { countOf } from '../estimate-rows.js';
-import { MIGRATIONS } from './migrations.js';
+import { CHECKPOINT_BEFORE, MIGRATIONS } from './migrations.js';
 import { readAhead, tailFile } from './tail.js';
 
 export type Row = Record<string, unknown>;
@@ -190,8 +190,7 @@ export class Store {
     const applied = await this.writer.runAndReadAll('SELECT coalesce(max(version), 0) AS v FROM schema_migrations');
     const current = Number(applied.getRowObjects()[0]?.v ?? 0);
     for (let version = current + 1; version <= MIGRATIONS.length; version++) {
-      // DuckDB indexes no table with updates since the last checkpoint (migration 17 after 16).
-      await this.writer.run('CHECKPOINT');
+      if (CHECKPOINT_BEFORE.has(version)) await this.writer.run('CHECKPOINT');
       await this.transaction(async (tx) => {
         await tx.run(MIGRATIONS[version - 1]!);
         await tx.run('INSERT INTO schema_migrations (version) VALUES ($1)', [version]);

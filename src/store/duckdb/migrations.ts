@@ -4,6 +4,9 @@
 
 import { FILL_PERSON_GRAMS, fillCustomerGrams, personSearch } from './search.js';
 
+/** Migrations run after a CHECKPOINT: DuckDB indexes no table with updates since the last one. */
+export const CHECKPOINT_BEFORE: ReadonlySet<number> = new Set([17]);
+
 export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE workspaces (
@@ -420,8 +423,8 @@ export const MIGRATIONS: readonly string[] = [
   // looks up the links of those visitors only (criteria/print/duckdb.ts).
   // DuckDB alters no table an index depends on: the index is dropped, the column added (not NOT
   // NULL: DuckDB adds no constraint, nor sets one in the transaction that added the column; every
-  // write gives a value) and filled; the next migration makes the index again (DuckDB indexes no
-  // table with updates since the last checkpoint, which Store.migrate runs before each migration).
+  // write gives a value) and filled; the next migration makes the index again, after a checkpoint
+  // (CHECKPOINT_BEFORE).
   `
   DROP INDEX visitors_by_id;
   ALTER TABLE visitors ADD COLUMN anonymous_events BOOLEAN DEFAULT false;
