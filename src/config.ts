@@ -1,9 +1,22 @@
 // Configuration from the environment (decisions §1), read once at start.
 
-import { DEFAULT_RATE_LIMITS, type RateLimits } from './http/rate-limit.js';
 import { LEASE_DEFAULTS } from './store/control/leases.js';
 import type { ClickHouseOptions } from './store/clickhouse/client.js';
 import { ANALYTICS_ENGINES, type AnalyticsEngine, DEFAULT_CLICKHOUSE } from './store/open.js';
+
+/** Requests per minute per API key, in separate budgets (http/rate-limit.ts applies them). */
+export interface RateLimits {
+  /** POST /v1/events, /v1/persons and /v1/pageviews (INGEST_RATE_LIMIT_PER_MINUTE). */
+  ingestPerMinute: number;
+  /** Payment notifications, per workspace and sending address (NOTIFICATION_RATE_LIMIT_PER_MINUTE); the default unless given. */
+  notificationsPerMinute?: number;
+  /** Compile, and separately every other call (RATE_LIMIT_PER_MINUTE). */
+  perMinute: number;
+}
+
+// Notifications: 5,000 a second, five times what one node applies on two cores (bench/RESULTS.md), so
+// the budget guards against a flood without capping what the processor sends.
+export const DEFAULT_RATE_LIMITS = { ingestPerMinute: 60_000, notificationsPerMinute: 300_000, perMinute: 1_200 } satisfies Required<RateLimits>;
 
 export interface Config {
   port: number;

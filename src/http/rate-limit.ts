@@ -7,22 +7,10 @@
 
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { DEFAULT_RATE_LIMITS, type RateLimits } from '../config.js';
 import { AppError } from '../errors.js';
 
 export type LimitGroup = 'ingest' | 'notifications' | 'compile' | 'api';
-
-export interface RateLimits {
-  /** POST /v1/events, /v1/persons and /v1/pageviews (INGEST_RATE_LIMIT_PER_MINUTE). */
-  ingestPerMinute: number;
-  /** Payment notifications, per workspace and sending address (NOTIFICATION_RATE_LIMIT_PER_MINUTE); the default unless given. */
-  notificationsPerMinute?: number;
-  /** Compile, and separately every other call (RATE_LIMIT_PER_MINUTE). */
-  perMinute: number;
-}
-
-// Notifications: 5,000 a second, five times what one node applies on two cores (bench/RESULTS.md), so
-// the budget guards against a flood without capping what the processor sends.
-export const DEFAULT_RATE_LIMITS = { ingestPerMinute: 60_000, notificationsPerMinute: 300_000, perMinute: 1_200 } satisfies Required<RateLimits>;
 
 declare module 'fastify' {
   interface FastifyContextConfig {

@@ -3,14 +3,11 @@
 // (main.ts), the command line and the tests open them here.
 
 import type { AnalyticsStore } from './analytics.js';
-import { ClickHouseAnalytics } from './clickhouse/analytics.js';
-import { type ClickHouseOptions, connectClickHouse } from './clickhouse/client.js';
-import { migrateClickHouse } from './clickhouse/migrate.js';
+import type { ClickHouseOptions } from './clickhouse/client.js';
 import type { ControlStore } from './control/store.js';
 import { DuckDBAnalytics } from './duckdb/analytics.js';
 import { DuckDBControl } from './duckdb/control.js';
 import { Store, type StoreOptions } from './duckdb/db.js';
-import { PostgresControl } from './postgres/control.js';
 
 export const ANALYTICS_ENGINES = ['duckdb', 'clickhouse'] as const;
 export type AnalyticsEngine = (typeof ANALYTICS_ENGINES)[number];
@@ -60,6 +57,9 @@ async function openShared(options: StoresOptions, url: string): Promise<Stores> 
   if (options.analyticsStore !== 'clickhouse') {
     throw new StoreUnavailable('DATABASE_URL (PostgreSQL control state, shared by API nodes) needs ANALYTICS_STORE=clickhouse: DuckDB analytics is one process\'s file');
   }
+  // Loaded when configured: the default (DuckDB) needs neither engine's client, and loading them
+  // cost each start of the command line about 0.4 s.
+  const { PostgresControl } = await import('./postgres/control.js');
   const control = await PostgresControl.open({ url }).catch((err: unknown) => {
     throw unavailable('PostgreSQL', err);
   });
@@ -70,6 +70,9 @@ async function openShared(options: StoresOptions, url: string): Promise<Stores> 
 async function withClickHouse(control: ControlStore, options: StoresOptions, duckdb?: Store): Promise<Stores> {
   try {
     const clickhouse = options.clickhouse ?? DEFAULT_CLICKHOUSE;
+    const [{ connectClickHouse }, { migrateClickHouse }, { ClickHouseAnalytics }] = await Promise.all([
+      import('./clickhouse/client.js'), import('./clickhouse/migrate.js'), import('./clickhouse/analytics.js'),
+    ]);
     const client = await connectClickHouse(clickhouse);
     const ctx = { client, database: clickhouse.database, cluster: clickhouse.cluster, control };
     await migrateClickHouse(ctx, { username: clickhouse.username, password: clickhouse.password });

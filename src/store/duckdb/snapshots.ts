@@ -8,7 +8,6 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import { printProfiles } from '../../criteria/index.js';
 import type { DiffMember, MemberRow, SnapshotInput, SnapshotResult } from '../analytics.js';
 import { adoptSnapshot, currentSnapshot, type DeliveryRow, endDelivery } from '../control/audiences.js';
-import { ARROW_CSV_OPTIONS, arrowFromCsv } from './arrow.js';
 import { controlSql } from './control.js';
 import type { Params, Row, Store } from './db.js';
 import { readAhead } from './tail.js';
@@ -126,6 +125,8 @@ export async function copyMembers(store: Store, ws: string, snapshotId: number, 
  * writes it (store/duckdb/arrow.ts says why).
  */
 export async function arrowMembers(store: Store, ws: string, snapshotId: number): Promise<AsyncIterable<Uint8Array>> {
+  // apache-arrow loaded on first use: every start of the command line paid for it.
+  const { ARROW_CSV_OPTIONS, arrowFromCsv } = await import('./arrow.js');
   const { sql, params } = exportQuery(ws, snapshotId);
   return readAhead(arrowFromCsv(await store.copyStream(sql, params, ARROW_CSV_OPTIONS), EXPORT_COLUMNS));
 }
