@@ -155,6 +155,7 @@ export async function saveVisitors(
       FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS id, ${keys('$5')} AS p, ${texts('$6')} AS seen, ${keys('$7')} AS a) AS c`,
     [ws, at, column(created.map((v) => v.visitor_key)), column(created.map((v) => v.visitor_id)),
       column(created.map((v) => v.person_key)), column(created.map((v) => utc(v.first_seen_at))),
+      // The mark as a key column (1 or null): the dialects have list parameters of keys and texts only.
       column(created.map((v) => (v.anonymous_events ? 1 : null)))]);
   }
   if (relinked.length > 0) {
