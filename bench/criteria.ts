@@ -28,7 +28,9 @@ const once = (window: unknown) => ({ op: 'did', count: null, window });
 
 /** Profile of an event row / page view row / payments row, as the store resolves people. */
 const EVENT_PROFILE = 'coalesce(e.person_key, v.person_key, -e.visitor_key)';
-const EVENTS = `events e LEFT JOIN visitors v ON v.visitor_key = e.visitor_key`;
+// An event without a person needs its visitor's link only when that visitor is marked as having
+// such events (visitors.anonymous_events): the same storage the compiled SQL reads.
+const EVENTS = `events e LEFT JOIN (SELECT * FROM visitors WHERE anonymous_events) v ON v.visitor_key = e.visitor_key`;
 const PAGEVIEWS = `pageviews pv LEFT JOIN visitors v ON v.visitor_key = pv.visitor_key`;
 const PV_PROFILE = 'coalesce(v.person_key, -pv.visitor_key)';
 const PAY_PROFILE = 'coalesce(c.person_key, v.person_key, -c.visitor_key)';
