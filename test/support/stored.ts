@@ -132,15 +132,14 @@ async function importControlRows(t: TestApp, ws: string, data: Partial<Dataset>)
       anonymous_events: anonymous.has(v.visitor_id),
     })), [], [], now);
     const { visitorKey } = await keysOf(tx, ws);
-    const customers = (data.customers ?? []).map((c): CustomerRecord => {
+    await writeCustomers(tx, ws, (data.customers ?? []).map((c): CustomerRecord => {
       const email = c.email?.trim().toLowerCase() ?? null;
       return {
         customer_id: c.customer_id, email, customer_email: null, customer_email_created: null, payment_email: email, payment_email_created: null,
         person_key: keyOf(c.person_id), visitor_key: c.visitor_id === null ? null : visitorKey.get(c.visitor_id) ?? null, tr_user_id: null,
         tr_visitor_id: c.visitor_id, tr_user_id_created: null, tr_visitor_id_created: null, link_state: c.link_state,
       };
-    });
-    await writeCustomers(tx, ws, customers, [], [], now);
+    }), [], [], now);
     await recordPropertyPaths(tx, ws, [...paths.values()]);
   });
 }

@@ -57,7 +57,7 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * gives); a batch's answer is one string built of them, not 500 objects stringified.
  */
 const resultJson = (r: EventResult): string =>
-  `{"event_id":${r.event_id === null ? 'null' : JSON.stringify(r.event_id)},"person_id":${r.person_id === null ? 'null' : JSON.stringify(r.person_id)},"duplicate":${r.duplicate}}`;
+  `{"event_id":${JSON.stringify(r.event_id)},"person_id":${JSON.stringify(r.person_id)},"duplicate":${r.duplicate}}`;
 
 function batchJson(results: EventResult[]): string {
   let accepted = 0;

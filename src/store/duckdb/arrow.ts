@@ -116,19 +116,11 @@ class Transcoder {
           i++;
           continue;
         }
-        valid = b !== COMMA && b !== NEWLINE;
         // An unquoted value, or none (NULL): up to the comma or line break.
-        while (b !== COMMA && b !== NEWLINE && b !== QUOTE) {
-          data[size++] = b;
-          if (++i === n) break;
-          b = bytes[i]!;
-        }
-        if (i === n) {
-          at = At.Unquoted;
-          break;
-        }
-        if (b === QUOTE) throw malformed('a quote in an unquoted value');
-      } else if (at === At.Unquoted) {
+        valid = b !== COMMA && b !== NEWLINE;
+        at = At.Unquoted;
+      }
+      if (at === At.Unquoted) {
         while (b !== COMMA && b !== NEWLINE && b !== QUOTE) {
           data[size++] = b;
           if (++i === n) break;

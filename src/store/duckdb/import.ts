@@ -9,6 +9,7 @@ import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { Store } from './db.js';
 import { propertyPaths } from '../property-paths.js';
 import { recordPropertyPaths, recordTraitPaths } from './properties.js';
+import { markAnonymousEvents } from './migrations.js';
 import { fillCustomerGrams, personGramRows, personSearch } from './search.js';
 import { TypedColumns } from './typed.js';
 import { timestamp } from './time.js';
@@ -233,11 +234,6 @@ async function indexPersons(tx: DuckDBConnection, ws: string, after: number): Pr
   await tx.run('INSERT INTO person_gram_counts SELECT workspace_id, gram, count(*) FROM person_grams WHERE workspace_id = $1 GROUP BY ALL', [ws]);
 }
 
-/** The workspace's visitors with events stored without a person (criteria/print/duckdb.ts reads only their links). */
-const MARK_ANONYMOUS_EVENTS = `UPDATE visitors SET anonymous_events = visitor_key IN (
-    SELECT visitor_key FROM events WHERE workspace_id = $1 AND person_key IS NULL AND visitor_key IS NOT NULL)
-  WHERE workspace_id = $1`;
-
 async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) => string | null,
   before?: (tx: DuckDBConnection) => Promise<void>, progress: ImportProgress = {}): Promise<void> {
   await store.transaction(async (tx) => {
@@ -261,7 +257,7 @@ async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) 
         if (table === 'customers') for (const sql of fillCustomerGrams('$1')) await tx.run(sql, [ws]);
         progress.table?.(table, inserted, performance.now() - t0);
       }
-      if (relation('visitors') !== null || relation('events') !== null) await tx.run(MARK_ANONYMOUS_EVENTS, [ws]);
+      if (relation('visitors') !== null || relation('events') !== null) await tx.run(markAnonymousEvents('$1'), [ws]);
     } finally {
       // After a failed statement DuckDB takes nothing but ROLLBACK: the settings then stay, harmless.
       if (progress.events) await tx.run('RESET enable_progress_bar; RESET enable_progress_bar_print').catch(() => undefined);

@@ -4,6 +4,18 @@
 
 import { FILL_PERSON_GRAMS, fillCustomerGrams, personSearch } from './search.js';
 
+/**
+ * Marks the visitors of workspace `ws` (an expression), or of every workspace, that have events
+ * stored without a person (criteria/print/duckdb.ts reads only their links): the migration's and
+ * the import's statement.
+ */
+export const markAnonymousEvents = (ws: string | null): string => {
+  const inWorkspace = ws === null ? 'TRUE' : `workspace_id = ${ws}`;
+  return `UPDATE visitors SET anonymous_events = visitor_key IN (
+    SELECT visitor_key FROM events WHERE ${inWorkspace} AND person_key IS NULL AND visitor_key IS NOT NULL)
+  WHERE ${inWorkspace}`;
+};
+
 /** Migrations run after a CHECKPOINT: DuckDB indexes no table with updates since the last one. */
 export const CHECKPOINT_BEFORE: ReadonlySet<number> = new Set([17]);
 
@@ -428,7 +440,7 @@ export const MIGRATIONS: readonly string[] = [
   `
   DROP INDEX visitors_by_id;
   ALTER TABLE visitors ADD COLUMN anonymous_events BOOLEAN DEFAULT false;
-  UPDATE visitors SET anonymous_events = visitor_key IN (SELECT visitor_key FROM events WHERE person_key IS NULL AND visitor_key IS NOT NULL);
+  ${markAnonymousEvents(null)};
   `,
   `
   CREATE INDEX visitors_by_id ON visitors (workspace_id, visitor_id);
