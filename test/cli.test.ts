@@ -16,7 +16,7 @@ import { generateFixtures } from '../fixtures/generate.js';
 import { keysCollide, parquetSource } from '../src/store/duckdb/attach.js';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import { CLICKHOUSE_TABLES, VISITOR_LINKS } from '../src/store/clickhouse/schema.js';
-import { Store } from '../src/store/duckdb/db.js';
+import { Store, STORAGE_VERSION } from '../src/store/duckdb/db.js';
 import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
 import { importParquetDir } from '../src/store/duckdb/import.js';
@@ -640,6 +640,56 @@ describe('migrate', () => {
     } finally {
       await store.close();
     }
+  });
+
+  it('--rewrite-storage copies a file of DuckDB 1.0\'s storage format into the service\'s, keeping its rows and sequences', async () => {
+    const path = join(dir, 'old-format', 'service.duckdb');
+    mkdirSync(join(dir, 'old-format'));
+    const formatOf = async () => {
+      const instance = await DuckDBInstance.create(path, { access_mode: 'READ_ONLY' });
+      try {
+        const conn = await instance.connect();
+        const rows = (await conn.runAndReadAll("SELECT tags['storage_version'] AS v FROM duckdb_databases() WHERE database_name = 'service'")).getRowObjectsJS();
+        conn.closeSync();
+        return rows[0]?.v;
+      } finally {
+        instance.closeSync();
+      }
+    };
+    // A file made as DuckDB makes one by default, then migrated and written to by the service's store.
+    (await DuckDBInstance.create(path, { storage_compatibility_version: 'v1.0.0' })).closeSync();
+    const old = await Store.open(path);
+    const drawn = await old.query("SELECT nextval('visitor_keys') AS k FROM range(3)");
+    await old.close();
+    expect(await cli('workspace', 'create', 'Old format', '--data', path)).toMatchObject({ code: 0 });
+    expect(await formatOf()).toBe('v1.0.0+');
+
+    const res = await cli('migrate', '--data', path, '--rewrite-storage', '--json');
+    expect(res.code, res.stderr).toBe(0);
+    const storage = (JSON.parse(res.stdout) as { storage: { from: string; to: string; rewritten: boolean; tables: number; rows: number } }).storage;
+    expect(storage).toMatchObject({ from: 'v1.0.0', to: STORAGE_VERSION, rewritten: true });
+    expect(storage.rows).toBeGreaterThan(0);
+    expect(await formatOf()).toBe(`${STORAGE_VERSION}+`);
+    expect(existsSync(`${path}.rewrite`)).toBe(false);
+
+    const list = await cli('workspace', 'list', '--data', path, '--json');
+    expect((JSON.parse(list.stdout) as { workspaces: { name: string }[] }).workspaces.map((w) => w.name)).toEqual(['Old format']);
+    const store = await Store.open(path);
+    try {
+      // The sequences go on from where they were: no key is handed out twice.
+      expect(await store.query("SELECT nextval('visitor_keys') AS k")).toEqual([{ k: (drawn.at(-1)!.k as bigint) + 1n }]);
+      expect(await store.query('SELECT count(*) AS n FROM schema_migrations')).toEqual([{ n: BigInt(MIGRATIONS.length) }]);
+    } finally {
+      await store.close();
+    }
+
+    const again = await cli('migrate', '--data', path, '--rewrite-storage');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.stdout).toBe(`${path}: schema version ${MIGRATIONS.length}\nstorage format: DuckDB ${STORAGE_VERSION}, nothing to rewrite\n`);
+    // PostgreSQL has no storage format of DuckDB's to rewrite.
+    const pg = await exec(process.execPath, [BIN, 'migrate', '--rewrite-storage'], { env: { ...process.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' } });
+    expect(pg.code).toBe(2);
+    expect(pg.stderr).toMatch(/^audiences: --rewrite-storage rewrites a DuckDB file/);
   });
 
   it.skipIf(!CHDB_INSTALLED)('creates the ClickHouse schema in the embedded chDB, idempotently', async () => {

@@ -12,10 +12,10 @@ import { DATASET_TABLES, type DatasetTable } from '../layout.js';
 
 /**
  * A SQL string literal (quotes doubled). Only for file paths and our workspace id in views:
- * DuckDB takes no parameters in CREATE VIEW, and a view reads on other connections, where a
- * session variable (the import's way to bind a path) is not set.
+ * DuckDB takes no parameters in CREATE VIEW or ATTACH, and a view reads on other connections, where
+ * a session variable (the import's way to bind a path) is not set.
  */
-function sqlString(text: string): string {
+export function sqlString(text: string): string {
   return `'${text.replace(/'/g, "''")}'`;
 }
 
