@@ -215,10 +215,23 @@ function linkedVisitors(w: string): string {
 /**
  * The linked visitors an event without a person can belong to: those with such events (marked at
  * ingest and import). Most linked visitors have none, and hashing all of them was half of an event
- * leaf's time at 100 M events (bench/RESULTS.md).
+ * leaf's time at 100 M events (bench/RESULTS.md). A statement's event leaves all read them as one
+ * CTE, which DuckDB computes once when more than one leaf reads it (each scanned the visitors
+ * again: power users, three event leaves, 221 → 203 ms at 100 M) and inlines for one.
  */
-function anonymousEventVisitors(w: string): string {
-  return `(SELECT visitor_key, person_key FROM visitors WHERE workspace_id = ${w} AND person_key IS NOT NULL AND anonymous_events)`;
+class AnonymousLinks {
+  private cte: string | null = null;
+
+  /** The CTE's name, for the statement of workspace placeholder `w`. */
+  ref(w: string): string {
+    this.cte ??= `anonymous_links AS (SELECT visitor_key, person_key FROM visitors WHERE workspace_id = ${w} AND person_key IS NOT NULL AND anonymous_events)`;
+    return 'anonymous_links';
+  }
+
+  /** The CTE, when a leaf read it: first in the statement's WITH list. */
+  ctes(): string[] {
+    return this.cte === null ? [] : [this.cte];
+  }
 }
 
 /**
@@ -238,7 +251,7 @@ function sampled(profile: string, sample: Sample): string {
  * Rows of one leaf as `profile` values (with repeats), before counting. With a sample, rows whose
  * person is known are sampled before their JSON is read (the leaf samples every row after).
  */
-function scanRows(scan: LeafScan, ws: string, params: Params, sample: Sample | undefined): string {
+function scanRows(scan: LeafScan, ws: string, params: Params, links: AnonymousLinks, sample: Sample | undefined): string {
   const w = params.add(ws);
   const where: string[] = [];
   switch (scan.table) {
@@ -264,13 +277,13 @@ function scanRows(scan: LeafScan, ws: string, params: Params, sample: Sample | u
     SELECT m.person_key AS profile FROM matched m WHERE m.person_key IS NOT NULL
     UNION ALL
     SELECT coalesce(v.person_key, -m.visitor_key) AS profile
-    FROM matched m LEFT JOIN ${anonymousEventVisitors(w)} v ON v.visitor_key = m.visitor_key
+    FROM matched m LEFT JOIN ${links.ref(w)} v ON v.visitor_key = m.visitor_key
     WHERE m.person_key IS NULL`;
       }
       // Otherwise one scan, and only the rows without a person get a join key: two branches each
       // read the name's time range (books 114–123 → 77–90 ms at 100 M, bench/RESULTS.md).
       return `SELECT coalesce(e.person_key, v.person_key, -e.visitor_key) AS profile
-    FROM events e LEFT JOIN ${anonymousEventVisitors(w)} v ON v.visitor_key = CASE WHEN e.person_key IS NULL THEN e.visitor_key END
+    FROM events e LEFT JOIN ${links.ref(w)} v ON v.visitor_key = CASE WHEN e.person_key IS NULL THEN e.visitor_key END
     WHERE ${conditions}`;
     }
     case 'pageviews':
@@ -315,8 +328,8 @@ function customerRows(table: string, w: string, where: string[]): string {
  * DuckDB's semi join took 2.27 M rows of a counted leaf against 76 k profiles in 84 ms, the join
  * in 51 (bench/RESULTS.md).
  */
-function leafSql(scan: LeafScan, ws: string, params: Params, sample: Sample | undefined, within?: string): string {
-  const rows = `(${scanRows(scan, ws, params, sample)}) AS r${within ? ` JOIN ${within} AS s ON s.profile = r.profile` : ''}`;
+function leafSql(scan: LeafScan, ws: string, params: Params, links: AnonymousLinks, sample: Sample | undefined, within?: string): string {
+  const rows = `(${scanRows(scan, ws, params, links, sample)}) AS r${within ? ` JOIN ${within} AS s ON s.profile = r.profile` : ''}`;
   const where = `r.profile IS NOT NULL${sample ? ` AND ${sampled('r.profile', sample)}` : ''}`;
   const count = 'count' in scan ? scan.count : null;
   if (!count) return `SELECT DISTINCT r.profile AS profile FROM ${rows} WHERE ${where}`;
@@ -332,10 +345,11 @@ const DUCKDB_SET_OPERATORS = { union: 'UNION', intersect: 'INTERSECT', except: '
 function printSets(plans: SetPlan[], workspaceId: string, select: (sets: string[], params: Params) => string, sample?: Sample): CompiledQuery {
   const params = new Params();
   const all: SetPlan = plans.length === 1 ? plans[0]! : { kind: 'union', inputs: plans };
-  const printer = new SetPrinter(all, (scan, within) => leafSql(scan, workspaceId, params, sample, within), DUCKDB_SET_OPERATORS, { restrict: true });
+  const links = new AnonymousLinks();
+  const printer = new SetPrinter(all, (scan, within) => leafSql(scan, workspaceId, params, links, sample, within), DUCKDB_SET_OPERATORS, { restrict: true });
   const sets = plans.map((plan) => printer.set(plan));
   const outer = select(sets, params);
-  return { sql: `${printer.withClause()}${outer}`, params: params.values };
+  return { sql: `${printer.withClause(links.ctes())}${outer}`, params: params.values };
 }
 
 function print(plan: SetPlan, workspaceId: string, select: (set: string, params: Params) => string, sample?: Sample): CompiledQuery {
@@ -477,12 +491,15 @@ function revenueGroups(report: ReportPlan, w: string, params: Params): string {
  */
 export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQuery {
   const params = new Params();
-  const printer = report.audience ? new SetPrinter(report.audience, (scan, within) => leafSql(scan, workspaceId, params, undefined, within), DUCKDB_SET_OPERATORS, { restrict: true }) : null;
+  const links = new AnonymousLinks();
+  const printer = report.audience
+    ? new SetPrinter(report.audience, (scan, within) => leafSql(scan, workspaceId, params, links, undefined, within), DUCKDB_SET_OPERATORS, { restrict: true })
+    : null;
   const audience = printer && report.audience ? `\n      AND c.profile IN (${printer.set(report.audience)})` : '';
   const w = params.add(workspaceId);
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
   const bucket = (ts: string) => `date_trunc(${DUCKDB_TRUNC[report.interval]}, ${ts})`;
-  const ctes = [...(printer?.ctes ?? []),
+  const ctes = [...links.ctes(), ...(printer?.ctes ?? []),
     `customers AS (
     SELECT c.customer_id, coalesce(c.person_key, v.person_key) AS person_key, coalesce(c.person_key, v.person_key, -c.visitor_key) AS profile
     FROM payment_customers c LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key

@@ -152,8 +152,10 @@ export class SetPrinter {
     return name;
   }
 
-  withClause(): string {
-    return this.ctes.length > 0 ? `WITH ${this.ctes.join(',\n')}\n` : '';
+  /** The WITH list of the CTEs `first` (which the sets' CTEs may read), then the sets'. */
+  withClause(first: string[] = []): string {
+    const ctes = [...first, ...this.ctes];
+    return ctes.length > 0 ? `WITH ${ctes.join(',\n')}\n` : '';
   }
 }
 
