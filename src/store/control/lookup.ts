@@ -89,7 +89,23 @@ const SAMPLE_MS = 60_000;
 /** Past this share of the sample holding its rarest trigram, a term is searched by all of its trigrams. */
 const RARE_SHARE = 0.02;
 const MIN_SAMPLE = 10;
-const samples = new WeakMap<ControlSql, { at: number; texts: Promise<string[]> }>();
+/** A sample's size, and how many of its texts hold each trigram (counted once a sample). */
+interface Sample {
+  size: number;
+  holding: Map<string, number>;
+}
+const samples = new WeakMap<ControlSql, { at: number; sample: Promise<Sample> }>();
+
+/** Counts the texts holding each trigram once, not every trigram of every term against every text (2.7 ms a lookup for 16 trigrams). */
+function countGrams(texts: string[]): Sample {
+  const holding = new Map<string, number>();
+  for (const text of texts) {
+    const grams = new Set<string>();
+    for (let i = 0; i + 3 <= text.length; i++) grams.add(text.slice(i, i + 3));
+    for (const g of grams) holding.set(g, (holding.get(g) ?? 0) + 1);
+  }
+  return { size: texts.length, holding };
+}
 
 /**
  * The term's three rarest trigrams of letters and digits (the only ones pg_trgm indexes) by a sample
@@ -103,21 +119,21 @@ async function rareGrams(store: ControlSql, term: string): Promise<string[] | nu
   const grams = [...new Set(Array.from({ length: Math.max(0, term.length - 2) }, (_, i) => term.slice(i, i + 3)))]
     .filter((g) => /^[a-z0-9]{3}$/.test(g));
   if (grams.length === 0) return null;
-  let sample = samples.get(store);
-  if (!sample || performance.now() - sample.at > SAMPLE_MS) {
-    const texts = store.all(sql).then((rows) => rows.map((r) => r.t as string), (err: unknown) => {
+  let kept = samples.get(store);
+  if (!kept || performance.now() - kept.at > SAMPLE_MS) {
+    const sample = store.all(sql).then((rows) => countGrams(rows.map((r) => r.t as string)), (err: unknown) => {
       samples.delete(store);
       throw err;
     });
-    sample = { at: performance.now(), texts };
-    samples.set(store, sample);
+    kept = { at: performance.now(), sample };
+    samples.set(store, kept);
   }
-  const texts = await sample.texts;
+  const { size, holding } = await kept.sample;
   // Too few persons to tell rare from common (sparse keys, an empty store): all trigrams.
-  if (texts.length < MIN_SAMPLE) return null;
-  const hits = new Map(grams.map((g) => [g, texts.reduce((n, t) => n + Number(t.includes(g)), 0)]));
+  if (size < MIN_SAMPLE) return null;
+  const hits = new Map(grams.map((g) => [g, holding.get(g) ?? 0]));
   // A common trigram beside rare ones only adds work to the index.
-  const rare = (g: string) => hits.get(g)! <= texts.length * RARE_SHARE;
+  const rare = (g: string) => hits.get(g)! <= size * RARE_SHARE;
   const rarest = grams.sort((a, b) => hits.get(a)! - hits.get(b)!).filter((g, i) => i === 0 || rare(g)).slice(0, 3);
   return rare(rarest[0]!) ? rarest : null;
 }
