@@ -324,9 +324,9 @@ function customerRows(table: string, w: string, where: string[]): string {
 
 /**
  * A leaf's distinct profiles (or those counted enough), of the set `within` only when given. The
- * set is distinct (a leaf's profiles or a set operation's), so it is joined: as `IN (SELECT …)`
- * DuckDB's semi join took 2.27 M rows of a counted leaf against 76 k profiles in 84 ms, the join
- * in 51 (bench/RESULTS.md).
+ * set is distinct (a leaf's profiles or a set operation's), so it is joined: with `IN (SELECT …)`
+ * a counted leaf of 2.27 M rows against 76 k profiles took 100–114 ms, joined 74–82
+ * (bench/RESULTS.md).
  */
 function leafSql(scan: LeafScan, ws: string, params: Params, links: AnonymousLinks, sample: Sample | undefined, within?: string): string {
   const rows = `(${scanRows(scan, ws, params, links, sample)}) AS r${within ? ` JOIN ${within} AS s ON s.profile = r.profile` : ''}`;

@@ -67,8 +67,13 @@ export async function rewriteStorage(path: string): Promise<StorageRewrite> {
   } finally {
     conn.closeSync();
     instance.closeSync();
-    if (rewritten) renameSync(copy, path);
-    else if (existsSync(copy)) rmSync(copy, { force: true });
-    rmSync(`${copy}.wal`, { force: true });
+    if (rewritten) {
+      renameSync(copy, path);
+      // Checkpointed and detached, the copy has no WAL; were there one, it is the file's.
+      if (existsSync(`${copy}.wal`)) renameSync(`${copy}.wal`, `${path}.wal`);
+    } else {
+      rmSync(copy, { force: true });
+      rmSync(`${copy}.wal`, { force: true });
+    }
   }
 }
