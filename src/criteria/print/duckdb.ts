@@ -267,24 +267,18 @@ function scanRows(scan: LeafScan, ws: string, params: Params, links: AnonymousLi
       if (inSample) where.push(payload.length > 0 ? then(inSample, payload.join(' AND ')) : inSample);
       else where.push(...payload);
       const conditions = where.join('\n      AND ');
-      // Most events carry their person; only the others need the visitor's link. With filters that
-      // parse the JSON the rows are filtered once, then split: JSON extraction is most of such a
-      // leaf's time (EXPLAIN ANALYZE at 100 M events). In one scan with the join DuckDB parsed more
-      // (power users 225 → 300 ms at 100 M).
-      if (parsesJson) {
-        return `WITH matched AS MATERIALIZED (SELECT e.person_key, e.visitor_key FROM events e
-    WHERE ${conditions})
-    SELECT m.person_key AS profile FROM matched m WHERE m.person_key IS NOT NULL
-    UNION ALL
-    SELECT coalesce(v.person_key, -m.visitor_key) AS profile
-    FROM matched m LEFT JOIN ${links.ref(w)} v ON v.visitor_key = m.visitor_key
-    WHERE m.person_key IS NULL`;
-      }
-      // Otherwise one scan, and only the rows without a person get a join key: two branches each
-      // read the name's time range (books 114–123 → 77–90 ms at 100 M, bench/RESULTS.md).
-      return `SELECT coalesce(e.person_key, v.person_key, -e.visitor_key) AS profile
-    FROM events e LEFT JOIN ${links.ref(w)} v ON v.visitor_key = CASE WHEN e.person_key IS NULL THEN e.visitor_key END
+      // Most events carry their person; only the others get a join key for the visitor's link (two
+      // branches, with and without a person, each read the name's time range: books 114–123 → 77–90 ms
+      // at 100 M, bench/RESULTS.md). Rows whose filters parse the JSON are filtered once into a
+      // materialized CTE first: with the join beside the JSON filters the leaf was slower (power
+      // users 222–226 → 297–311 ms at 100 M).
+      const profiles = (rows: string) => `SELECT coalesce(e.person_key, v.person_key, -e.visitor_key) AS profile
+    FROM ${rows} LEFT JOIN ${links.ref(w)} v ON v.visitor_key = CASE WHEN e.person_key IS NULL THEN e.visitor_key END`;
+      if (!parsesJson) return `${profiles('events e')}
     WHERE ${conditions}`;
+      return `WITH matched AS MATERIALIZED (SELECT e.person_key, e.visitor_key FROM events e
+    WHERE ${conditions})
+    ${profiles('matched e')}`;
     }
     case 'pageviews':
       where.push(`pv.workspace_id = ${w}`, ...rangeSql('pv.ts', scan.range, params));
