@@ -96,29 +96,60 @@ interface Sample {
 }
 const samples = new WeakMap<ControlSql, { at: number; sample: Promise<Sample> }>();
 
+/**
+ * pg_trgm's trigrams of a text: each word (a run of letters and digits) padded with two spaces before
+ * and one after. Only ASCII letters count here: a sample's counts steer the plan, never an answer.
+ */
+function indexGrams(text: string): Set<string> {
+  const grams = new Set<string>();
+  for (const word of text.match(/[a-z0-9]+/g) ?? []) {
+    const padded = `  ${word} `;
+    for (let i = 0; i + 3 <= padded.length; i++) grams.add(padded.slice(i, i + 3));
+  }
+  return grams;
+}
+
 /** Counts the texts holding each trigram once, not every trigram of every term against every text (2.7 ms a lookup for 16 trigrams). */
 function countGrams(texts: string[]): Sample {
   const holding = new Map<string, number>();
-  for (const text of texts) {
-    const grams = new Set<string>();
-    for (let i = 0; i + 3 <= text.length; i++) grams.add(text.slice(i, i + 3));
-    for (const g of grams) holding.set(g, (holding.get(g) ?? 0) + 1);
-  }
+  for (const text of texts) for (const g of indexGrams(text)) holding.set(g, (holding.get(g) ?? 0) + 1);
   return { size: texts.length, holding };
 }
 
+/** A piece of the term that pg_trgm reads as one trigram of its index, and that trigram. */
+interface TermGram {
+  piece: string;
+  gram: string;
+}
+
 /**
- * The term's three rarest trigrams of letters and digits (the only ones pg_trgm indexes) by a sample
- * of the persons, when the engine searches its trigram indexes by them (PostgreSQL) and the rarest
- * is rare; else null: all trigrams, as the LIKE of the whole term. Only the plan depends on the
- * sample (kept a minute per store; a stale one is as correct): the answer is checked on the term.
+ * The term's pieces of three characters that pg_trgm turns into exactly one trigram: three letters or
+ * digits, or a word's last two before the character that ends it in the term (`77@` is the trigram
+ * `77 ` of every word ending in 77). Not a word's start: its trigram `  x` holds every word from x.
+ */
+function termGrams(term: string): TermGram[] {
+  const grams: TermGram[] = [];
+  for (let i = 0; i + 3 <= term.length; i++) {
+    const piece = term.slice(i, i + 3);
+    if (/^[a-z0-9]{3}$/.test(piece)) grams.push({ piece, gram: piece });
+    // LIKE's wildcards and escape would not end the word; a letter outside ASCII is one to pg_trgm.
+    else if (/^[a-z0-9]{2}[^\p{L}\p{N}%_\\]$/u.test(piece)) grams.push({ piece, gram: `${piece.slice(0, 2)} ` });
+  }
+  return grams;
+}
+
+/**
+ * The pieces of the term with its three rarest trigrams (the only ones pg_trgm indexes: of letters and
+ * digits, padded at a word's end) by a sample of the persons, when the engine searches its trigram
+ * indexes by them (PostgreSQL) and the rarest is rare; else null: all trigrams, as the LIKE of the
+ * whole term. Only the plan depends on the sample (kept a minute per store; a stale one is as
+ * correct): the answer is checked on the term.
  */
 async function rareGrams(store: ControlSql, term: string): Promise<string[] | null> {
   const sql = store.dialect.personSample;
   if (!sql) return null;
-  const grams = [...new Set(Array.from({ length: Math.max(0, term.length - 2) }, (_, i) => term.slice(i, i + 3)))]
-    .filter((g) => /^[a-z0-9]{3}$/.test(g));
-  if (grams.length === 0) return null;
+  const pieces = termGrams(term);
+  if (pieces.length === 0) return null;
   let kept = samples.get(store);
   if (!kept || performance.now() - kept.at > SAMPLE_MS) {
     const sample = store.all(sql).then((rows) => countGrams(rows.map((r) => r.t as string)), (err: unknown) => {
@@ -131,11 +162,12 @@ async function rareGrams(store: ControlSql, term: string): Promise<string[] | nu
   const { size, holding } = await kept.sample;
   // Too few persons to tell rare from common (sparse keys, an empty store): all trigrams.
   if (size < MIN_SAMPLE) return null;
-  const hits = new Map(grams.map((g) => [g, holding.get(g) ?? 0]));
+  const hits = (g: TermGram) => holding.get(g.gram) ?? 0;
   // A common trigram beside rare ones only adds work to the index.
-  const rare = (g: string) => hits.get(g)! <= size * RARE_SHARE;
-  const rarest = grams.sort((a, b) => hits.get(a)! - hits.get(b)!).filter((g, i) => i === 0 || rare(g)).slice(0, 3);
-  return rare(rarest[0]!) ? rarest : null;
+  const rare = (g: TermGram) => hits(g) <= size * RARE_SHARE;
+  const byGram = new Map(pieces.map((g) => [g.gram, g]));
+  const rarest = [...byGram.values()].sort((a, b) => hits(a) - hits(b)).filter((g, i) => i === 0 || rare(g)).slice(0, 3);
+  return rare(rarest[0]!) ? rarest.map((g) => g.piece) : null;
 }
 
 /**
