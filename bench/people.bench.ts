@@ -6,8 +6,10 @@
 // customers (writeCustomers), with and without them.
 //   npx tsx bench/people.bench.ts [--persons 1000000] [--runs 25] [--before main]
 // The persons: external ids, emails on five domains, names; ~8 % pay (a customer each, Stripe-like
-// ids): half with a person of their own, 2 in 5 owned only through their (linked) visitor, 1 in 10
-// attributed to no person; a visitor per person.
+// ids): 4 in 10 with a person of their own, 4 in 10 owned only through their linked visitor (link
+// state linked: the service links a deferred customer in the unit of work that links its visitor),
+// 1 in 10 deferred on an anonymous visitor of its own, 1 in 10 attributed to no one; a visitor per
+// person.
 
 import { execFileSync } from 'node:child_process';
 import { mkdir, mkdtemp, rm } from 'node:fs/promises';
@@ -44,6 +46,7 @@ const load = () => loadavg().map((l) => l.toFixed(1)).join(' / ');
 const DOMAIN = "(ARRAY['example.com', 'gmail.com', 'acme.io', 'mail.org', 'corp.net'])[1 + g % 5]";
 const CUSTOMER = 'g % 12 = 0';
 const UNOWNED = 'g % 120 = 0';
+const DEFERRED = 'g % 120 = 60';
 
 interface Engine {
   name: string;
@@ -175,11 +178,12 @@ let t0 = performance.now();
 await duck.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at)
   SELECT $1, g, 'per_' || g, 'user_' || g, 'user' || g || '@' || ${DOMAIN}, 'Person ' || g, NULL, now(), now() FROM range(1, CAST($2 AS BIGINT) + 1) t(g)`, [WS, PERSONS]);
 await duck.run(`INSERT INTO visitors (workspace_id, visitor_key, visitor_id, person_key, first_seen_at, linked_at)
-  SELECT $1, g, 'v_' || g, g, now(), now() FROM range(1, CAST($2 AS BIGINT) + 1) t(g)`, [WS, PERSONS]);
+  SELECT $1, g, 'v_' || g, g, now(), now() FROM range(1, CAST($2 AS BIGINT) + 1) t(g)
+  UNION ALL SELECT $1, CAST($2 AS BIGINT) + g, 'v_' || (CAST($2 AS BIGINT) + g), NULL, now(), NULL FROM range(1, CAST($2 AS BIGINT) + 1) t(g) WHERE ${DEFERRED}`, [WS, PERSONS]);
 await duck.run(`INSERT INTO payment_customers (workspace_id, customer_id, email, person_key, visitor_key, link_state, updated_at)
   SELECT $1, 'cus_' || substr(md5(CAST(g AS VARCHAR)), 1, 14), CASE WHEN ${UNOWNED} THEN 'payer' || g || '@example.com' ELSE 'user' || g || '@' || ${DOMAIN} END,
-    CASE WHEN ${UNOWNED} OR g % 24 = 0 THEN NULL ELSE g END, CASE WHEN ${UNOWNED} THEN NULL ELSE g END,
-    CASE WHEN ${UNOWNED} THEN 'unmatched' WHEN g % 24 = 0 THEN 'deferred' ELSE 'linked' END, now()
+    CASE WHEN ${UNOWNED} OR ${DEFERRED} OR g % 24 = 0 THEN NULL ELSE g END, CASE WHEN ${UNOWNED} THEN NULL WHEN ${DEFERRED} THEN CAST($2 AS BIGINT) + g ELSE g END,
+    CASE WHEN ${UNOWNED} THEN 'unmatched' WHEN ${DEFERRED} THEN 'deferred' ELSE 'linked' END, now()
   FROM range(1, CAST($2 AS BIGINT) + 1) t(g) WHERE ${CUSTOMER}`, [WS, PERSONS]);
 log(`\nDuckDB: rows inserted in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
 t0 = performance.now();
@@ -235,11 +239,12 @@ t0 = performance.now();
 await postgres.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at)
   SELECT $1, g, 'per_' || g, 'user_' || g, 'user' || g || '@' || ${DOMAIN}, 'Person ' || g, NULL, now(), now() FROM generate_series(1, $2::int) g`, [WS, PERSONS]);
 await postgres.run(`INSERT INTO visitors (workspace_id, visitor_key, visitor_id, person_key, first_seen_at, linked_at)
-  SELECT $1, g, 'v_' || g, g, now(), now() FROM generate_series(1, $2::int) g`, [WS, PERSONS]);
+  SELECT $1, g, 'v_' || g, g, now(), now() FROM generate_series(1, $2::int) g
+  UNION ALL SELECT $1, $2::int + g, 'v_' || ($2::int + g), NULL, now(), NULL FROM generate_series(1, $2::int) g WHERE ${DEFERRED}`, [WS, PERSONS]);
 await postgres.run(`INSERT INTO payment_customers (workspace_id, customer_id, email, person_key, visitor_key, link_state, updated_at)
   SELECT $1, 'cus_' || substr(md5(CAST(g AS text)), 1, 14), CASE WHEN ${UNOWNED} THEN 'payer' || g || '@example.com' ELSE 'user' || g || '@' || ${DOMAIN} END,
-    CASE WHEN ${UNOWNED} OR g % 24 = 0 THEN NULL ELSE g END, CASE WHEN ${UNOWNED} THEN NULL ELSE g END,
-    CASE WHEN ${UNOWNED} THEN 'unmatched' WHEN g % 24 = 0 THEN 'deferred' ELSE 'linked' END, now()
+    CASE WHEN ${UNOWNED} OR ${DEFERRED} OR g % 24 = 0 THEN NULL ELSE g END, CASE WHEN ${UNOWNED} THEN NULL WHEN ${DEFERRED} THEN $2::int + g ELSE g END,
+    CASE WHEN ${UNOWNED} THEN 'unmatched' WHEN ${DEFERRED} THEN 'deferred' ELSE 'linked' END, now()
   FROM generate_series(1, $2::int) g WHERE ${CUSTOMER}`, [WS, PERSONS]);
 await postgres.run('VACUUM ANALYZE persons');
 await postgres.run('VACUUM ANALYZE visitors');
