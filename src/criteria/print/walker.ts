@@ -41,14 +41,19 @@ export function scanUses(plan: SetPlan, uses = new Map<string, number>()): Map<s
 /** Plans with more leaf uses than this print without restrictions (see SetPrinter): one CTE per set operation would grow too. */
 const RESTRICTED_MAX_LEAVES = 32;
 
+const PAYMENTS_TABLES = new Set<LeafScan['table']>(['payment_events', 'subscriptions', 'invoices']);
+const paymentsLeaf = (plan: SetPlan) => plan.kind === 'scan' && PAYMENTS_TABLES.has(plan.scan.table);
+
 /**
- * How selective a set operand is likely to be, lower first: a scan with filters on its rows, then
- * one bounded in time, then one counted per profile (its grouping is the costly part), then the rest.
- * The first operand of an intersection is computed alone and restricts the others.
+ * How selective a set operand is likely to be, lower first: a payments leaf (a few rows per paying
+ * customer, where page views and events have many per visitor), a scan with filters on its rows,
+ * then one bounded in time, then one counted per profile (its grouping is the costly part), then the
+ * rest. The first operand of an intersection is computed alone and restricts the others.
  */
 function selectivityRank(plan: SetPlan): number {
   if (plan.kind !== 'scan') return 3;
   const scan = plan.scan;
+  if (paymentsLeaf(plan)) return -1;
   if ('predicates' in scan) return scan.predicates.length > 0 ? 0 : 3;
   if ('anyOf' in scan && scan.anyOf.every((group) => group.length > 0)) return 0;
   if ('count' in scan && scan.count !== null) return 2;
@@ -66,8 +71,19 @@ function selectivityRank(plan: SetPlan): number {
  * grouping them, which is most of a leaf's time when the set is small (a not leaf of 1.7 M rows
  * against a few hundred profiles).
  */
+/** A set a leaf is evaluated within: its CTE's name, and the CTEs computed once from it. */
+export interface Within {
+  name: string;
+  /** Whether the set is a payments leaf's: its profiles are a few paying customers'. */
+  small: boolean;
+  /** A MATERIALIZED CTE of `sql` (which reads the set), one per set and `kind`, listed after the set: its name. */
+  derive(kind: string, sql: string): string;
+}
+
 export class SetPrinter {
   readonly ctes: string[] = [];
+  private readonly derived = new Set<string>();
+  private readonly small = new Set<string>();
   private readonly leafNames = new Map<string, string>();
   private readonly uses: Map<string, number>;
   private readonly restricts: boolean;
@@ -76,11 +92,11 @@ export class SetPrinter {
 
   /**
    * `leafSql` prints a leaf scan as a SELECT of distinct `profile` values, of those in the set
-   * named `within` (a CTE of `profile`) only when given.
+   * `within` (a CTE of `profile`) only when given.
    */
   constructor(
     plan: SetPlan,
-    private readonly leafSql: (scan: LeafScan, within?: string) => string,
+    private readonly leafSql: (scan: LeafScan, within?: Within) => string,
     private readonly ops: SetOperators,
     options: { restrict?: boolean } = {},
   ) {
@@ -102,7 +118,7 @@ export class SetPrinter {
       case 'intersect': {
         if (!this.restricts) return this.chain(plan.inputs, this.ops.intersect, within);
         const [first, ...rest] = [...plan.inputs].sort((a, b) => selectivityRank(a) - selectivityRank(b));
-        const driver = this.materialize(this.set(first!, within));
+        const driver = this.materialize(this.set(first!, within), paymentsLeaf(first!));
         return [`SELECT profile FROM ${driver}`, ...rest.map((p) => this.operand(p, driver))].join(`\n  ${this.ops.intersect} `);
       }
       case 'union':
@@ -110,15 +126,16 @@ export class SetPrinter {
       case 'except': {
         const minus: SetPlan = plan.minus.length === 1 ? plan.minus[0]! : { kind: 'union', inputs: plan.minus };
         if (!this.restricts) return `${this.operand(plan.input, within)}\n  ${this.ops.except} ${this.operand(minus)}`;
-        const input = this.materialize(this.set(plan.input, within));
+        const input = this.materialize(this.set(plan.input, within), paymentsLeaf(plan.input));
         return `SELECT profile FROM ${input}\n  ${this.ops.except} ${this.operand(minus, input)}`;
       }
     }
   }
 
-  /** A CTE of the set `sql`, computed once (its name). */
-  private materialize(sql: string): string {
+  /** A CTE of the set `sql`, computed once (its name); `small` when a payments leaf's. */
+  private materialize(sql: string, small: boolean): string {
     const name = `set_${this.sets++}`;
+    if (small) this.small.add(name);
     this.ctes.push(`${name} AS MATERIALIZED (\n  ${sql}\n)`);
     return name;
   }
@@ -142,7 +159,9 @@ export class SetPrinter {
   /** A leaf in place, or its CTE when the plan uses it more than once (never a restricted one: its rows differ per set). */
   private leaf(scan: LeafScan, within?: string): string {
     const key = scanKey(scan);
-    if (within !== undefined || this.uses.get(key) === 1) return `(\n  ${this.leafSql(scan, within)}\n) AS q${this.subqueries++}`;
+    if (within !== undefined || this.uses.get(key) === 1) {
+      return `(\n  ${this.leafSql(scan, within === undefined ? undefined : this.within(within))}\n) AS q${this.subqueries++}`;
+    }
     let name = this.leafNames.get(key);
     if (!name) {
       name = `leaf_${this.leafNames.size}`;
@@ -150,6 +169,21 @@ export class SetPrinter {
       this.ctes.push(`${name} AS (\n  ${this.leafSql(scan)}\n)`);
     }
     return name;
+  }
+
+  private within(name: string): Within {
+    return {
+      name,
+      small: this.small.has(name),
+      derive: (kind, sql) => {
+        const derived = `${name}_${kind}`;
+        if (!this.derived.has(derived)) {
+          this.derived.add(derived);
+          this.ctes.push(`${derived} AS MATERIALIZED (\n  ${sql}\n)`);
+        }
+        return derived;
+      },
+    };
   }
 
   /** The WITH list of the CTEs `first` (which the sets' CTEs may read), then the sets'. */
