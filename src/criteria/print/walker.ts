@@ -60,6 +60,15 @@ function selectivityRank(plan: SetPlan): number {
   return 'range' in scan && (scan.range.from || scan.range.to) ? 1 : 3;
 }
 
+/** A set a leaf is evaluated within: its CTE's name, and the CTEs computed once from it. */
+export interface Within {
+  name: string;
+  /** Whether the set is a payments leaf's: its profiles are a few paying customers'. */
+  small: boolean;
+  /** A MATERIALIZED CTE of `sql` (which reads the set), one per set and `kind`, listed after the set: its name. */
+  derive(kind: string, sql: string): string;
+}
+
 /**
  * Prints the set expression. A leaf scan used more than once becomes one CTE, computed once; a
  * leaf used once is a subquery in place (DuckDB binds a WITH list one CTE inside the next and
@@ -71,15 +80,6 @@ function selectivityRank(plan: SetPlan): number {
  * grouping them, which is most of a leaf's time when the set is small (a not leaf of 1.7 M rows
  * against a few hundred profiles).
  */
-/** A set a leaf is evaluated within: its CTE's name, and the CTEs computed once from it. */
-export interface Within {
-  name: string;
-  /** Whether the set is a payments leaf's: its profiles are a few paying customers'. */
-  small: boolean;
-  /** A MATERIALIZED CTE of `sql` (which reads the set), one per set and `kind`, listed after the set: its name. */
-  derive(kind: string, sql: string): string;
-}
-
 export class SetPrinter {
   readonly ctes: string[] = [];
   private readonly derived = new Set<string>();
