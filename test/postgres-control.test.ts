@@ -194,10 +194,11 @@ describe.skipIf(!POSTGRES_RUNNING)('PostgreSQL migrations', () => {
         'payment_objects', 'payments', 'persons', 'pgmigrations', 'processed_notifications', 'refunds', 'trait_definitions', 'visitors',
         'workspaces',
       ]);
-      // The people lookup's trigram indexes (003_people_lookup.sql).
+      // The people lookup's trigram indexes (003_people_lookup.sql; the customers without an owner's, 006).
       const trigram = await again.all("SELECT indexname AS name FROM pg_indexes WHERE schemaname = 'public' AND indexdef LIKE '%gin_trgm_ops%' ORDER BY indexname");
       expect(trigram.map((i) => i.name)).toEqual([
-        'payment_customers_email_trgm', 'payment_customers_id_trgm', 'persons_email_trgm', 'persons_external_id_trgm', 'persons_name_trgm',
+        'payment_customers_email_trgm', 'payment_customers_id_trgm', 'payment_customers_unowned_email_trgm', 'payment_customers_unowned_id_trgm',
+        'persons_email_trgm', 'persons_external_id_trgm', 'persons_name_trgm',
       ]);
       await again.close();
     } finally {

@@ -198,10 +198,10 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
   const personChecked = found.persons === null ? ''
     : `person_checked AS MATERIALIZED (SELECT p.person_key FROM ${found.persons.length === 0 ? 'persons p WHERE FALSE AND'
       : `${d.byKeys('persons', 'person_key', param(columnOf(found.persons)), '$1', 'person_key, email, external_id, name, search')} AS p WHERE`} ${personMatches}),`;
-  // A term that PostgreSQL's trigram indexes do not find rare walks the customers without an owner
-  // in page order (their index, 006_unowned_customers.sql) and stops at the page, as the persons do,
-  // instead of reading every customer whose email holds it (16,667 of them for `acme`, 43 ms).
-  const walk = d.personSample !== null && grams === null;
+  // PostgreSQL reads the customers without an owner through trigram indexes of their own
+  // (006_unowned_customers.sql), not every customer whose email holds the term (16,667 of them for
+  // `acme`, 43 ms, for a page that held none); the matches by id apart (the owners they give).
+  const unownedApart = d.personSample !== null;
   const customerMatches = `(${has('c.customer_id')} OR ${has('c.email')})`;
   const customersFrom = found.customers === null ? 'payment_customers c WHERE c.workspace_id = $1 AND'
     : found.customers.length === 0 ? 'payment_customers c WHERE FALSE AND'
@@ -214,11 +214,10 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
     persons_hit AS (SELECT person_key FROM person_matches ORDER BY person_key LIMIT $4)`;
   const page = await store.all(`WITH
     -- The matching customers, read once (on DuckDB its index's candidates by their ids, or one scan
-    -- of the customers; on PostgreSQL, for a common term, those matching by id only). Each side's
-    -- first page only. On PostgreSQL a common term walks the persons and the customers without an
-    -- owner in page order and stops, a rare one reads its index matches; a customer's visitor is
-    -- read for the matches only.
-    matched AS MATERIALIZED (${walk
+    -- of the customers; on PostgreSQL those matching by id only). Each side's first page only. On
+    -- PostgreSQL a common term walks the persons in key order and stops, a rare one reads its index
+    -- matches; a customer's visitor is read for the matches only.
+    matched AS MATERIALIZED (${unownedApart
       ? `SELECT c.customer_id, c.person_key, c.visitor_key, TRUE AS by_id FROM payment_customers c WHERE c.workspace_id = $1 AND ${has('c.customer_id')}`
       : `SELECT c.customer_id, c.email, c.person_key, c.visitor_key, c.link_state, ${has('c.customer_id')} AS by_id FROM ${customersFrom} ${customerMatches}`}
     ),
@@ -227,7 +226,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
     -- the others' visitors are read.
     unowned_hit AS (
       SELECT c.customer_id, c.email, c.visitor_key, c.link_state
-      FROM ${walk ? `payment_customers c WHERE c.workspace_id = $1 AND ${customerMatches} AND` : 'matched c WHERE'}
+      FROM ${unownedApart ? `payment_customers c WHERE c.workspace_id = $1 AND ${customerMatches} AND` : 'matched c WHERE'}
         c.person_key IS NULL AND c.link_state <> 'linked' AND 'c' || c.customer_id > $3
         AND NOT EXISTS (SELECT 1 FROM visitors v WHERE v.workspace_id = $1 AND v.visitor_key = c.visitor_key AND v.person_key IS NOT NULL)
       ORDER BY 'c' || c.customer_id LIMIT $4
