@@ -213,6 +213,19 @@ function linkedVisitors(w: string): string {
 }
 
 /**
+ * Whether a leaf within `within` reads only the set's visitors' rows (visitorsOf), whose profiles are
+ * all in the set: a page-view leaf, where those visitors are most of what it would look up, within a
+ * payments leaf's few profiles or over every page view of the workspace. Filtered page views within a
+ * large set cost more that way (signed up in 90 days, minus from google: 148 → 196 ms at 100 M,
+ * bench/RESULTS.md).
+ */
+function readsBySet(scan: LeafScan, within: Within): boolean {
+  if (scan.table !== 'pageviews') return false;
+  const unfiltered = scan.anyOf.some((group) => group.length === 0);
+  return within.small || (unfiltered && !scan.range.from && !scan.range.to);
+}
+
+/**
  * The visitors of the profiles of the set `within`, with their persons: the linked visitors of its
  * persons, and the anonymous visitors that are its negative profiles (a leaf gives a visitor's
  * negative key only while it is not linked). A restricted page-view leaf reads only their page views
@@ -220,7 +233,7 @@ function linkedVisitors(w: string): string {
  * bench/RESULTS.md).
  */
 function visitorsOf(within: Within, w: string): string {
-  // Materialized: inline, the same statement took 15–20 ms more wall at the same CPU.
+  // Materialized: inline, invoice ∩ google took 98–123 ms against 84–89 as a CTE, at the same CPU.
   return within.derive('visitors', `SELECT visitor_key, person_key FROM visitors WHERE workspace_id = ${w} AND person_key IN (SELECT profile FROM ${within.name})
     UNION ALL SELECT -profile, NULL FROM ${within.name} WHERE profile < 0`);
 }
@@ -293,20 +306,13 @@ function scanRows(scan: LeafScan, ws: string, params: Params, links: AnonymousLi
     WHERE ${conditions})
     ${profiles('matched e')}`;
     }
-    case 'pageviews': {
-      const range = rangeSql('pv.ts', scan.range, params);
-      const filters = anyOfSql(scan.anyOf, (group) =>
-        group.map((p) => predicateSql(columnTarget('pv', p.field, PAGEVIEW_FIELDS), p, params)).join(' AND '));
-      where.push(`pv.workspace_id = ${w}`, ...range, ...filters);
-      // Within a set, only its visitors' page views are read, where they are most of what the leaf
-      // would look up: a payments leaf's few profiles, or every page view of the workspace. Filtered
-      // rows within a large set cost more that way (signed up in 90 days, minus from google: 148 →
-      // 196 ms at 100 M, bench/RESULTS.md).
-      const bySet = within && (within.small || range.length + filters.length === 0);
+    case 'pageviews':
+      where.push(`pv.workspace_id = ${w}`, ...rangeSql('pv.ts', scan.range, params));
+      where.push(...anyOfSql(scan.anyOf, (group) =>
+        group.map((p) => predicateSql(columnTarget('pv', p.field, PAGEVIEW_FIELDS), p, params)).join(' AND ')));
       return `SELECT coalesce(v.person_key, -pv.visitor_key) AS profile
-    FROM pageviews pv ${bySet ? `JOIN ${visitorsOf(within, w)}` : `LEFT JOIN ${linkedVisitors(w)}`} v ON v.visitor_key = pv.visitor_key
+    FROM pageviews pv ${within && readsBySet(scan, within) ? `JOIN ${visitorsOf(within, w)}` : `LEFT JOIN ${linkedVisitors(w)}`} v ON v.visitor_key = pv.visitor_key
     WHERE ${where.join('\n      AND ')}`;
-    }
     case 'payment_events':
       where.push(`x.workspace_id = ${w}`, `x.kind = ${params.add(scan.kind)}`, ...rangeSql('x.ts', scan.range, params));
       return customerRows('payment_events', w, where);
@@ -343,7 +349,10 @@ function customerRows(table: string, w: string, where: string[]): string {
  * (bench/RESULTS.md).
  */
 function leafSql(scan: LeafScan, ws: string, params: Params, links: AnonymousLinks, sample: Sample | undefined, within?: Within): string {
-  const rows = `(${scanRows(scan, ws, params, links, sample, within)}) AS r${within ? ` JOIN ${within.name} AS s ON s.profile = r.profile` : ''}`;
+  // Rows read by the set's visitors are of its profiles already: joined again, AI visitors ∩ 3+ page
+  // views took 94–96 ms against 87–91 at 100 M.
+  const joined = within && !readsBySet(scan, within);
+  const rows = `(${scanRows(scan, ws, params, links, sample, within)}) AS r${joined ? ` JOIN ${within.name} AS s ON s.profile = r.profile` : ''}`;
   const where = `r.profile IS NOT NULL${sample ? ` AND ${sampled('r.profile', sample)}` : ''}`;
   const count = 'count' in scan ? scan.count : null;
   if (!count) return `SELECT DISTINCT r.profile AS profile FROM ${rows} WHERE ${where}`;

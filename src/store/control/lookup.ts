@@ -198,10 +198,10 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
   const personChecked = found.persons === null ? ''
     : `person_checked AS MATERIALIZED (SELECT p.person_key FROM ${found.persons.length === 0 ? 'persons p WHERE FALSE AND'
       : `${d.byKeys('persons', 'person_key', param(columnOf(found.persons)), '$1', 'person_key, email, external_id, name, search')} AS p WHERE`} ${personMatches}),`;
-  // PostgreSQL reads the customers without an owner through trigram indexes of their own
-  // (006_unowned_customers.sql), not every customer whose email holds the term (16,667 of them for
-  // `acme`, 43 ms, for a page that held none); the matches by id apart (the owners they give).
-  const unownedApart = d.personSample !== null;
+  // Where the customers without an owner have trigram indexes of their own, they are read by them,
+  // not every customer whose email holds the term (16,667 of them for `acme`, 43 ms, for a page that
+  // held none); the matches by id apart (the owners they give).
+  const unownedApart = d.unownedCustomersIndexed;
   const customerMatches = `(${has('c.customer_id')} OR ${has('c.email')})`;
   const customersFrom = found.customers === null ? 'payment_customers c WHERE c.workspace_id = $1 AND'
     : found.customers.length === 0 ? 'payment_customers c WHERE FALSE AND'

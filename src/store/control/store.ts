@@ -58,6 +58,11 @@ export interface ControlDialect {
   /** The customers' trigram index where the persons have one (DuckDB); null elsewhere. */
   customerGrams: CustomerGrams | null;
   /**
+   * Whether the customers without an owner (no person, not `linked`) have trigram indexes of their
+   * own (PostgreSQL, 006_unowned_customers.sql), which the people lookup reads them by.
+   */
+  unownedCustomersIndexed: boolean;
+  /**
    * The rows (`columns`) of `table` in workspace `ws` whose `key` is one of the key column `keys`
    * (integers, or texts with `type` text),
    * as a parenthesized subquery: on DuckDB found by the keys first (its index on them, or a scan of

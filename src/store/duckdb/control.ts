@@ -29,6 +29,7 @@ export const duckdbDialect: ControlDialect = {
   personSearch,
   personGrams,
   customerGrams,
+  unownedCustomersIndexed: false,
   personSample: null,
   // No filter moves past a LIMIT: the workspace is checked on the rows the keys found.
   byKeys: (table, key, keys, ws, columns, type = 'bigint') => `(SELECT ${columns} FROM (

@@ -33,6 +33,8 @@ export interface StorageRewrite {
  * makes the attach fail (DuckDB's lock), as it would the service's start.
  */
 export async function rewriteStorage(path: string): Promise<StorageRewrite> {
+  // A write-ahead log left beside the file would be replayed onto the copy once it is in its place.
+  if (existsSync(`${path}.wal`)) throw new Error(`${path} has a write-ahead log: open and close it once (audiences migrate) before its storage is rewritten`);
   const copy = `${path}.rewrite`;
   const instance = await DuckDBInstance.create(':memory:');
   const conn = await instance.connect();

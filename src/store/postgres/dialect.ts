@@ -36,6 +36,7 @@ export const postgresDialect: ControlDialect = {
   personSearch: null,
   personGrams: null,
   customerGrams: null,
+  unownedCustomersIndexed: true,
   // Persons at 2,000 random keys (the primary key's range): a sample of rows, where TABLESAMPLE
   // SYSTEM's pages hold neighbours (keys in a row, often alike: `user777700`…`user777770`).
   personSample: `SELECT concat_ws(chr(10), lower(email), lower(external_id), lower(name)) AS t FROM persons
