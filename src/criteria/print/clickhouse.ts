@@ -3,13 +3,13 @@
 // for the engine:
 // - no set operators over per-leaf subqueries (DuckDB's form): ClickHouse runs a CTE again at each
 //   reference, and hundreds of leaf subqueries pass its plan limits (query_plan_max_optimizations_to_apply
-//   at 999 leaves; 400 leaves used twice took 32 s on chDB). Each table is read once for all its
-//   leaves (countIf per leaf), and the plan is a boolean formula over the leaves a profile is in
-//   (walker.ts planFormula): 0.5 s for 999 leaves, 0.3 s for 400 used twice;
+//   at 999 leaves) or run for long (bench/RESULTS.md, "ClickHouse beside DuckDB"). Each table is read
+//   once for all its leaves (countIf per leaf), and the plan is a boolean formula over the leaves a
+//   profile is in (walker.ts planFormula);
 // - a LEFT JOIN miss gives 0 (not NULL) unless join_use_nulls = 1: profile expressions read a key
 //   as "none" whether it is 0 or NULL, so they hold under either setting;
 // - current state (persons, customers, subscriptions, invoices, payment events) is the row of
-//   highest version per key, read with FINAL (exact whatever the merge state, and 14× faster than
+//   highest version per key, read with FINAL (exact whatever the merge state, and faster than
 //   argMax per key); visitor links come from the links dictionary plus the links past its cut;
 // - payload predicates read the native JSON column's typed subcolumns (`.:String`, `.:Int64`…),
 //   never JSONExtract, which converts ("12" would equal 12); trait predicates read the persons'
@@ -177,7 +177,7 @@ function rangeSql(column: string, range: TimeRange, params: Params): string[] {
 /**
  * The current row of each key of a state table: the row of its highest version, by FINAL (the
  * table's sort key is the workspace and the key), which merges the versions at read time whatever
- * the merge state. Measured at 1.6 M visitor rows: 30 ms, against 430 ms for argMax per key.
+ * the merge state, and much faster than argMax per key (bench/RESULTS.md, "ClickHouse beside DuckDB").
  */
 function current(table: string, key: string, columns: string[], w: string, params: Params): string {
   return `(SELECT ${key}, ${columns.map(quote).join(', ')} FROM ${params.table(table)} FINAL WHERE workspace_id = ${w})`;
@@ -195,8 +195,8 @@ const recentLinks = (w: string, params: Params) => `(SELECT visitor_key, argMax(
 
 /**
  * A row's owner as one Int64: its person's key, else minus its visitor's (0: neither). Grouping by
- * one Int64 instead of the (person, visitor) pair measured 3× faster at 100 M events; only the
- * negative owners (anonymous rows) then need their visitor's link looked up.
+ * one Int64 is faster than by the (person, visitor) pair (bench/RESULTS.md, "ClickHouse beside
+ * DuckDB"); only the negative owners (anonymous rows) then need their visitor's link looked up.
  */
 const owner = (person: string, visitor: string) => `if(${person} != 0, ${person}, -${visitor})`;
 
@@ -419,7 +419,7 @@ function breakdownValues(breakdown: Breakdown, set: string, w: string, params: P
   switch (breakdown.kind) {
     case 'first_touch_channel':
       // The page views of the audience's visitors only: an anonymous profile's own, and those linked
-      // to its persons now (every profile's first touch took 0.3–1.3 s at 2 M page views). The set
+      // to its persons now (finding every profile's first touch grew with the workspace). The set
       // is read again for them (a CTE is not kept between its uses).
       return `SELECT x.profile AS profile, argMin(pv.channel_category, pv.ts) AS value
     FROM ${params.table('pageviews')} AS pv
@@ -477,7 +477,7 @@ function revenueGroups(report: ReportPlan, w: string, payers: string, params: Pa
     : `argMaxIf(tuple(x.value), tuple(x.channel_category != 'Direct', x.ts, x.pageview_id), ${counts}).1`;
   const profile = 'if(person_key != 0, person_key, -visitor_key)';
   // The page views of the payers' profiles with their profile. Only LEFT joins: ClickHouse's join
-  // reordering turned inner joins of page views, visitors and payers into a cross product (> 100 s at 10 M events).
+  // reordering turned inner joins of page views, visitors and payers into a cross product (bench/RESULTS.md, "Revenue report").
   const pageviews = `SELECT ifNull(v.profile, 0) AS profile, pv.ts AS ts, pv.pageview_id AS pageview_id, pv.channel_category AS channel_category,
           ${column} AS value, 1 AS matched
         FROM ${params.table('pageviews')} AS pv

@@ -216,8 +216,7 @@ function linkedVisitors(w: string): string {
  * Whether a leaf within `within` reads only the set's visitors' rows (visitorsOf), whose profiles are
  * all in the set: a page-view leaf, where those visitors are most of what it would look up, within a
  * payments leaf's few profiles or over every page view of the workspace. Filtered page views within a
- * large set cost more that way (signed up in 90 days, minus from google: 148 → 196 ms at 100 M,
- * bench/RESULTS.md).
+ * large set cost more that way (bench/RESULTS.md, "100 M events").
  */
 function readsBySet(scan: LeafScan, within: Within): boolean {
   if (scan.table !== 'pageviews') return false;
@@ -229,21 +228,20 @@ function readsBySet(scan: LeafScan, within: Within): boolean {
  * The visitors of the profiles of the set `within`, with their persons: the linked visitors of its
  * persons, and the anonymous visitors that are its negative profiles (a leaf gives a visitor's
  * negative key only while it is not linked). A restricted page-view leaf reads only their page views
- * instead of looking up every page view's visitor (invoice ∩ google at 100 M: 116–121 → 88 ms,
- * bench/RESULTS.md).
+ * instead of looking up every page view's visitor (bench/RESULTS.md, "100 M events").
  */
 function visitorsOf(within: Within, w: string): string {
-  // Materialized: inline, invoice ∩ google took 98–123 ms against 84–89 as a CTE, at the same CPU.
+  // Materialized: inline in the join it was slower at the same CPU (bench/RESULTS.md, "100 M events").
   return within.derive('visitors', `SELECT visitor_key, person_key FROM visitors WHERE workspace_id = ${w} AND person_key IN (SELECT profile FROM ${within.name})
     UNION ALL SELECT -profile, NULL FROM ${within.name} WHERE profile < 0`);
 }
 
 /**
  * The linked visitors an event without a person can belong to: those with such events (marked at
- * ingest and import). Most linked visitors have none, and hashing all of them was half of an event
- * leaf's time at 100 M events (bench/RESULTS.md). A statement's event leaves all read them as one
- * CTE, which DuckDB computes once when more than one leaf reads it (each scanned the visitors
- * again: power users, three event leaves, 221 → 203 ms at 100 M) and inlines for one.
+ * ingest and import). Most linked visitors have none, and hashing all of them was much of an event
+ * leaf's time (bench/RESULTS.md, "100 M events"). A statement's event leaves all read them as one
+ * CTE, which DuckDB computes once when more than one leaf reads it (each leaf scanned the visitors
+ * again) and inlines for one.
  */
 class AnonymousLinks {
   private cte: string | null = null;
@@ -263,7 +261,7 @@ class AnonymousLinks {
 /**
  * Whether profile `profile` (an expression) is in the sample. The sample's integers are the
  * service's own, printed as UBIGINT literals: bound INTEGER parameters made DuckDB compute the
- * modulo in HUGEINT, which took a 10 M-event scan from 12 to 150 ms.
+ * modulo in HUGEINT, many times slower (bench/RESULTS.md, "Breakdowns, sampled counts and overlaps").
  */
 function sampled(profile: string, sample: Sample): string {
   const [salt, modulus, keep] = [sample.salt, sample.modulus, sample.keep].map((n) => {
@@ -294,10 +292,9 @@ function scanRows(scan: LeafScan, ws: string, params: Params, links: AnonymousLi
       else where.push(...payload);
       const conditions = where.join('\n      AND ');
       // Most events carry their person; only the others get a join key for the visitor's link (two
-      // branches, with and without a person, each read the name's time range: books 114–123 → 77–90 ms
-      // at 100 M, bench/RESULTS.md). Rows whose filters parse the JSON are filtered once into a
-      // materialized CTE first: with the join beside the JSON filters the leaf was slower (power
-      // users 222–226 → 297–311 ms at 100 M).
+      // branches, with and without a person, each read the name's time range, and were slower). Rows
+      // whose filters parse the JSON are filtered once into a materialized CTE first: with the join
+      // beside the JSON filters the leaf was slower (both: bench/RESULTS.md, "100 M events").
       const profiles = (rows: string) => `SELECT coalesce(e.person_key, v.person_key, -e.visitor_key) AS profile
     FROM ${rows} LEFT JOIN ${links.ref(w)} v ON v.visitor_key = CASE WHEN e.person_key IS NULL THEN e.visitor_key END`;
       if (!parsesJson) return `${profiles('events e')}
@@ -344,13 +341,12 @@ function customerRows(table: string, w: string, where: string[]): string {
 
 /**
  * A leaf's distinct profiles (or those counted enough), of the set `within` only when given. The
- * set is distinct (a leaf's profiles or a set operation's), so it is joined: with `IN (SELECT …)`
- * a counted leaf of 2.27 M rows against 76 k profiles took 100–114 ms, joined 74–82
- * (bench/RESULTS.md).
+ * set is distinct (a leaf's profiles or a set operation's), so it is joined, which is faster than
+ * `IN (SELECT …)` (bench/RESULTS.md, "100 M events").
  */
 function leafSql(scan: LeafScan, ws: string, params: Params, links: AnonymousLinks, sample: Sample | undefined, within?: Within): string {
-  // Rows read by the set's visitors are of its profiles already: joined again, AI visitors ∩ 3+ page
-  // views took 94–96 ms against 87–91 at 100 M.
+  // Rows read by the set's visitors are of its profiles already, and joining them to it again was
+  // slower (bench/RESULTS.md, "100 M events").
   const joined = within && !readsBySet(scan, within);
   const rows = `(${scanRows(scan, ws, params, links, sample, within)}) AS r${joined ? ` JOIN ${within.name} AS s ON s.profile = r.profile` : ''}`;
   const where = `r.profile IS NOT NULL${sample ? ` AND ${sampled('r.profile', sample)}` : ''}`;
@@ -389,7 +385,7 @@ function breakdownValue(breakdown: Breakdown, w: string, params: Params): { join
   switch (breakdown.kind) {
     case 'first_touch_channel':
       // The page views of the audience's visitors only: an anonymous profile's own, and those
-      // linked to its persons now (finding every profile's first touch took 0.6–1.4 s at 2 M page views, a loaded machine).
+      // linked to its persons now (finding every profile's first touch grew with the workspace, not the audience).
       return {
         join: `LEFT JOIN (SELECT x.profile, arg_min(pv.channel_category, pv.ts) AS category
     FROM (SELECT -profile AS visitor_key, profile FROM audience WHERE profile < 0
