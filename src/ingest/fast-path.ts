@@ -1,8 +1,8 @@
 // Hand-compiled checks of the hot ingest bodies (events and page views), beside their zod schemas
 // (schemas.ts), which stay the definition: a body these checks accept gets exactly the value zod
 // would give it; anything they do not accept (every invalid body, and the rare valid shapes they
-// leave out) goes to zod, which answers it or words its errors. zod took 3.3–4.1 µs an event of
-// CPU, a third of it in garbage collection, against 0.4 here (serial probe, bench batches).
+// leave out) goes to zod, which answers it or words its errors. zod cost far more CPU an event
+// than these checks, much of it in garbage collection (bench/RESULTS.md, "Ingest over HTTP").
 
 import { isPageUrl } from './channels.js';
 import { eventSizeFault, payloadFault, traitsFault } from './limits.js';

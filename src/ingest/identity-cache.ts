@@ -13,10 +13,9 @@ import type { PersonRecord, VisitorRecord } from '../store/control/people.js';
 import type { ControlStore } from '../store/control/store.js';
 
 /**
- * Entries kept over every workspace (each identifier of a person, and each visitor, is one).
- * Measured: ~165 bytes an entry with short ids (u_123, v_123_0), ~340 with 256-character ids and
- * ~530 with 256 two-byte characters: 165 MB full, 530 MB at worst. Half as many made the
- * benchmark's 100,000 users with 3 visitors each miss the cache, costing ~15 % of ingest.
+ * Entries kept over every workspace (each identifier of a person, and each visitor, is one): the
+ * ingest benchmark's 100,000 users with 3 visitors each fit, half as many made them miss the
+ * cache, and the memory stays bounded (bench/RESULTS.md, "Ingest after the isolation limits").
  */
 export const IDENTITY_CACHE_ENTRIES = 1_000_000;
 
@@ -40,7 +39,7 @@ export class IdentityCache {
   private readonly workspaces = new Map<string, WorkspaceIndexes>();
   private count = 0;
   // A linked list keeps the use order over every workspace: moving a used entry is a few pointer
-  // writes, where deleting and re-inserting a Map key (its insertion order) cost about 1 µs.
+  // writes, cheaper than deleting and re-inserting a Map key (its insertion order).
   private oldest: Entry | null = null;
   private newest: Entry | null = null;
 

@@ -1,7 +1,7 @@
 // Which identifiers a workspace may hold, so that an identifier proven new needs no lookup. A
 // lookup of ids missing from the identity cache is a scan of the whole table on DuckDB (a semi join
-// of a list does not probe its index): 8.5 ms per 500 new visitors at 140 k visitors, growing with
-// the table. New anonymous visitors arrive all the time, so that was the cost that grew with data.
+// of a list does not probe its index), growing with the table (bench/RESULTS.md, "Ingest over
+// HTTP"). New anonymous visitors arrive all the time, so that was the cost that grew with data.
 //
 // Per workspace and kind of identifier, a Bloom filter holds every id of its committed rows plus
 // every id a batch inserted since (added when the batch writes it, committed or not): no false
