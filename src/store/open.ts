@@ -58,7 +58,7 @@ async function openShared(options: StoresOptions, url: string): Promise<Stores> 
     throw new StoreUnavailable('DATABASE_URL (PostgreSQL control state, shared by API nodes) needs ANALYTICS_STORE=clickhouse: DuckDB analytics is one process\'s file');
   }
   // Loaded when configured: the default (DuckDB) needs neither engine's client, and loading them
-  // cost each start of the command line about 0.4 s.
+  // slowed each start of the command line (bench/RESULTS.md, "Command line start").
   const { PostgresControl } = await import('./postgres/control.js');
   const control = await PostgresControl.open({ url }).catch((err: unknown) => {
     throw unavailable('PostgreSQL', err);

@@ -314,7 +314,7 @@ ENGINE = Distributed(${quote(options.cluster)}, ${db}, ${quote(stored)}, cityHas
 
 /**
  * The links dictionary: loaded from the (Distributed, on a cluster) visitors table, so every node
- * holds every link it may be asked for (~35 bytes a link); reloaded in the background every one to
+ * holds every link it may be asked for (its size: bench/RESULTS.md); reloaded in the background every one to
  * two minutes, which moves its cut forward.
  */
 function visitorLinksDictionary(db: string, onCluster: string, lagSeconds: number, login: { username?: string; password?: string }): string {

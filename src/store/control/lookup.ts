@@ -42,8 +42,7 @@ const COMMON_GRAM = 20_000;
 const MAX_CANDIDATES = 2_000;
 /**
  * The customers' threshold of COMMON_GRAM: intersecting their text keys costs more than the
- * persons' integers, and scanning them less (16,600 rows under `acm` took 90–150 ms to intersect
- * against 25 ms for a scan of 83,000 customers, at load 7–10).
+ * persons' integers, and scanning them less (bench/RESULTS.md, "People lookup").
  */
 const COMMON_CUSTOMER_GRAM = 2_000;
 
@@ -109,7 +108,7 @@ function indexGrams(text: string): Set<string> {
   return grams;
 }
 
-/** Counts the texts holding each trigram once, not every trigram of every term against every text (2.7 ms a lookup for 16 trigrams). */
+/** Counts the texts holding each trigram once, not every trigram of every term against every text (which cost each lookup). */
 function countGrams(texts: string[]): Sample {
   const holding = new Map<string, number>();
   for (const text of texts) for (const g of indexGrams(text)) holding.set(g, (holding.get(g) ?? 0) + 1);
@@ -199,8 +198,8 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
     : `person_checked AS MATERIALIZED (SELECT p.person_key FROM ${found.persons.length === 0 ? 'persons p WHERE FALSE AND'
       : `${d.byKeys('persons', 'person_key', param(columnOf(found.persons)), '$1', 'person_key, email, external_id, name, search')} AS p WHERE`} ${personMatches}),`;
   // Where the customers without an owner have trigram indexes of their own, they are read by them,
-  // not every customer whose email holds the term (16,667 of them for `acme`, 43 ms, for a page that
-  // held none); the matches by id apart (the owners they give).
+  // not every customer whose email holds the term (for a page that may hold none); the matches by
+  // id apart (the owners they give).
   const unownedApart = d.unownedCustomersIndexed;
   const customerMatches = `(${has('c.customer_id')} OR ${has('c.email')})`;
   const customersFrom = found.customers === null ? 'payment_customers c WHERE c.workspace_id = $1 AND'
@@ -208,7 +207,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
       : `${d.byKeys('payment_customers', 'customer_id', param(columnOf(found.customers)), '$1',
         'customer_id, email, person_key, visitor_key, link_state', 'text')} AS c WHERE`;
   // A rare term's matches are all read first: PostgreSQL, misjudging how many the trigrams and
-  // strpos() keep, walked a million persons in key order for the first 51 (3.8 s, bench/RESULTS.md).
+  // strpos() keep, walked a million persons in key order for the first 51 (bench/RESULTS.md, "People lookup").
   const personSide = grams === null ? `persons_hit AS (${personsHit} ORDER BY person_key LIMIT $4)`
     : `person_matches AS MATERIALIZED (${personsHit}),
     persons_hit AS (SELECT person_key FROM person_matches ORDER BY person_key LIMIT $4)`;

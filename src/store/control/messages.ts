@@ -22,9 +22,9 @@ export class MessageIdSeen extends Error {
 
 /**
  * Records message ids (distinct) that the caller expects to be new, with a plain insert: on DuckDB
- * a third of the CPU of claimMessageIds' ON CONFLICT (1.3 against 3.9 µs an id beside 1 M
- * sequential ids, 2.5 against 13 with random UUIDs). One seen before fails the statement and with
- * it the transaction (MessageIdSeen): the caller rolls back and claims with claimMessageIds.
+ * far less CPU than claimMessageIds' ON CONFLICT (bench/RESULTS.md, "Ingest over HTTP"). One seen
+ * before fails the statement and with it the transaction (MessageIdSeen): the caller rolls back and
+ * claims with claimMessageIds.
  */
 export async function insertNewMessageIds(tx: ControlTx, ws: string, messageIds: string[]): Promise<void> {
   if (messageIds.length === 0) return;

@@ -78,8 +78,8 @@ const malformed = (what: string) => new Error(`unexpected CSV from COPY: ${what}
 /**
  * Fills columns from CSV bytes fed in chunks of any size, writing a record batch each `batchRows`
  * rows. One loop over local variables, a field at a time: most fields are a few bytes (or none), so
- * what each field costs besides its bytes decides the speed (with a method call per field it took
- * 15 % longer, bench/RESULTS.md).
+ * what each field costs besides its bytes decides the speed (a method call per field was slower,
+ * bench/RESULTS.md, "Member exports over HTTP").
  */
 class Transcoder {
   private readonly schema: Schema;

@@ -3,8 +3,7 @@
 // typed arrays and copied in with one native call per column and chunk, a constant column (the
 // workspace) references one value; text of at most 12 ASCII characters is copied in the same way
 // (DuckDB keeps such strings inline), only longer text takes a call per value. The appender's call
-// per value and per row cost twice as much: 2.0–2.2 against 1.2 µs of CPU an event row (scratch
-// benchmark, 5,000 rows of the events table).
+// per value and per row cost more (bench/RESULTS.md, "Ingest over HTTP").
 
 import duckdb from '@duckdb/node-bindings';
 import { type DuckDBConnection, DuckDBDataChunk } from '@duckdb/node-api';
@@ -57,8 +56,8 @@ const INLINE_BYTES = 12;
 
 /**
  * Writes `v` as the inline string at `i` when it is at most 12 ASCII characters (its UTF-8 bytes
- * are its characters); false otherwise. A native call per value cost ~0.3 µs; most ids, names and
- * short values fit.
+ * are its characters); false otherwise. A native call per value costs more (bench/RESULTS.md,
+ * "Ingest over HTTP"); most ids, names and short values fit.
  */
 function putInline(bytes: Uint8Array, lengths: Uint32Array, i: number, v: string): boolean {
   const length = v.length;

@@ -1,7 +1,7 @@
 // A whole column bound as one parameter: the JSON array text of its values, unpacked in SQL with
 // `unnest(texts('$2'))` or `unnest(keys('$2'))`. A statement's cost then stays flat in the batch
 // size, and the values cross into DuckDB as one string: binding LIST parameters converted each
-// element in JS, the largest item of ingest's profile (~0.8 s of JS in a 225 k-event run).
+// element in JS, the largest item of ingest's profile (bench/RESULTS.md, "Ingest over HTTP").
 
 import { stringifyWellFormed } from '../../well-formed.js';
 

@@ -149,10 +149,10 @@ export interface StoreOptions {
 
 /**
  * Every call into DuckDB holds a thread of libuv's pool (UV_THREADPOOL_SIZE, 4 unless set) until it
- * returns. Estimates on all four made each ingest statement wait for one: a batch took 1 – 2 s at
- * p50 with 50 – 200 compiles in flight, 0.1 – 0.3 s on two (bench/estimates-ingest.bench.ts). So
- * estimates leave two threads for the writer and the other reads, and use no more connections than
- * there are cores: each query is already parallel inside DuckDB.
+ * returns. Estimates on all four made each ingest statement wait for one, several times longer
+ * than on two (bench/RESULTS.md, "Estimates beside ingest"). So estimates leave two threads for the
+ * writer and the other reads, and use no more connections than there are cores: each query is
+ * already parallel inside DuckDB.
  */
 export const DEFAULT_ESTIMATE_CONNECTIONS = Math.max(1, Math.min(availableParallelism(), (Number(process.env.UV_THREADPOOL_SIZE) || 4) - 2));
 
@@ -178,12 +178,11 @@ export class Store {
   static async open(path: string, options: StoreOptions = {}): Promise<Store> {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     // A checkpoint runs inside the commit that fills the WAL past the threshold and stalls ingest
-    // for its length; at DuckDB's 16 MB default that was every ~50 k events (ingest 47 k → 55 k
-    // events/s at 256 MB, bench/RESULTS.md). A crash replays at most this much WAL on restart.
+    // for its length, often at DuckDB's 16 MB default (bench/RESULTS.md, "Ingest over HTTP"). A
+    // crash replays at most this much WAL on restart.
     // A new file is written in DuckDB 1.5's storage format (its default is 1.0's, for older
-    // readers): its dictionary-FSST strings filtered a page view column 2× faster, and
-    // invoice ∩ google took 134 → 105 ms at 100 M events (bench/RESULTS.md). A file keeps the
-    // format it was made in.
+    // readers): its dictionary-FSST strings are filtered faster (bench/RESULTS.md, "100 M
+    // events"). A file keeps the format it was made in.
     const config: Record<string, string> = { checkpoint_threshold: '256MB', storage_compatibility_version: STORAGE_VERSION };
     if (options.threads) config.threads = String(options.threads);
     const instance = await DuckDBInstance.create(path, config);

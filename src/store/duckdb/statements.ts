@@ -1,7 +1,7 @@
 // Prepared statements kept per connection, by their text. DuckDB's `run(sql, values)` extracts,
 // parses and plans the statement on every call: for the small keyed statements of a unit of work
-// (a notification's customer, its subscription) that was most of their time, 0.6 of 0.75 ms for an
-// insert. A kept statement is bound and run again; one in use (a caller awaiting it) is not shared.
+// (a notification's customer, its subscription) that was most of their time (bench/RESULTS.md,
+// "Attribution"). A kept statement is bound and run again; one in use (a caller awaiting it) is not shared.
 
 import type { DuckDBConnection, DuckDBMaterializedResult, DuckDBPreparedStatement, DuckDBValue } from '@duckdb/node-api';
 

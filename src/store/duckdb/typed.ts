@@ -24,7 +24,7 @@ export const SLOTS_PER_NAME: Record<ScalarKind, number> = { string: 12, number: 
 const SQL_TYPE: Record<ScalarKind, string> = { string: 'VARCHAR', number: 'DOUBLE', boolean: 'BOOLEAN' };
 /** json_type's names of each kind's values. */
 const JSON_TYPES: Record<ScalarKind, readonly string[]> = { string: ['VARCHAR'], number: ['BIGINT', 'UBIGINT', 'DOUBLE'], boolean: ['BOOLEAN'] };
-/** Rows per backfill transaction: ingest waits for each one (4.3 s per million rows were measured at load 7–10). */
+/** Rows per backfill transaction: ingest waits for each one (bench/RESULTS.md, "Typed payload columns"). */
 const FILL_CHUNK_ROWS = 250_000;
 
 interface Slot {
@@ -220,7 +220,7 @@ export class TypedColumns {
         FROM event_slots WHERE NOT ready${ws === undefined ? '' : ' AND workspace_id = $1'} GROUP BY ALL`, ws === undefined ? [] : [ws]) as
         { workspace_id: string; event_name: string; slots: { path: string; kind: ScalarKind; slot: number }[] }[];
       // Updated rows are read through their update records until a checkpoint rewrites them (a
-      // scan of a filled in-memory table took ~3× as long before it).
+      // scan of a filled in-memory table is slower before it).
       if (unready.length === 0) {
         if (updated > 0) await this.store.checkpoint();
         return updated;
