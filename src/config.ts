@@ -14,7 +14,7 @@ export interface RateLimits {
   perMinute: number;
 }
 
-// Notifications: 5,000 a second, five times what one node applies on two cores (bench/RESULTS.md), so
+// Notifications: 5,000 a second, well above what one node applies on two cores (bench/RESULTS.md), so
 // the budget guards against a flood without capping what the processor sends.
 export const DEFAULT_RATE_LIMITS = { ingestPerMinute: 60_000, notificationsPerMinute: 300_000, perMinute: 1_200 } satisfies Required<RateLimits>;
 

@@ -46,8 +46,9 @@ export interface EstimateOptions {
 
 /**
  * The exact query's part of the budget; the sampled one gets the rest. The sample skips the payload
- * JSON of rows whose person is known, not the reads of the tables (bench/RESULTS.md: 1.0–2.8× cheaper
- * than the exact count at 10 M events), so a quarter of the budget is left to it.
+ * JSON of rows whose person is known, not the reads of the tables (bench/RESULTS.md, "Breakdowns,
+ * sampled counts and overlaps": cheaper than the exact count, not always by much), so a quarter of
+ * the budget is left to it.
  */
 export const EXACT_SHARE = 0.75;
 
