@@ -1,7 +1,7 @@
 // The representative criteria on both analytical stores, one run: DuckDB (the default) and
 // ClickHouse (the embedded chDB, the same engine a cluster node runs), the same rows in each.
 //   npx tsx bench/clickhouse.bench.ts [--people N --events N --pageviews N] [--prepare]
-// --prepare builds both copies of the dataset and stops (the 100 M one takes ~20 minutes).
+// --prepare builds both copies of the dataset and stops (the 100 M one takes long: bench/RESULTS.md).
 // The DuckDB file is the estimate bench's (bench/support/dataset.ts); the ClickHouse copy is loaded
 // once from it, keys and all, into data/bench/<sizes>.chdb.
 

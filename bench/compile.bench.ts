@@ -87,7 +87,7 @@ const has = (name: string) => bench.tasks.some((t) => t.name === name);
 // import, on a first run), DuckDB's buffers and Node's heap together.
 log(`peak memory (VmHWM) after the estimates: ${peakRssGiB()} GiB${fresh ? ' (includes the import of this first run)' : ''}\n`);
 
-// The reference evaluator holds its rows in JS: every row of 10 M events takes ~10 GiB of heap, so
+// The reference evaluator holds its rows in JS (its heap at 10 M events: bench/RESULTS.md), so
 // past 20 M events each criteria gets only the events of the names it names (no other event can
 // change its answer) plus every other table.
 const referencePerCase = sizes.events > 20_000_000;

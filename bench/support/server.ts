@@ -39,8 +39,8 @@ const keepAlive = new Agent({ keepAlive: true, maxSockets: 4096 });
 
 /**
  * POSTs `body` with node:http on kept-alive connections; the status and the response's text. The
- * benches' clients share the server's two cores: fetch (undici) spent 1.25–1.78 ms of CPU per
- * 3.8 kB notification, node:http 0.33–0.5 ms (bench/RESULTS.md), so fetch measured itself.
+ * benches' clients share the server's two cores, and fetch (undici) spent several times node:http's
+ * CPU per notification, so fetch measured itself (bench/RESULTS.md, "Attribution").
  */
 export function post(url: string, body: string, headers: Record<string, string>): Promise<{ status: number; text: string }> {
   return new Promise((resolve, reject) => {
