@@ -17,9 +17,10 @@ import type { ClickHouseContext } from '../src/store/clickhouse/context.js';
 import { ClickHouseQueries } from '../src/store/clickhouse/queries.js';
 import { ClickHouseSnapshots } from '../src/store/clickhouse/snapshots.js';
 import {
-  type AudienceRow, type DeliveryRow, getAudience, insertAudience, pendingDeliveries, queueDeliveries, updateAudience,
+  type AudienceRow, getAudience, insertAudience, pendingDeliveries, queueDeliveries, updateAudience,
 } from '../src/store/control/audiences.js';
 import type { ControlStore } from '../src/store/control/store.js';
+import type { DeliveryRow } from '../src/store/types.js';
 import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { DuckDBAnalytics } from '../src/store/duckdb/analytics.js';
 import { Store } from '../src/store/duckdb/db.js';

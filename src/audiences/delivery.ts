@@ -10,9 +10,10 @@
 
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { type DeliveryRow, getAudience, pendingDeliveries, recordAttempt } from '../store/control/audiences.js';
+import { getAudience, pendingDeliveries, recordAttempt } from '../store/control/audiences.js';
 import { type HeldLease, LEASE_DEFAULTS, type LeaseOptions, withLease } from '../store/control/leases.js';
 import type { Stores } from '../store/open.js';
+import type { DeliveryRow } from '../store/types.js';
 import { googleDriver, metaDriver } from './destinations/ads.js';
 import type { Driver, DriverConfig, HttpRequest, HttpResponse, Send } from './destinations/driver.js';
 import { DestinationClient, RequestFailed } from './destinations/http.js';

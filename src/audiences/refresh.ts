@@ -4,7 +4,7 @@
 
 import { planCriteria, validateCriteria } from '../criteria/index.js';
 import { AppError } from '../errors.js';
-import type { SnapshotResult } from '../store/analytics.js';
+import type { SnapshotResult } from '../store/types.js';
 import { randomUUID } from 'node:crypto';
 import { getAudience, isDue, updateAudience } from '../store/control/audiences.js';
 import { LEASE_DEFAULTS, type LeaseOptions, withLease } from '../store/control/leases.js';

@@ -181,7 +181,12 @@ export class AudienceResource {
     if (inputs && !this.options.allowPrivateDestinations) checkAddresses(inputs);
   }
 
+  /** Deletes the audience from both stores in one unit: nothing of it is kept when there is none. */
   async remove(ws: string, id: string): Promise<void> {
-    if (!(await this.stores.analytics.unit((work) => deleteAudience(work, ws, id)))) throw new AppError('not_found', `no audience ${id}`);
+    await this.stores.analytics.unit(async (work) => {
+      // Before its deliveries go: an engine finds the audience's work lists through them.
+      await work.analytics.dropSnapshots(ws, id);
+      if (!(await deleteAudience(work.control, ws, id))) throw new AppError('not_found', `no audience ${id}`);
+    });
   }
 }

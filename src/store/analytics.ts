@@ -9,10 +9,10 @@
 // written in transactions. A write that touches both sides is a unit of work (`unit`).
 
 import type { Breakdown, CompiledQuery, PropertyCatalog, ReportPlan, Sample, SetPlan } from '../criteria/index.js';
-import type { DeliveryRow } from './control/audiences.js';
 import type { PersonRecord, VisitorRecord } from './control/people.js';
 import type { ControlTx } from './control/store.js';
 import type { InvoiceRow, PaymentEventRow, SubscriptionRow } from './layout.js';
+import type { DeliveryRow, SnapshotResult } from './types.js';
 
 export interface EventRecord {
   event_id: string;
@@ -151,13 +151,6 @@ export interface SnapshotInput {
   signal?: AbortSignal;
 }
 
-export interface SnapshotResult {
-  snapshot_id: number;
-  member_count: number;
-  added: number;
-  removed: number;
-}
-
 /** More estimates are under way than the queue allows; retrying after `retryAfterMs` finds room. */
 export class EstimatesBusy extends Error {
   constructor(readonly retryAfterMs: number) {
@@ -269,7 +262,11 @@ export interface AnalyticsWrites {
    * read the control store's payments (ClickHouse) keep a copy for the revenue report.
    */
   savePayments(ws: string, payments: PaymentRecord[]): Promise<void>;
-  /** Forgets an audience's snapshots, their members and diffs (the audience is being deleted). */
+  /**
+   * Forgets an audience's snapshots: members, diffs, work lists and the control store's record of
+   * them. Called in the unit that deletes the audience, before its deliveries go (an engine finds
+   * the work lists through them).
+   */
   dropSnapshots(ws: string, audienceId: string): Promise<void>;
 }
 

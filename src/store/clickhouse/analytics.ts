@@ -5,9 +5,9 @@
 
 import type { CompiledQuery, PropertyCatalog, SetPlan } from '../../criteria/index.js';
 import type {
-  AnalyticsStore, DiffMember, EstimateStats, EstimateTurn, FirstTouchChannels, Member, MemberRow, SnapshotInput, SnapshotResult, Staged, UnitOfWork,
+  AnalyticsStore, DiffMember, EstimateStats, EstimateTurn, FirstTouchChannels, Member, MemberRow, SnapshotInput, Staged, UnitOfWork,
 } from '../analytics.js';
-import type { DeliveryRow } from '../control/audiences.js';
+import type { DeliveryRow, SnapshotResult } from '../types.js';
 import type { ClickHouseContext } from './context.js';
 import { ClickHouseQueries, type EstimateOptions } from './queries.js';
 import { ClickHouseSnapshots } from './snapshots.js';

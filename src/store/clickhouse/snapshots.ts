@@ -9,12 +9,12 @@
 
 import type { ClickHouseClient } from '@clickhouse/client';
 import { clickhousePrinter } from '../../criteria/index.js';
-import type { DiffMember, MemberRow, SnapshotInput, SnapshotResult } from '../analytics.js';
+import type { DiffMember, MemberRow, SnapshotInput } from '../analytics.js';
 import {
-  type AcknowledgedRow, adoptSnapshot, audienceSnapshotIds, currentSnapshot, type DeliveryBasis, deliveryBasis, type DeliveryRow,
-  destinationChanges, endDelivery, forgetSnapshots, recordAcknowledgedPage, recordDeliveryStart, recordSnapshot, releasedSnapshots,
-  takeSnapshotId,
+  type AcknowledgedRow, adoptSnapshot, audienceSnapshotIds, currentSnapshot, type DeliveryBasis, deliveryBasis, destinationChanges, endDelivery,
+  forgetSnapshots, nextSnapshotId, recordAcknowledgedPage, recordDeliveryStart, recordSnapshot, releasedSnapshots, sendsOwnDiff, startedDelivery,
 } from '../control/audiences.js';
+import type { DeliveryRow, SnapshotResult } from '../types.js';
 import type { ClickHouseContext } from './context.js';
 import { writeRows } from './queries.js';
 import { type Bound, bounded, consistentSettings, deleteWhere, num, rows, STOPPED, table } from './run.js';
@@ -65,7 +65,7 @@ export class ClickHouseSnapshots {
     const bound = { deadline: performance.now() + input.limitMs, signal: input.signal };
     const interrupted = () => new Error(input.signal?.aborted ? 'interrupted: the service stopped during the refresh' : `interrupted after the ${input.limitMs} ms limit`);
     const previous = await currentSnapshot(control, ws, id);
-    const snapshot = await takeSnapshotId(control);
+    const snapshot = await control.transaction(nextSnapshotId);
     let result: SnapshotResult;
     try {
       result = await this.writeSnapshot(input, snapshot, previous, bound, interrupted);
@@ -213,12 +213,7 @@ export class ClickHouseSnapshots {
     const interrupted = () => new Error(`interrupted after the ${limitMs} ms limit`);
     const basis = await deliveryBasis(control, d);
     if (!basis) throw new Error(`snapshot ${d.snapshot_id} no longer exists`);
-    const sendsDiff = basis.changes === 0 && basis.base === basis.previous;
-    const { added, removed } = sendsDiff ? basis : await this.buildWorkList(d, basis, bound, interrupted);
-    const started: DeliveryRow = {
-      ...d, base_snapshot_id: basis.base, sends_diff: sendsDiff, page_size: pageSize, page_count: Math.ceil((added + removed) / pageSize),
-      next_page: 0, skipped: 0, added_count: added, removed_count: removed,
-    };
+    const started = startedDelivery(d, basis, pageSize, sendsOwnDiff(basis) ? basis : await this.buildWorkList(d, basis, bound, interrupted));
     if (performance.now() >= bound.deadline) throw interrupted();
     await control.transaction(async (tx) => {
       // Only this destination's delivery run changes what it acknowledged, and it is here.
@@ -318,7 +313,7 @@ export class ClickHouseSnapshots {
         profile IN (SELECT profile FROM ${table(this.ctx, 'audience_members')} WHERE workspace_id = {ws:String} AND snapshot_id = {base:UInt64}) AS in_base
       FROM (${source.sql})`, { ...source.params, base: d.base_snapshot_id ?? 0 });
     const acknowledged = found.map((r) => ({ change: r.change, profile: num(r.profile), in_base: num(r.in_base) === 1 }));
-    await recordAcknowledgedPage(this.ctx.control, d, page, acknowledged, skipped);
+    await this.ctx.control.transaction((tx) => recordAcknowledgedPage(tx, d, page, acknowledged, skipped));
   }
 
   /** Ends a delivery (control store), then deletes the work lists built for it. */

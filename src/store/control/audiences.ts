@@ -2,7 +2,7 @@
 // deliveries queued for destinations with every attempt, and what each destination has
 // acknowledged. The snapshots themselves (members, diffs) are analytical: store/analytics.ts.
 
-import type { SnapshotResult, UnitOfWork } from '../analytics.js';
+import type { DeliveryRow, SnapshotResult } from '../types.js';
 import { columnOf, type ControlRow as Row, type ControlSql, type ControlStore, type ControlValue } from './store.js';
 
 export type AudienceStatus = 'pending' | 'refreshing' | 'ready' | 'failed';
@@ -79,12 +79,12 @@ export async function updateAudience(store: ControlStore, ws: string, id: string
   });
 }
 
-/** Deletes the audience with its snapshots, diffs and delivery log. */
-export async function deleteAudience(work: UnitOfWork, ws: string, id: string): Promise<boolean> {
-  const tx = work.control;
+/**
+ * Deletes the audience with its deliveries, their attempts and what its destinations acknowledged;
+ * false when there is none. Its snapshots go through the analytical store (dropSnapshots).
+ */
+export async function deleteAudience(tx: ControlSql, ws: string, id: string): Promise<boolean> {
   if ((await tx.run('DELETE FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id])) === 0) return false;
-  // Before the deliveries go: the analytical store finds the work lists of the audience through them.
-  await work.analytics.dropSnapshots(ws, id);
   await tx.run(`DELETE FROM audience_delivery_attempts WHERE workspace_id = $1 AND delivery_id IN (
     SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
   for (const table of ['audience_deliveries', 'audience_destinations', 'audience_destination_changes']) {
@@ -185,30 +185,6 @@ async function one(tx: ControlSql, sql: string, params: ControlValue[]): Promise
 
 // Deliveries
 
-export interface DeliveryRow {
-  workspace_id: string;
-  delivery_id: number;
-  audience_id: string;
-  destination_id: string;
-  /** The snapshot the destination is brought to. */
-  snapshot_id: number;
-  status: 'pending' | 'delivered' | 'failed' | 'canceled';
-  next_page: number;
-  skipped: number;
-  last_error: string | null;
-  created_at: Date;
-  finished_at: Date | null;
-  /** The snapshot the destination had acknowledged when the delivery started (null: none). */
-  base_snapshot_id: number | null;
-  /** Whether the work list is the snapshot's own diff (else the delivery's items); null until started. */
-  sends_diff: boolean | null;
-  page_size: number | null;
-  /** Pages of the work list; null until the delivery starts. */
-  page_count: number | null;
-  added_count: number | null;
-  removed_count: number | null;
-}
-
 const toDelivery = (r: Row): DeliveryRow => ({
   ...(r as unknown as DeliveryRow),
   delivery_id: Number(r.delivery_id), snapshot_id: Number(r.snapshot_id), next_page: Number(r.next_page), skipped: Number(r.skipped),
@@ -266,13 +242,14 @@ export async function deliveryLog(store: ControlSql, ws: string, audienceId: str
   }));
 }
 
-// Snapshots and deliveries whose profiles are in an analytical store of their own (ClickHouse):
-// the control rows written around that store's statements. Every function works on the control
-// store alone; the caller orders them with the analytical writes.
+// The control rows of snapshots and deliveries, for every analytical store: written in the
+// transaction of its members, diffs and work lists where they share the database (DuckDB), around
+// them otherwise (ClickHouse). Every function works on the control store alone; the engine orders
+// them with its analytical writes.
 
 /** A new snapshot id, taken before the snapshot's members are written. */
-export async function takeSnapshotId(store: ControlStore): Promise<number> {
-  return store.transaction(async (tx) => Number((await one(tx, "SELECT nextval('audience_snapshot_ids') AS id", []))!.id));
+export async function nextSnapshotId(tx: ControlSql): Promise<number> {
+  return Number((await one(tx, "SELECT nextval('audience_snapshot_ids') AS id", []))!.id);
 }
 
 /** Records a snapshot and its counts; in its refresh's control transaction, with adoptSnapshot. */
@@ -308,7 +285,7 @@ export async function audienceSnapshotIds(store: ControlSql, ws: string, id: str
 }
 
 /** Forgets an audience's snapshots (once their members and diffs are gone). */
-export async function forgetSnapshots(store: ControlStore, ws: string, id: string): Promise<void> {
+export async function forgetSnapshots(store: ControlSql, ws: string, id: string): Promise<void> {
   await store.run('DELETE FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
 }
 
@@ -338,6 +315,17 @@ export async function deliveryBasis(tx: ControlSql, d: DeliveryRow): Promise<Del
   return {
     base: num(row.base), changes: Number(row.changes), previous: num(row.previous), added: Number(row.added_count),
     removed: Number(row.removed_count), members: Number(row.member_count), baseMembers: num(row.base_members),
+  };
+}
+
+/** Whether a delivery sends its snapshot's own diff: its destination acknowledged exactly the previous snapshot, nothing since. */
+export const sendsOwnDiff = (basis: DeliveryBasis): boolean => basis.changes === 0 && basis.base === basis.previous;
+
+/** A delivery started on `basis` with a work list of `list`'s counts, in pages of `pageSize`, at page 0. */
+export function startedDelivery(d: DeliveryRow, basis: DeliveryBasis, pageSize: number, list: { added: number; removed: number }): DeliveryRow {
+  return {
+    ...d, base_snapshot_id: basis.base, sends_diff: sendsOwnDiff(basis), page_size: pageSize,
+    page_count: Math.ceil((list.added + list.removed) / pageSize), next_page: 0, skipped: 0, added_count: list.added, removed_count: list.removed,
   };
 }
 
@@ -373,23 +361,21 @@ export interface AcknowledgedRow {
 
 /**
  * Records a page as acknowledged: the destination now has each added profile and lacks each
- * removed one, kept as changes against its base where they differ from it. One transaction with
- * the delivery's progress, so a page is never half recorded.
+ * removed one, kept as changes against its base where they differ from it. In one transaction
+ * with the delivery's progress, so a page is never half recorded.
  */
-export async function recordAcknowledgedPage(store: ControlStore, d: DeliveryRow, page: number, rows: AcknowledgedRow[], skipped: number): Promise<void> {
+export async function recordAcknowledgedPage(tx: ControlSql, d: DeliveryRow, page: number, rows: AcknowledgedRow[], skipped: number): Promise<void> {
   const key = [d.workspace_id, d.audience_id, d.destination_id];
   const listed = JSON.stringify(rows);
-  const { jsonRows } = store.dialect;
-  await store.transaction(async (tx) => {
-    await tx.run(`DELETE FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3
-      AND profile IN (SELECT r.profile FROM ${jsonRows('$4', 'r', { profile: 'bigint' })})`, [...key, listed]);
-    await tx.run(`INSERT INTO audience_destination_changes (workspace_id, audience_id, destination_id, change, profile)
-      SELECT $1, $2, $3, r.change, r.profile
-      FROM ${jsonRows('$4', 'r', { change: 'text', profile: 'bigint', in_base: 'boolean' })}
-      WHERE (r.change = 'added') <> r.in_base`, [...key, listed]);
-    await tx.run('UPDATE audience_deliveries SET next_page = $3, skipped = $4 WHERE workspace_id = $1 AND delivery_id = $2',
-      [d.workspace_id, d.delivery_id, page + 1, skipped]);
-  });
+  const { jsonRows } = tx.dialect;
+  await tx.run(`DELETE FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3
+    AND profile IN (SELECT r.profile FROM ${jsonRows('$4', 'r', { profile: 'bigint' })})`, [...key, listed]);
+  await tx.run(`INSERT INTO audience_destination_changes (workspace_id, audience_id, destination_id, change, profile)
+    SELECT $1, $2, $3, r.change, r.profile
+    FROM ${jsonRows('$4', 'r', { change: 'text', profile: 'bigint', in_base: 'boolean' })}
+    WHERE (r.change = 'added') <> r.in_base`, [...key, listed]);
+  await tx.run('UPDATE audience_deliveries SET next_page = $3, skipped = $4 WHERE workspace_id = $1 AND delivery_id = $2',
+    [d.workspace_id, d.delivery_id, page + 1, skipped]);
 }
 
 /**

@@ -10,10 +10,10 @@ import {
 import {
   type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type CustomerLink, type DiffMember, type EstimateStats, type EstimateTurn,
   type EventRecord, type FirstTouchChannels, type Member, type MemberRow, type PageviewRecord, type PaymentRecord, type PaymentStateChanges,
-  type PaymentStateKeys, RefusedValue, type SnapshotInput, type SnapshotResult, type Staged, type StoredPaymentState, type UnitOfWork,
+  type PaymentStateKeys, RefusedValue, type SnapshotInput, type Staged, type StoredPaymentState, type UnitOfWork,
   type VisitorLink,
 } from '../analytics.js';
-import type { DeliveryRow } from '../control/audiences.js';
+import type { DeliveryRow, SnapshotResult } from '../types.js';
 import type { PersonRecord, VisitorRecord } from '../control/people.js';
 import { breakdownOf, countOf, overlapOf, revenueRow } from '../estimate-rows.js';
 import { controlTx } from './control.js';

@@ -1,26 +1,28 @@
 // Audience snapshots on DuckDB: a snapshot is a set of profiles written with INSERT … SELECT from
 // the compiled criteria, its diff EXCEPTs between two sets, and deliveries page through diffs or
 // work lists of their own. Member lists never leave the database except page by page. A refresh
-// and a delivery's steps write their control rows (store/control/audiences.ts) in the same
-// transaction.
+// and a delivery's steps write their control rows (store/control/audiences.ts, on the same
+// connection) in the same transaction.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
 import { printProfiles } from '../../criteria/index.js';
-import type { DiffMember, MemberRow, SnapshotInput, SnapshotResult } from '../analytics.js';
-import { adoptSnapshot, currentSnapshot, type DeliveryRow, endDelivery } from '../control/audiences.js';
+import type { DiffMember, MemberRow, SnapshotInput } from '../analytics.js';
+import {
+  type AcknowledgedRow, adoptSnapshot, currentSnapshot, type DeliveryBasis, deliveryBasis, endDelivery, forgetSnapshots, nextSnapshotId,
+  recordAcknowledgedPage, recordDeliveryStart, recordSnapshot, releasedSnapshots, sendsOwnDiff, startedDelivery,
+} from '../control/audiences.js';
+import type { ControlSql } from '../control/store.js';
+import type { DeliveryRow, SnapshotResult } from '../types.js';
+import { column, keys } from './columns.js';
 import { controlSql } from './control.js';
 import type { Params, Row, Store } from './db.js';
 import { readAhead } from './tail.js';
-import { timestamp } from './time.js';
-
-const num = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
 /**
  * One transaction: the new snapshot's members, its diff to the current snapshot, then its control
- * side (adoptSnapshot: deliveries queued, the audience points at it). A crash before COMMIT leaves
- * the previous snapshot in place. Members are kept for the last two snapshots and for
- * every snapshot a destination's acknowledged state or a pending delivery refers to; diffs while a
- * pending delivery targets their snapshot.
+ * side (recorded and adopted: deliveries queued, the audience points at it), then members and diffs
+ * nothing needs any more are deleted (releasedSnapshots). A crash before COMMIT leaves the previous
+ * snapshot in place.
  */
 export async function writeSnapshot(store: Store, input: SnapshotInput): Promise<SnapshotResult> {
   const { ws, audienceId: id } = input;
@@ -28,7 +30,7 @@ export async function writeSnapshot(store: Store, input: SnapshotInput): Promise
   return store.transactionWithin(input.limitMs, async (tx) => {
     const control = controlSql(tx);
     const previous = await currentSnapshot(control, ws, id);
-    const snapshot = Number((await one(tx, "SELECT nextval('audience_snapshot_ids') AS id", []))!.id);
+    const snapshot = await nextSnapshotId(control);
     const n = profiles.params.length;
     await tx.run(`INSERT INTO audience_members (workspace_id, snapshot_id, profile)
       SELECT $${n + 1}, $${n + 2}, profile FROM (${profiles.sql}) AS members`,
@@ -47,32 +49,33 @@ export async function writeSnapshot(store: Store, input: SnapshotInput): Promise
         count(*) FILTER (WHERE change = 'added') AS added, count(*) FILTER (WHERE change = 'removed') AS removed
       FROM audience_diffs WHERE workspace_id = $3 AND audience_id = $2 AND snapshot_id = $1`, [snapshot, id, ws]))!;
     const result = { snapshot_id: snapshot, member_count: Number(counts.members), added: Number(counts.added), removed: Number(counts.removed) };
-    await tx.run(`INSERT INTO audience_snapshots VALUES ($1, $2, $3, $4, $5, $6, $7, $8)`,
-      [ws, id, snapshot, previous, timestamp(input.at), result.member_count, result.added, result.removed]);
+    await recordSnapshot(control, { ws, audienceId: id, snapshot: result, previous, at: input.at });
     await adoptSnapshot(control, {
       ws, audienceId: id, snapshot: result, previous, destinationIds: input.destinationIds, at: input.at, nextRefreshAt: input.nextRefreshAt,
     });
-    await tx.run(`DELETE FROM audience_members WHERE workspace_id = $1 AND snapshot_id IN (
-      SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id NOT IN ($3, $4)
-        AND snapshot_id NOT IN (SELECT acked_snapshot_id FROM audience_destinations WHERE workspace_id = $1 AND audience_id = $2)
-        AND snapshot_id NOT IN (SELECT snapshot_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending'))`,
-    [ws, id, snapshot, previous ?? -1]);
-    await tx.run(`DELETE FROM audience_diffs WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id <> $3
-      AND snapshot_id NOT IN (SELECT snapshot_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending')`,
-    [ws, id, snapshot]);
+    await release(tx, control, ws, id);
     return result;
   }, input.signal);
 }
 
-/** Deletes an audience's snapshots with their members and diffs. */
+/** Deletes the members and diffs of the audience's snapshots that nothing needs any more (releasedSnapshots). */
+async function release(tx: DuckDBConnection, control: ControlSql, ws: string, id: string): Promise<void> {
+  const { released, diffsKept } = await releasedSnapshots(control, ws, id);
+  if (released.length > 0) {
+    await tx.run(`DELETE FROM audience_members WHERE workspace_id = $1 AND snapshot_id IN (SELECT unnest(${keys('$2')}))`, [ws, column(released)]);
+  }
+  await tx.run(`DELETE FROM audience_diffs WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id NOT IN (SELECT unnest(${keys('$3')}))`,
+    [ws, id, column(diffsKept)]);
+}
+
+/** Deletes an audience's snapshots: their work lists, members and diffs, then their control rows. */
 export async function dropSnapshots(tx: DuckDBConnection, ws: string, id: string): Promise<void> {
   await tx.run(`DELETE FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id IN (
     SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
   await tx.run(`DELETE FROM audience_members WHERE workspace_id = $1 AND snapshot_id IN (
     SELECT snapshot_id FROM audience_snapshots WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
-  for (const table of ['audience_snapshots', 'audience_diffs']) {
-    await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2`, [ws, id]);
-  }
+  await tx.run('DELETE FROM audience_diffs WHERE workspace_id = $1 AND audience_id = $2', [ws, id]);
+  await forgetSnapshots(controlSql(tx), ws, id);
 }
 
 async function one(tx: DuckDBConnection, sql: string, params: Params): Promise<Row | undefined> {
@@ -140,11 +143,12 @@ const ACKED = `(SELECT profile FROM audience_members WHERE workspace_id = $1 AND
     EXCEPT SELECT profile FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3 AND change = 'removed')
   UNION SELECT profile FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3 AND change = 'added'`;
 
-/** Fails unless the snapshot's members are all still stored (they are kept while referred to). */
-async function checkMembersKept(tx: DuckDBConnection, ws: string, snapshot: number): Promise<void> {
-  const row = await one(tx, `SELECT s.member_count, (SELECT count(*) FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $2) AS kept
-    FROM audience_snapshots s WHERE s.workspace_id = $1 AND s.snapshot_id = $2`, [ws, snapshot]);
-  if (!row || Number(row.kept) !== Number(row.member_count)) throw new Error(`the members of snapshot ${snapshot} are no longer stored`);
+/** Fails unless each snapshot's members are all still stored (they are kept while referred to). */
+async function checkMembersKept(tx: DuckDBConnection, ws: string, expected: (readonly [snapshot: number, members: number])[]): Promise<void> {
+  for (const [snapshot, members] of expected) {
+    const row = await one(tx, 'SELECT count(*) AS n FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $2', [ws, snapshot]);
+    if (Number(row!.n) !== members) throw new Error(`the members of snapshot ${snapshot} are no longer stored`);
+  }
 }
 
 /**
@@ -152,97 +156,73 @@ async function checkMembersKept(tx: DuckDBConnection, ws: string, snapshot: numb
  * acknowledged (added: members it lacks; removed: profiles it has that are not members). When the
  * destination had acknowledged exactly the previous snapshot (the usual case) that is the snapshot's
  * own diff, sent as it is stored; otherwise the list is written once for this delivery, so a resumed
- * delivery sends the same pages. Pending deliveries of the destination that never started, of this
- * snapshot or older ones, are superseded: this one carries their changes. On a connection of its
- * own (a large work list does not hold up ingest), within `limitMs`.
+ * delivery sends the same pages. The start is recorded in the same transaction (recordDeliveryStart:
+ * older deliveries that never started are superseded). On a connection of its own (a large work
+ * list does not hold up ingest), within `limitMs`.
  */
 export async function startDelivery(store: Store, d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {
-  const ws = d.workspace_id;
   return store.transactionWithin(limitMs, async (tx) => {
-    const state = (await one(tx, `SELECT
-        (SELECT max(acked_snapshot_id) FROM audience_destinations WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3) AS base,
-        EXISTS (SELECT 1 FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3) AS changes,
-        s.previous_snapshot_id AS previous, s.added_count, s.removed_count
-      FROM audience_snapshots s WHERE s.workspace_id = $1 AND s.snapshot_id = $4`,
-    [ws, d.audience_id, d.destination_id, d.snapshot_id]));
-    if (!state) throw new Error(`snapshot ${d.snapshot_id} no longer exists`);
-    const base = num(state.base);
-    const sendsDiff = !state.changes && base === num(state.previous);
-    let added = Number(state.added_count);
-    let removed = Number(state.removed_count);
-    if (!sendsDiff) {
-      await checkMembersKept(tx, ws, d.snapshot_id);
-      if (base !== null) await checkMembersKept(tx, ws, base);
-      const target = 'SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $6';
-      await tx.run(`INSERT INTO audience_delivery_items (workspace_id, delivery_id, seq, change, profile)
-        SELECT $1, $5, row_number() OVER (ORDER BY change, profile) - 1, change, profile FROM (
-          SELECT 'added' AS change, profile FROM (${target} EXCEPT (${ACKED}))
-          UNION ALL SELECT 'removed' AS change, profile FROM ((${ACKED}) EXCEPT ${target}))`,
-      [ws, d.audience_id, d.destination_id, base ?? -1, d.delivery_id, d.snapshot_id]);
-      const counts = (await one(tx, `SELECT count(*) FILTER (WHERE change = 'added') AS added, count(*) FILTER (WHERE change = 'removed') AS removed
-        FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2`, [ws, d.delivery_id]))!;
-      added = Number(counts.added);
-      removed = Number(counts.removed);
-    }
-    const started: DeliveryRow = {
-      ...d, base_snapshot_id: base, sends_diff: sendsDiff, page_size: pageSize, page_count: Math.ceil((added + removed) / pageSize),
-      next_page: 0, skipped: 0, added_count: added, removed_count: removed,
-    };
-    await tx.run(`UPDATE audience_deliveries SET base_snapshot_id = $3, sends_diff = $4, page_size = $5, page_count = $6,
-        added_count = $7, removed_count = $8, next_page = 0, skipped = 0
-      WHERE workspace_id = $1 AND delivery_id = $2`,
-    [ws, d.delivery_id, base, sendsDiff, pageSize, started.page_count, added, removed]);
-    await tx.run(`UPDATE audience_deliveries SET status = 'canceled', last_error = $5, finished_at = $6
-      WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3 AND status = 'pending' AND page_count IS NULL
-        AND delivery_id <> $4 AND snapshot_id <= $7`,
-    [ws, d.audience_id, d.destination_id, d.delivery_id, `superseded by delivery ${d.delivery_id}`, timestamp(at), d.snapshot_id]);
+    const control = controlSql(tx);
+    const basis = await deliveryBasis(control, d);
+    if (!basis) throw new Error(`snapshot ${d.snapshot_id} no longer exists`);
+    const started = startedDelivery(d, basis, pageSize, sendsOwnDiff(basis) ? basis : await writeWorkList(tx, d, basis));
+    await recordDeliveryStart(control, started, at);
     return started;
   });
 }
 
+/** Writes the delivery's work list; its counts. */
+async function writeWorkList(tx: DuckDBConnection, d: DeliveryRow, basis: DeliveryBasis): Promise<{ added: number; removed: number }> {
+  const ws = d.workspace_id;
+  await checkMembersKept(tx, ws, [[d.snapshot_id, basis.members], ...(basis.base === null ? [] : [[basis.base, basis.baseMembers ?? -1] as const])]);
+  const target = 'SELECT profile FROM audience_members WHERE workspace_id = $1 AND snapshot_id = $6';
+  await tx.run(`INSERT INTO audience_delivery_items (workspace_id, delivery_id, seq, change, profile)
+    SELECT $1, $5, row_number() OVER (ORDER BY change, profile) - 1, change, profile FROM (
+      SELECT 'added' AS change, profile FROM (${target} EXCEPT (${ACKED}))
+      UNION ALL SELECT 'removed' AS change, profile FROM ((${ACKED}) EXCEPT ${target}))`,
+  [ws, d.audience_id, d.destination_id, basis.base ?? -1, d.delivery_id, d.snapshot_id]);
+  const counts = (await one(tx, `SELECT count(*) FILTER (WHERE change = 'added') AS added, count(*) FILTER (WHERE change = 'removed') AS removed
+    FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2`, [ws, d.delivery_id]))!;
+  return { added: Number(counts.added), removed: Number(counts.removed) };
+}
+
 /**
  * The `change, profile` rows of page `page` of a started delivery's work list. `$1` is the
- * workspace; the other placeholders start at `$first`.
+ * workspace; the other placeholders start at `$2`.
  */
-function pageRows(d: DeliveryRow, page: number, first: number): { sql: string; params: Params } {
+function pageRows(d: DeliveryRow, page: number): { sql: string; params: Params } {
   const from = page * d.page_size!;
-  const [a, b, c, e] = [first, first + 1, first + 2, first + 3].map((i) => `$${i}`);
   return d.sends_diff
     ? {
-      sql: `SELECT change, profile FROM audience_diffs WHERE workspace_id = $1 AND audience_id = ${a} AND snapshot_id = ${b} AND seq >= ${c} AND seq < ${e}`,
+      sql: 'SELECT change, profile FROM audience_diffs WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id = $3 AND seq >= $4 AND seq < $5',
       params: [d.audience_id, d.snapshot_id, from, from + d.page_size!],
     }
     : {
-      sql: `SELECT change, profile FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = ${a} AND seq >= ${b} AND seq < ${c}`,
+      sql: 'SELECT change, profile FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2 AND seq >= $3 AND seq < $4',
       params: [d.delivery_id, from, from + d.page_size!],
     };
 }
 
 /** Page `page` of a started delivery, added first, by profile, with the members' details. */
 export async function deliveryPage(store: Store, d: DeliveryRow, page: number): Promise<DiffMember[]> {
-  const rows = pageRows(d, page, 2);
+  const rows = pageRows(d, page);
   const members = await store.query(`SELECT m.change, ${MEMBER_COLUMNS} FROM (${rows.sql}) m ${DETAILS} ORDER BY m.change, m.profile`,
     [d.workspace_id, ...rows.params]);
   return members.map((r) => ({ ...toMember(r), change: r.change as DiffMember['change'] }));
 }
 
 /**
- * Records page `page` as acknowledged: the destination now has each added profile and lacks each
- * removed one, kept as changes against its base where they differ from it. One transaction with
- * the delivery's progress, so a page is never half recorded.
+ * Records page `page` as acknowledged (recordAcknowledgedPage): its rows, with whether each profile
+ * is in the delivery's base, in one transaction with the delivery's progress.
  */
 export async function acknowledgePage(store: Store, d: DeliveryRow, page: number, skipped: number): Promise<void> {
-  const rows = pageRows(d, page, 4);
-  const params = [d.workspace_id, d.audience_id, d.destination_id, ...rows.params];
+  const rows = pageRows(d, page);
   await store.transaction(async (tx) => {
-    await tx.run(`DELETE FROM audience_destination_changes WHERE workspace_id = $1 AND audience_id = $2 AND destination_id = $3
-      AND profile IN (SELECT profile FROM (${rows.sql}))`, params);
-    await tx.run(`INSERT INTO audience_destination_changes (workspace_id, audience_id, destination_id, change, profile)
-      SELECT $1, $2, $3, i.change, i.profile FROM (${rows.sql}) i WHERE (i.change = 'added') <> EXISTS (
-        SELECT 1 FROM audience_members m WHERE m.workspace_id = $1 AND m.snapshot_id = $${params.length + 1} AND m.profile = i.profile)`,
-    [...params, d.base_snapshot_id ?? -1]);
-    await tx.run('UPDATE audience_deliveries SET next_page = $3, skipped = $4 WHERE workspace_id = $1 AND delivery_id = $2',
-      [d.workspace_id, d.delivery_id, page + 1, skipped]);
+    const found = (await tx.runAndReadAll(`SELECT i.change, i.profile, EXISTS (SELECT 1 FROM audience_members m
+        WHERE m.workspace_id = $1 AND m.snapshot_id = $${rows.params.length + 2} AND m.profile = i.profile) AS in_base
+      FROM (${rows.sql}) i`, [d.workspace_id, ...rows.params, d.base_snapshot_id ?? -1])).getRowObjectsJS();
+    const acknowledged: AcknowledgedRow[] = found.map((r) => ({ change: r.change as AcknowledgedRow['change'], profile: Number(r.profile), in_base: r.in_base === true }));
+    await recordAcknowledgedPage(controlSql(tx), d, page, acknowledged, skipped);
   });
 }
 
