@@ -4,17 +4,7 @@ import { NON_ATTRIBUTED } from '../criteria/index.js';
 import { invalidRequest } from '../errors.js';
 import { lookupPeople } from '../store/control/lookup.js';
 import type { Stores } from '../store/open.js';
-
-
-export interface PersonMatch {
-  person_id: string | null;
-  external_id: string | null;
-  email: string | null;
-  name: string | null;
-  customer_ids: string[];
-  link_state: string | null;
-  first_touch_channel: string;
-}
+import type { PeoplePage, PersonMatch } from './people-schema.js';
 
 /** Cursors are opaque to clients: the last row's sort key. */
 const encodeCursor = (key: string) => Buffer.from(key, 'utf8').toString('base64url');
@@ -26,7 +16,7 @@ function decodeCursor(cursor: string | undefined): string {
   return key;
 }
 
-export async function findPeople(stores: Stores, ws: string, q: string, limit: number, cursor?: string): Promise<{ data: PersonMatch[]; next_cursor: string | null }> {
+export async function findPeople(stores: Stores, ws: string, q: string, limit: number, cursor?: string): Promise<PeoplePage> {
   const rows = await lookupPeople(stores.control, ws, q, decodeCursor(cursor), limit + 1);
   const page = rows.slice(0, limit);
   const personKeys = page.flatMap((r) => (r.person_key === null ? [] : [r.person_key]));

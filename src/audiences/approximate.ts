@@ -4,13 +4,7 @@
 
 import { type Sample, type SetPlan, sampleFraction } from '../criteria/index.js';
 import type { EstimateTurn } from '../store/analytics.js';
-
-export interface Approximate {
-  count: number;
-  low: number;
-  high: number;
-  sample_fraction: number;
-}
+import type { Approximate } from './schema.js';
 
 const Z_95 = 1.959964;
 

@@ -8,28 +8,12 @@
 // carries it scaled, with a 95 % interval (approximate.ts).
 
 import {
-  type Breakdown, type CriteriaError, isTimeWindowed, parseBreakdown, planCriteria, type PropertyCatalog, type Sample, validateCriteria,
+  type Breakdown, isTimeWindowed, parseBreakdown, planCriteria, type PropertyCatalog, type Sample, validateCriteria,
 } from '../criteria/index.js';
 import { AppError, invalidRequest } from '../errors.js';
 import { type AnalyticsStore, type EstimateTurn, EstimatesBusy } from '../store/analytics.js';
-import { type Approximate, approximateCount } from './approximate.js';
-
-export interface Estimate {
-  count: number | null;
-  is_estimate: boolean;
-  hit_limit: boolean;
-  /** With hit_limit only: the sampled estimate, or null when even the sample missed the budget. */
-  approximate?: Approximate | null;
-}
-
-export interface BreakdownRow {
-  value: string | null;
-  count: number;
-}
-
-export type CompileResult =
-  | { valid: true; is_time_windowed: boolean; estimated_count: Estimate; breakdown?: BreakdownRow[] | null }
-  | { valid: false; is_time_windowed: null; estimated_count: null; errors: CriteriaError[] };
+import { approximateCount } from './approximate.js';
+import type { BreakdownRow, CompileResult, Estimate } from './schema.js';
 
 export interface EstimateOptions {
   /** Evaluation time: `last_n_days` windows end here. */

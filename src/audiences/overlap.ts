@@ -7,17 +7,7 @@ import { AppError } from '../errors.js';
 import { getAudience } from '../store/control/audiences.js';
 import type { Stores } from '../store/open.js';
 import { takeTurn } from './compile.js';
-
-export type OverlapInput = { audience_id: string } | { criteria_json: unknown };
-
-export interface OverlapResult {
-  hit_limit: boolean;
-  /** Each audience's size, in the order given; null past the budget. */
-  sizes: number[] | null;
-  /** Every intersection of two or more, by the indexes of its audiences. */
-  intersections: { of: number[]; count: number }[] | null;
-  union: number | null;
-}
+import type { OverlapInput, OverlapResult } from './schema.js';
 
 export const MIN_OVERLAP = 2;
 export const MAX_OVERLAP = 4;

@@ -10,33 +10,9 @@ import {
 import type { AnalyticsStore } from '../store/analytics.js';
 import type { Stores } from '../store/open.js';
 import { refusedUrl } from './destinations/addresses.js';
-import { type Destination, type DestinationInput, type PublicDestination, publicDestination } from './destinations/schema.js';
+import { type Destination, type DestinationInput, publicDestination } from './destinations/schema.js';
 import { DEFAULT_REFRESH_EVERY, durationMs } from './duration.js';
-
-export interface AudienceInput {
-  name: string;
-  criteria_json: unknown;
-  refresh_every?: string;
-  destinations?: DestinationInput[];
-}
-
-export type AudiencePatch = Partial<AudienceInput>;
-
-export interface Audience {
-  id: string;
-  name: string;
-  criteria_json: unknown;
-  status: AudienceRow['status'];
-  member_count: number | null;
-  last_refreshed_at: string | null;
-  next_refresh_at: string;
-  is_time_windowed: boolean;
-  refresh_every: string;
-  destinations: PublicDestination[];
-  last_error: string | null;
-  created_at: string;
-  updated_at: string;
-}
+import type { Audience, AudienceInput, AudiencePatch } from './schema.js';
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`;
 const iso = (d: Date | null) => (d ? d.toISOString() : null);

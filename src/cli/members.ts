@@ -3,6 +3,7 @@
 import { writeFileSync } from 'node:fs';
 import { extname } from 'node:path';
 import { planCriteria, type SetPlan } from '../criteria/index.js';
+import { member } from '../audiences/schema.js';
 import type { AnalyticsStore } from '../store/analytics.js';
 import { atOption, type Command, stringOption, type Values } from './args.js';
 import { readCriteriaFile } from './criteria-file.js';
@@ -11,8 +12,8 @@ import { CliError, oneLine, UsageError } from './errors.js';
 import { fmt, print, printJson, seconds } from './output.js';
 import { validatedCriteria } from './validated.js';
 
-/** The member columns written: the members' public ids, without the internal profile key. */
-export const MEMBER_COLUMNS = ['person_id', 'visitor_id', 'external_id', 'email'] as const;
+/** The member columns written: the members' public ids (the API's member), without the internal profile key. */
+export const MEMBER_COLUMNS = member.keyof().options;
 const FORMATS = { '.parquet': 'parquet', '.csv': 'csv', '.arrow': 'arrow' } as const;
 
 const HELP = `usage: audiences members <criteria.json> --data <dir|file.duckdb> --out <file.parquet|file.csv|file.arrow> [--import] [--at <timestamp>] [--json]

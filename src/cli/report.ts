@@ -2,7 +2,8 @@
 
 import { AppError, type FieldError } from '../errors.js';
 import { revenueRequest } from '../reports/request.js';
-import { type Amounts, type RevenueRequest, revenueReport } from '../reports/revenue.js';
+import type { Amounts } from '../reports/response.js';
+import { type RevenueRequest, revenueReport } from '../reports/revenue.js';
 import { atOption, type Command, integerOption, stringOption, type Values } from './args.js';
 import { readCriteriaFile } from './criteria-file.js';
 import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';

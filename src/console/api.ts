@@ -1,8 +1,6 @@
 // Every call of the console goes through the public API, with the secret key the user entered
 // (kept in this tab's session storage only, never in a cookie or local storage).
 
-import type { PersonMatch } from '../attribution/people.js';
-
 const KEY = 'audiences.secret_key';
 
 export const storedKey = (): string | null => sessionStorage.getItem(KEY);
@@ -59,80 +57,11 @@ export async function download(path: string, filename: string): Promise<void> {
 
 export const message = (err: unknown): string => (err instanceof Error ? err.message : String(err));
 
-// The API's shapes, as the console reads them.
+// The API's shapes: the service's own zod schemas' types (type-only imports, erased from the bundle).
 
-export interface CriteriaError { code: string; path: string; message: string }
-
-export interface Approximate { count: number; low: number; high: number; sample_fraction: number }
-
-export interface CompileAnswer {
-  valid: boolean;
-  is_time_windowed: boolean | null;
-  estimated_count: { count: number | null; is_estimate: boolean; hit_limit: boolean; approximate?: Approximate | null } | null;
-  errors?: CriteriaError[];
-  breakdown?: { value: string | null; count: number }[] | null;
-}
-
-export interface Destination { id: string; type: string; [field: string]: unknown }
-
-export interface Audience {
-  id: string;
-  name: string;
-  criteria_json: unknown;
-  status: 'pending' | 'refreshing' | 'ready' | 'failed';
-  member_count: number | null;
-  last_refreshed_at: string | null;
-  next_refresh_at: string;
-  is_time_windowed: boolean;
-  refresh_every: string;
-  destinations: Destination[];
-  last_error: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface Member { person_id: string | null; visitor_id: string | null; external_id: string | null; email: string | null }
-
-export interface Delivery {
-  delivery_id: string;
-  destination_id: string;
-  snapshot_id: number;
-  status: string;
-  pages_delivered: number;
-  skipped: number;
-  last_error: string | null;
-  created_at: string;
-  finished_at: string | null;
-  attempts: { attempt: number; ok: boolean; http_status: number | null; error: string | null; attempted_at: string }[];
-}
-
-/** The people lookup's row: the service's own type (a type-only import, erased from the bundle). */
-export type Person = PersonMatch;
-
-export interface Definitions { events: { name: string; paths: string[] }[]; traits: string[] }
-
-export interface Workspace { id: string; name: string; webhook_url: string; payments_mode: string }
-
-export type Money = Record<string, number>;
-
-export interface RevenueRow {
-  bucket: string;
-  group: string | null;
-  revenue: Money;
-  refunds: Money;
-  refund_count: number;
-  paying_customers: number;
-  new_paying_customers: number;
-}
-
-export interface RevenueReport {
-  from: string;
-  to: string;
-  interval: 'day' | 'week' | 'month';
-  group_by: string;
-  model: string;
-  hit_limit: boolean;
-  currencies: string[];
-  rows: RevenueRow[];
-  totals: { revenue: Money; refunds: Money; refund_count: number; paying_customers: number; new_paying_customers: number } | null;
-}
+export type { Audience, BreakdownRow, CompileAnswer, Delivery, Member } from '../audiences/schema.js';
+export type { PersonMatch as Person, PeoplePage } from '../attribution/people-schema.js';
+export type { CriteriaError } from '../criteria/errors.js';
+export type { Definitions } from '../http/routes/definitions.js';
+export type { Workspace } from '../http/routes/workspace.js';
+export type { Amounts as Money, RevenueReport } from '../reports/response.js';

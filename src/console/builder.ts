@@ -3,7 +3,7 @@
 
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
-import { type Audience, api, ApiError, type CompileAnswer, type CriteriaError, type Definitions, message } from './api.js';
+import { type Audience, api, ApiError, type BreakdownRow, type CompileAnswer, type CriteriaError, type Definitions, message } from './api.js';
 import { errorsByNode, isObj, newCriteria, type Path, setAt } from './criteria.js';
 import { NodeView, type TreeContext } from './tree.js';
 import { ErrorNote, go, num, valueOf } from './ui.js';
@@ -53,7 +53,7 @@ export function Builder({ audienceId, defs }: { audienceId?: string; defs: Defin
     }
   };
 
-  const errors = saveErrors ?? estimate.answer?.errors ?? [];
+  const errors = saveErrors ?? (estimate.answer?.valid === false ? estimate.answer.errors : []);
   const root = isObj(criteria) ? criteria.root : undefined;
   const ctx: TreeContext = useMemo(() => ({
     update: (path: Path, value: unknown) => fromTree(setAt(criteria, path, value)),
@@ -181,7 +181,7 @@ function EstimatePanel({ state, errors, breakdown, setBreakdown, defs }: {
   </div>`;
 }
 
-function Breakdown({ rows }: { rows: CompileAnswer['breakdown'] }) {
+function Breakdown({ rows }: { rows: BreakdownRow[] | null | undefined }) {
   if (rows === undefined) return html`<p class="hint">This server does not break estimates down yet.</p>`;
   if (rows === null || rows.length === 0) return html`<p class="hint">No breakdown for this estimate.</p>`;
   const max = Math.max(1, ...rows.map((r) => r.count));

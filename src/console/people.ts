@@ -2,10 +2,8 @@
 
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
-import { api, type Person } from './api.js';
+import { api, type PeoplePage, type Person } from './api.js';
 import { ErrorNote, valueOf } from './ui.js';
-
-interface Page { data: Person[]; next_cursor: string | null }
 
 export function People() {
   const [q, setQ] = useState('');
@@ -18,7 +16,7 @@ export function People() {
     setLoading(true);
     setError(null);
     try {
-      const page = await api<Page>('GET', `/people?q=${encodeURIComponent(q)}&limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
+      const page = await api<PeoplePage>('GET', `/people?q=${encodeURIComponent(q)}&limit=50${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`);
       setPeople(cursor ? [...(people ?? []), ...page.data] : page.data);
       setNext(page.next_cursor);
     } catch (err) {

@@ -1,6 +1,8 @@
 // Criteria error codes as data: the six of the spec, the three of decisions §6, and the two size
 // limits of a tree (docs/criteria.md).
 
+import { z } from 'zod';
+
 export const CRITERIA_ERROR_CODES = [
   'invalid_envelope',
   'version_unsupported',
@@ -16,12 +18,12 @@ export const CRITERIA_ERROR_CODES = [
 ] as const;
 export type CriteriaErrorCode = (typeof CRITERIA_ERROR_CODES)[number];
 
-export interface CriteriaError {
-  code: CriteriaErrorCode;
-  /** JSON Pointer into the envelope; `""` is the envelope itself. */
-  path: string;
-  message: string;
-}
+export const criteriaError = z.object({
+  code: z.enum(CRITERIA_ERROR_CODES),
+  path: z.string().describe('JSON Pointer into the criteria envelope, e.g. /root/children/1/occurrence/count ("" is the envelope itself)'),
+  message: z.string(),
+});
+export type CriteriaError = z.infer<typeof criteriaError>;
 
 export function pointer(base: string, key: string | number): string {
   return `${base}/${String(key).replace(/~/g, '~0').replace(/\//g, '~1')}`;

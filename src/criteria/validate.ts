@@ -30,7 +30,7 @@ const has = (o: Json, k: string) => Object.prototype.hasOwnProperty.call(o, k);
 const isScalar = (v: unknown): v is Scalar =>
   typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
 
-const MAX_WINDOW_DAYS = 3650;
+export const MAX_WINDOW_DAYS = 3650;
 const DATE_ONLY = /^(\d{4})-(\d{2})-(\d{2})$/;
 const DATE_TIME = /^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(?::(\d{2})(?:\.\d{1,9})?)?(Z|[+-]\d{2}:?\d{2})?$/i;
 const DAY_MS = 86_400_000;

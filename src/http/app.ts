@@ -5,6 +5,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyInstance } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
+import { criteriaComponents } from '../criteria/envelope.js';
 import { Workspaces } from '../store/control/workspaces.js';
 import type { Stores } from '../store/open.js';
 import { authPlugin } from './auth.js';
@@ -88,7 +89,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'workspace', description: 'The key\'s workspace, where to point the payment webhook, and the names criteria may use.' },
         { name: 'service', description: 'Liveness.' },
       ],
-      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } }, schemas: criteriaComponents() },
       security: [{ bearer: [] }],
     },
     transform: jsonSchemaTransform,

@@ -13,7 +13,7 @@ import { stringifyWellFormed } from '../well-formed.js';
 import { derivePageviewFields, isInternalNavigation, type PageviewFields } from './channels.js';
 import { GroupCommit } from './group-commit.js';
 import { type IdentityInput, resolveIdentities } from './identity.js';
-import type { EventInput, PageviewInput, PersonInput } from './schemas.js';
+import type { EventInput, EventResult, PageviewInput, PersonInput } from './schemas.js';
 
 /** An internal navigation inherits the channel of a landing view at most this old. */
 const SESSION_MS = 30 * 60_000;
@@ -37,12 +37,6 @@ function identityOf(input: PersonInput | EventInput, at: Date, event?: true): Id
   };
 }
 
-export interface EventResult {
-  event_id: string | null;
-  person_id: string | null;
-  /** The message_id was seen before: the event was not stored again. */
-  duplicate: boolean;
-}
 
 /**
  * An item of a request with what needs no database worked out before it waits for the write

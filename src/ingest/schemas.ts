@@ -1,5 +1,5 @@
-// Request shapes of the ingest endpoints (decisions §3–§5), one zod schema each: they validate,
-// type the handlers and document the API.
+// Request and answer shapes of the ingest endpoints (decisions §3–§5), one zod schema each: they
+// validate, type the handlers and document the API.
 
 import { z } from 'zod';
 import { isPageUrl } from './channels.js';
@@ -68,3 +68,16 @@ export const pageviewsBody = z.union([pageviewBody, z.object({ batch: z.array(pa
 export type PersonInput = z.output<typeof personBody>;
 export type EventInput = z.output<typeof eventBody>;
 export type PageviewInput = z.output<typeof pageviewBody>;
+
+export const personAnswer = z.object({ person_id: z.string().nullable() });
+
+export const eventResult = z.object({
+  event_id: z.string().nullable(),
+  person_id: z.string().nullable(),
+  duplicate: z.boolean().describe('the message_id was seen before: the event was not stored again'),
+});
+export type EventResult = z.infer<typeof eventResult>;
+
+export const eventsAnswer = z.union([eventResult, z.object({ accepted: z.number().int(), results: z.array(eventResult) })]);
+
+export const pageviewsAnswer = z.object({ accepted: z.number().int() });

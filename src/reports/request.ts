@@ -2,6 +2,7 @@
 // document) and the command line.
 
 import { z } from 'zod';
+import { criteriaJson } from '../criteria/envelope.js';
 import { ATTRIBUTION_MODELS, REPORT_INTERVALS } from '../criteria/index.js';
 
 const instant = z.union([z.iso.date(), z.iso.datetime({ offset: true, local: true })])
@@ -16,7 +17,7 @@ export const revenueRequest = z.object({
   model: z.enum(ATTRIBUTION_MODELS).optional()
     .describe('first_touch (default): the earliest page view of the customer\'s visitors; last_touch: the last non-Direct page view before its first payment'),
   filter: z.unknown().optional().describe('trait predicates, as a person leaf\'s filter: { "traits.plan": { "op": "=", "value": "pro" } }'),
-  criteria_json: z.unknown().optional().describe('AudienceCriteria: only the people of this audience, evaluated now'),
+  criteria_json: criteriaJson('AudienceCriteria: only the people of this audience, evaluated now').optional(),
   audience_id: z.string().min(1).max(128).optional().describe('a saved audience: only its people, its criteria evaluated now'),
 }).superRefine((value, ctx) => {
   if (value.criteria_json !== undefined && value.audience_id !== undefined) {

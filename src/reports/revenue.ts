@@ -6,7 +6,7 @@
 import type { z } from 'zod';
 import { takeTurn } from '../audiences/compile.js';
 import {
-  type AttributionModel, bucketCount, type CriteriaError, MAX_REPORT_BUCKETS, planCriteria, type Predicate, type PropertyCatalog,
+  bucketCount, type CriteriaError, MAX_REPORT_BUCKETS, planCriteria, type Predicate, type PropertyCatalog,
   reportAudience, reportGroup, type ReportGroup, type ReportInterval, type ReportPlan, type SetPlan, validateCriteria, validateTraitFilter,
 } from '../criteria/index.js';
 import { AppError, invalidRequest } from '../errors.js';
@@ -14,38 +14,9 @@ import type { AnalyticsStore, RevenueRow } from '../store/analytics.js';
 import { getAudience } from '../store/control/audiences.js';
 import type { ControlSql } from '../store/control/store.js';
 import type { revenueRequest } from './request.js';
+import type { Amounts, RevenueFigures, RevenueReport, RevenueReportRow } from './response.js';
 
 export type RevenueRequest = z.infer<typeof revenueRequest>;
-
-/** Per currency, in minor units. */
-export type Amounts = Record<string, number>;
-
-export interface RevenueFigures {
-  /** Payments minus refunds. */
-  revenue: Amounts;
-  refunds: Amounts;
-  refund_count: number;
-  paying_customers: number;
-  new_paying_customers: number;
-}
-
-export interface RevenueReportRow extends RevenueFigures {
-  /** The bucket's first day, UTC. */
-  bucket: string;
-  group: string | null;
-}
-
-export interface RevenueReport {
-  from: string;
-  to: string;
-  interval: ReportInterval;
-  group_by: string;
-  model: AttributionModel;
-  hit_limit: boolean;
-  currencies: string[];
-  rows: RevenueReportRow[];
-  totals: RevenueFigures | null;
-}
 
 export interface ReportOptions {
   /** Evaluation time of the audience's criteria (`last_n_days` windows end here). */

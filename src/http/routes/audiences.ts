@@ -3,78 +3,14 @@
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { Deliverer } from '../../audiences/delivery.js';
-import { destinationInput, publicDestinationSchema } from '../../audiences/destinations/schema.js';
-import { durationMs, MAX_REFRESH_MS, MIN_REFRESH_MS } from '../../audiences/duration.js';
 import { EXPORT_CONTENT_TYPES, exportMembers } from '../../audiences/export.js';
 import type { Refresher } from '../../audiences/refresh.js';
 import type { AudienceResource } from '../../audiences/resource.js';
-import { AppError, invalidRequest } from '../../errors.js';
+import { audience, audienceInput, audiencePatch, delivery, membersPage } from '../../audiences/schema.js';
+import { invalidRequest } from '../../errors.js';
 import { deliveryLog } from '../../store/control/audiences.js';
 import type { Stores } from '../../store/open.js';
 import { REQUEST_EXAMPLES } from '../examples.js';
-
-const refreshEvery = z.string()
-  .refine((v) => durationMs(v) !== null, 'expected a duration such as 15m, 1h or 1d')
-  .refine((v) => (durationMs(v) ?? MIN_REFRESH_MS) >= MIN_REFRESH_MS, 'the minimum is 5m')
-  .refine((v) => (durationMs(v) ?? 0) <= MAX_REFRESH_MS, 'the maximum is 365d')
-  .describe('refresh cadence: 15m, 1h, 1d…; minimum 5m, default 1h');
-
-const criteriaJson = z.unknown()
-  .refine((v) => v !== undefined, 'criteria_json is required')
-  .describe('AudienceCriteria { version: 1, root }, or a JSON string holding it');
-
-const fields = {
-  name: z.string().trim().min(1).max(200),
-  criteria_json: criteriaJson,
-  refresh_every: refreshEvery.optional(),
-  destinations: z.array(destinationInput).max(10).optional(),
-};
-
-const audience = z.object({
-  id: z.string(),
-  name: z.string(),
-  criteria_json: z.unknown(),
-  status: z.enum(['pending', 'refreshing', 'ready', 'failed']),
-  member_count: z.number().int().nullable(),
-  last_refreshed_at: z.string().nullable(),
-  next_refresh_at: z.string(),
-  is_time_windowed: z.boolean(),
-  refresh_every: z.string(),
-  destinations: z.array(publicDestinationSchema).describe('secrets are never shown'),
-  last_error: z.string().nullable(),
-  created_at: z.string(),
-  updated_at: z.string(),
-});
-
-const member = z.object({
-  person_id: z.string().nullable(),
-  visitor_id: z.string().nullable(),
-  external_id: z.string().nullable(),
-  email: z.string().nullable(),
-});
-
-const attempt = z.object({
-  page: z.number().int(),
-  request: z.string(),
-  attempt: z.number().int(),
-  ok: z.boolean(),
-  http_status: z.number().int().nullable(),
-  error: z.string().nullable(),
-  attempted_at: z.string(),
-});
-
-const delivery = z.object({
-  delivery_id: z.string(),
-  destination_id: z.string(),
-  snapshot_id: z.number().int(),
-  status: z.enum(['pending', 'delivered', 'failed', 'canceled']),
-  pages_delivered: z.number().int(),
-  skipped: z.number().int().describe('members without an email (ad platforms)'),
-  last_error: z.string().nullable(),
-  created_at: z.string(),
-  finished_at: z.string().nullable(),
-  attempts: z.array(attempt),
-});
 
 const idParams = z.object({ id: z.string().min(1).max(128) });
 
@@ -105,7 +41,7 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
     schema: {
       tags: ['audiences'], summary: 'Save an audience',
       description: 'Invalid criteria answer 400 invalid_criteria with every fault; nothing is saved. The audience is refreshed at the next scheduler tick.',
-      body: z.object(fields).meta({ example: REQUEST_EXAMPLES.audience }),
+      body: audienceInput.meta({ example: REQUEST_EXAMPLES.audience }),
       response: { 201: audience },
     },
   }, async (request, reply) => reply.status(201).send(await resource.create(request.workspaceId, request.body)));
@@ -126,7 +62,7 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
       tags: ['audiences'], summary: 'Change an audience',
       description: 'New criteria make the audience due for refresh at once. destinations replaces the whole list.',
       params: idParams,
-      body: z.object({ ...fields, name: fields.name.optional(), criteria_json: z.unknown().optional() }),
+      body: audiencePatch,
       response: { 200: audience },
     },
   }, async (request) => resource.update(request.workspaceId, request.params.id, request.body));
@@ -167,7 +103,7 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
         limit: z.coerce.number().int().min(1).max(1000).default(100),
         cursor: z.string().max(200).optional(),
       }),
-      response: { 200: z.object({ data: z.array(member), next_cursor: z.string().nullable() }) },
+      response: { 200: membersPage },
     },
   }, async (request, reply) => {
     const row = await resource.row(request.workspaceId, request.params.id);

@@ -6,6 +6,12 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import type { AnalyticsStore } from '../../store/analytics.js';
 
+export const definitions = z.object({
+  events: z.array(z.object({ name: z.string(), paths: z.array(z.string()) })),
+  traits: z.array(z.string()),
+});
+export type Definitions = z.infer<typeof definitions>;
+
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
 export const definitionRoutes: FastifyPluginAsyncZod<{ analytics: AnalyticsStore }> = async (app, { analytics }) => {
@@ -15,12 +21,7 @@ export const definitionRoutes: FastifyPluginAsyncZod<{ analytics: AnalyticsStore
       tags: ['workspace'], summary: 'Event names, their payload paths and the trait paths criteria may name',
       description: 'A product_event filter key is payload.<path> with a path of that event; a person leaf\'s is traits.<path>. '
         + 'Paths are kept current at ingest; a path once seen stays defined.',
-      response: {
-        200: z.object({
-          events: z.array(z.object({ name: z.string(), paths: z.array(z.string()) })),
-          traits: z.array(z.string()),
-        }),
-      },
+      response: { 200: definitions },
     },
   }, async (request) => {
     const catalog = await analytics.propertyCatalog(request.workspaceId);

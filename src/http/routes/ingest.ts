@@ -8,9 +8,11 @@ import { z } from 'zod';
 import { invalidRequest, pointer } from '../../errors.js';
 import { REQUEST_EXAMPLES } from '../examples.js';
 import { jsonBodyParser } from '../json-body.js';
-import type { EventResult, Ingest } from '../../ingest/ingest.js';
+import type { Ingest } from '../../ingest/ingest.js';
 import { fastEvents, fastPageviews } from '../../ingest/fast-path.js';
-import { eventsBody, pageviewsBody, personBody } from '../../ingest/schemas.js';
+import {
+  eventsAnswer, eventsBody, type EventResult, pageviewsAnswer, pageviewsBody, personAnswer, personBody,
+} from '../../ingest/schemas.js';
 
 /**
  * Parses a body with `schema`, or fails with 400 invalid_request naming each field; in a batch each
@@ -70,8 +72,6 @@ function batchJson(results: EventResult[]): string {
   return `{"accepted":${accepted},"results":[${json}]}`;
 }
 
-const eventResult = z.object({ event_id: z.string().nullable(), person_id: z.string().nullable(), duplicate: z.boolean() });
-
 export const ingestRoutes: FastifyPluginAsyncZod<{ ingest: Ingest }> = async (app, { ingest }) => {
   app.post('/v1/persons', {
     config: { auth: 'secret', limit: 'ingest' },
@@ -80,7 +80,7 @@ export const ingestRoutes: FastifyPluginAsyncZod<{ ingest: Ingest }> = async (ap
       tags: ['persons and events'],
       summary: 'Set a person\'s traits (no event)',
       body: personBody.meta({ example: REQUEST_EXAMPLES.person }),
-      response: { 200: z.object({ person_id: z.string().nullable() }) },
+      response: { 200: personAnswer },
     },
   }, async (request) => ingest.person(request.workspaceId, parse(personBody, request.body)));
 
@@ -92,7 +92,7 @@ export const ingestRoutes: FastifyPluginAsyncZod<{ ingest: Ingest }> = async (ap
       tags: ['persons and events'],
       summary: 'Record one event, or a batch of up to 500',
       body: eventsBody.meta({ example: REQUEST_EXAMPLES.events }),
-      response: { 200: z.union([eventResult, z.object({ accepted: z.number().int(), results: z.array(eventResult) })]) },
+      response: { 200: eventsAnswer },
     },
   }, async (request, reply) => {
     const body = fastEvents(request.body) ?? parse(eventsBody, request.body);
@@ -118,7 +118,7 @@ async function pageviewRoutes(app: FastifyInstance, { ingest }: { ingest: Ingest
       description: 'Publishable or secret key, as Authorization: Bearer or ?key= (beacons cannot set headers).',
       querystring: z.object({ key: z.string().optional() }),
       body: pageviewsBody.meta({ example: REQUEST_EXAMPLES.pageviews }),
-      response: { 200: z.object({ accepted: z.number().int() }) },
+      response: { 200: pageviewsAnswer },
     },
   }, async (request) => {
     const body = fastPageviews(request.body) ?? parse(pageviewsBody, request.body);

@@ -6,6 +6,9 @@ import { z } from 'zod';
 import { AppError } from '../../errors.js';
 import { PAYMENTS_MODES, type Workspaces } from '../../store/control/workspaces.js';
 
+export const workspaceAnswer = z.object({ id: z.string(), name: z.string(), webhook_url: z.string(), payments_mode: z.enum(PAYMENTS_MODES) });
+export type Workspace = z.infer<typeof workspaceAnswer>;
+
 export const webhookUrl = (publicUrl: string, workspaceId: string) =>
   `${publicUrl.replace(/\/+$/, '')}/v1/webhooks/stripe/${encodeURIComponent(workspaceId)}`;
 
@@ -16,7 +19,7 @@ export const workspaceRoutes: FastifyPluginAsyncZod<{ workspaces: Workspaces; pu
       tags: ['workspace'], summary: 'The key\'s workspace, its payment webhook URL and payments mode',
       description: 'payments_mode: notifications whose livemode is of the other mode are acknowledged and ignored. '
         + 'Change it with the command line: audiences workspace mode <workspace> live|test.',
-      response: { 200: z.object({ id: z.string(), name: z.string(), webhook_url: z.string(), payments_mode: z.enum(PAYMENTS_MODES) }) },
+      response: { 200: workspaceAnswer },
     },
   }, async (request) => {
     const ws = await workspaces.get(request.workspaceId);
