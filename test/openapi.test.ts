@@ -1,11 +1,16 @@
 // The API reference at /docs: every operation in one of the declared groups, and every request
 // example accepted by its own route.
 
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { criteriaEnvelope } from '../src/criteria/envelope.js';
+import { validateCriteria } from '../src/criteria/index.js';
+import { CRITERIA_EXAMPLE } from '../src/http/examples.js';
+import { criteriaArb, criteriaToJson, PROPERTY_CATALOG } from './support/arbitraries.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 interface Operation { tags?: string[]; requestBody?: { content: Record<string, { schema: { example?: unknown } }> } }
-interface OpenApi { tags: { name: string }[]; paths: Record<string, Record<string, Operation>> }
+interface OpenApi { tags: { name: string }[]; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, unknown> } }
 
 describe('OpenAPI document', () => {
   let t: TestApp;
@@ -50,6 +55,56 @@ describe('OpenAPI document', () => {
       });
       expect(res.statusCode, `${method} ${path}: ${res.body}`).toBeLessThan(300);
       if (path === '/v1/audiences/compile') expect(res.json()).toMatchObject({ valid: true });
+    }
+  });
+
+  it('documents every criteria_json, asked and answered, with the criteria tree', () => {
+    const criteriaJsonOf = (path: string, method: string, status?: string) => {
+      const op = doc.paths[path]![method] as Operation & { responses: Record<string, { content: Record<string, { schema: unknown }> }> };
+      const schema = (status ? op.responses[status]!.content['application/json']!.schema : op.requestBody!.content['application/json']!.schema) as
+        { properties: Record<string, unknown> };
+      return JSON.stringify(schema.properties.criteria_json);
+    };
+    const ref = '"$ref":"#/components/schemas/AudienceCriteria"';
+    for (const [path, method] of [['/v1/audiences', 'post'], ['/v1/audiences/{id}', 'patch'], ['/v1/audiences/compile', 'post'], ['/v1/reports/revenue', 'post']]) {
+      expect(criteriaJsonOf(path!, method!), `${method} ${path}`).toContain(ref);
+    }
+    expect(criteriaJsonOf('/v1/audiences/{id}', 'get', '200')).toContain(ref);
+    expect(Object.keys(doc.components.schemas)).toEqual(expect.arrayContaining([
+      'AudienceCriteria', 'CriteriaNode', 'AndOrBranch', 'NotBranch',
+      'ProductEventLeaf', 'PageviewLeaf', 'PaymentsEventLeaf', 'PaymentsStateLeaf', 'PersonLeaf',
+    ]));
+    expect(JSON.stringify(doc.components.schemas)).not.toContain('__shared');
+  });
+});
+
+describe('the documented criteria tree', () => {
+  it('admits every tree the validator accepts', () => {
+    expect(validateCriteria(CRITERIA_EXAMPLE, { events: new Map([['signup', new Set()]]), traits: new Set(['plan']) }).ok).toBe(true);
+    expect(criteriaEnvelope.safeParse(CRITERIA_EXAMPLE).success).toBe(true);
+    fc.assert(fc.property(criteriaArb(), (criteria) => {
+      const json = criteriaToJson(criteria);
+      expect(validateCriteria(json, PROPERTY_CATALOG).ok).toBe(true);
+      expect(criteriaEnvelope.safeParse(json).error).toBeUndefined();
+    }), { seed: 31, numRuns: 300 });
+  });
+
+  it('refuses what the validator refuses for its shape', () => {
+    const leaf = { source: 'pageview', occurrence: { op: 'did', count: null, window: { kind: 'ever' } } };
+    const shapes = [
+      { version: 2, root: leaf },
+      { version: 1, root: leaf, extra: true },
+      { version: 1, root: { source: 'nowhere' } },
+      { version: 1, root: { op: 'and', children: [] } },
+      { version: 1, root: { ...leaf, occurrence: { op: 'did', count: { op: '>=', value: -1 }, window: { kind: 'ever' } } } },
+      { version: 1, root: { ...leaf, occurrence: { op: 'did', count: null, window: { kind: 'last_n_days', n: 0 } } } },
+      { version: 1, root: { ...leaf, filter: { colour: { op: '=', value: 'red' } } } },
+      { version: 1, root: { source: 'payments', event: 'first_paid_invoice', occurrence: { op: 'did', window: { kind: 'ever' } } } },
+      { version: 1, root: { source: 'payments', entity: 'invoice', predicate: { interval: { op: '=', value: 'month' } } } },
+    ];
+    for (const criteria of shapes) {
+      expect(validateCriteria(criteria, PROPERTY_CATALOG).ok, JSON.stringify(criteria)).toBe(false);
+      expect(criteriaEnvelope.safeParse(criteria).success, JSON.stringify(criteria)).toBe(false);
     }
   });
 });
