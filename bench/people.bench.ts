@@ -22,6 +22,7 @@ import { startPostgres } from '../test/support/postgres-server.js';
 import { type LookupRow, lookupPeople } from '../src/store/control/lookup.js';
 import { type PersonRecord, savePersons } from '../src/store/control/people.js';
 import { type CustomerRecord, writeCustomers } from '../src/store/control/payments.js';
+import { NO_COPIES } from '../src/store/mirror.js';
 import type { ControlDialect, ControlSql, ControlTx } from '../src/store/control/store.js';
 import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { Store } from '../src/store/duckdb/db.js';
@@ -99,13 +100,13 @@ async function writeCost(control: DuckDBControl, withIndex: boolean, firstKey: n
     });
     const named = (name: string) => new Map(people.map((p) => [p.person_key, { name: `${name} ${p.person_key}`, traits: { plan: 'pro' } }]));
     let t = performance.now();
-    await control.transaction((tx) => savePersons(txOf(tx), WS_WRITES, people, [], named('Writer'), at));
+    await control.transaction((tx) => savePersons({ control: txOf(tx), mirror: NO_COPIES }, WS_WRITES, people, [], named('Writer'), at));
     create += performance.now() - t;
     t = performance.now();
-    await control.transaction((tx) => savePersons(txOf(tx), WS_WRITES, [], people, named('Renamed'), at));
+    await control.transaction((tx) => savePersons({ control: txOf(tx), mirror: NO_COPIES }, WS_WRITES, [], people, named('Renamed'), at));
     rename += performance.now() - t;
     t = performance.now();
-    await control.transaction((tx) => savePersons(txOf(tx), WS_WRITES, [], people, new Map(people.map((p) => [p.person_key, { traits: { seen: b } }])), at));
+    await control.transaction((tx) => savePersons({ control: txOf(tx), mirror: NO_COPIES }, WS_WRITES, [], people, new Map(people.map((p) => [p.person_key, { traits: { seen: b } }])), at));
     traits += performance.now() - t;
   }
   const perPerson = (ms: number) => (ms * 1000) / (size * batches);
@@ -134,9 +135,9 @@ async function customerWriteCost(control: DuckDBControl, withIndex: boolean, rou
       };
     });
     const [created, moved, linked] = [customers('payer', 'unmatched'), customers('moved', 'unmatched'), customers('moved', 'deferred')];
-    await timed('create', (tx) => writeCustomers(tx, WS_WRITES, created, [], [], at));
-    await timed('email', (tx) => writeCustomers(tx, WS_WRITES, [], moved, moved, at));
-    await timed('other', (tx) => writeCustomers(tx, WS_WRITES, [], linked, [], at));
+    await timed('create', (tx) => writeCustomers({ control: tx, mirror: NO_COPIES }, WS_WRITES, created, [], [], at));
+    await timed('email', (tx) => writeCustomers({ control: tx, mirror: NO_COPIES }, WS_WRITES, [], moved, moved, at));
+    await timed('other', (tx) => writeCustomers({ control: tx, mirror: NO_COPIES }, WS_WRITES, [], linked, [], at));
   }
   const perCustomer = (ms: number) => (ms * 1000) / (size * batches);
   return { create: perCustomer(cost.create), email: perCustomer(cost.email), other: perCustomer(cost.other) };

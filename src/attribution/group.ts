@@ -8,11 +8,11 @@
 
 import { type IdentityInput, resolveIdentities } from '../ingest/identity.js';
 import type {
-  InvoiceState, Money, PaymentEventKind, PaymentEventState, PaymentStateChanges, StoredPaymentState, SubscriptionState, UnitOfWork, VisitorLink,
+  InvoiceState, PaymentEventKind, PaymentEventState, PaymentStateChanges, StoredPaymentState, SubscriptionState, UnitOfWork, VisitorLink,
 } from '../store/analytics.js';
 import { isOlder } from '../store/instants.js';
 import {
-  type CustomerRecord, linkDeferredCustomers, type PaymentState, readCustomers, readObjects, readPayments, readRefunds, type RefundState,
+  type CustomerRecord, linkDeferredCustomers, type Money, type PaymentState, readCustomers, readObjects, readPayments, readRefunds, type RefundState,
   SOURCE_RANK, type StoredPayment, type StoredRefund, writeCustomers, writeObjects, writePayments, writeRefunds,
 } from '../store/control/payments.js';
 import { personsBy, visitorsById } from '../store/control/people.js';
@@ -369,19 +369,13 @@ export class PaymentGroup {
     await writeObjects(tx, this.ws, byKey(new Map([...this.newObjects].map(([object_id, customer_id]) => [object_id, { object_id, customer_id }]))));
     const customers = this.customers.split();
     const reemailed = customers.changed.filter((c) => c.email !== this.storedEmails.get(c.customer_id));
-    await writeCustomers(tx, this.ws, customers.created, customers.changed, reemailed, this.now);
+    await writeCustomers(this.work, this.ws, customers.created, customers.changed, reemailed, this.now);
     await linkDeferredCustomers(tx, this.ws, [...linked], this.now);
     const refunds = this.refunds.split();
     await writeRefunds(tx, this.ws, refunds.created, refunds.changed);
     const payments = this.payments.split();
-    await writePayments(tx, this.ws, payments.created, payments.changed);
-
-    const analytics = this.work.analytics;
-    await analytics.linkCustomers(this.ws, [...customers.created, ...customers.changed]
-      .map((c) => ({ customer_id: c.customer_id, person_key: c.person_key, visitor_key: c.visitor_key })));
-    await analytics.savePayments(this.ws, [...payments.created, ...payments.changed]
-      .map((p) => ({ payment_id: p.payment_id, customer_id: p.customer_id, amount: p.amount, currency: p.currency, paid_at: p.paid_at, invoice_id: p.invoice_id })));
-    await analytics.writePaymentState(this.ws, this.paymentChanges());
+    await writePayments(this.work, this.ws, payments.created, payments.changed);
+    await this.work.analytics.writePaymentState(this.ws, this.paymentChanges());
   }
 
   private paymentChanges(): PaymentStateChanges {

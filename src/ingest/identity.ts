@@ -1,7 +1,8 @@
 // Identity resolution for a batch (the spec's identifier table, decisions §3): external_id wins
 // over email, email over visitor_id; a visitor sent with a winning identifier is linked to that
 // person (latest link wins); a visitor alone reaches only the person it is already linked to.
-// The batch's persons and visitors are loaded once, resolved in order in memory, written once.
+// The batch's persons and visitors are loaded once, resolved in order in memory, written once
+// (IdentityResolution, shaped like attribution's PaymentGroup).
 
 import { randomBytes } from 'node:crypto';
 import type { UnitOfWork, VisitorLink } from '../store/analytics.js';
@@ -11,8 +12,8 @@ import {
 import { recordNewTraitPaths } from '../store/control/properties.js';
 import type { ControlStore } from '../store/control/store.js';
 import { propertyPaths } from '../store/property-paths.js';
-import { identityCacheOf } from './identity-cache.js';
-import { knownIdsOf } from './known-ids.js';
+import { type IdentityCache, identityCacheOf } from './identity-cache.js';
+import { type KnownIds, knownIdsOf } from './known-ids.js';
 
 export interface IdentityInput {
   external_id?: string;
@@ -36,168 +37,226 @@ export interface Resolved {
 
 const newPersonId = () => `per_${randomBytes(12).toString('base64url')}`;
 
+const unique = <T>(values: (T | undefined)[]) => [...new Set(values.filter((v): v is T => v !== undefined))];
+
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
 /**
- * Resolves a batch inside a unit of work on `store`. Known identifiers come from the identity cache,
- * the others from one lookup each; the cache learns what changed once the control transaction
- * commits. Records from the cache are shared with it: they are copied before the first change.
+ * Identity resolution of one batch inside a unit of work, in three steps: `load` reads every person
+ * and visitor the batch names (the identity cache first, then a statement per identifier) and draws
+ * the keys it may need; `resolve` decides each input in order, in memory; `save` writes what changed,
+ * a statement per table. Records from the cache are shared with it: copied before the first change.
  */
+export class IdentityResolution {
+  /** Records shared with the identity cache. */
+  private readonly shared = new Set<PersonRecord | VisitorRecord>();
+  private readonly visitors = new Map<string, VisitorRecord>();
+  /** One object per person, however many identifiers reach it. */
+  private readonly persons = new Map<number, PersonRecord>();
+  private readonly byExternalId = new Map<string, PersonRecord>();
+  private readonly byEmail = new Map<string, PersonRecord>();
+  /** Keys drawn up front: at most one new person per identifier not found, one visitor per id. */
+  private personKeys: number[] = [];
+  private visitorKeys: number[] = [];
+
+  private readonly createdPersons: PersonRecord[] = [];
+  /** By key: a record copied later in the batch replaces the one that was marked. */
+  private readonly changedPersons = new Set<number>();
+  /** Traits and name per person key, merged in input order; the store merges them onto its own. */
+  private readonly updates = new Map<number, PersonUpdate>();
+  private readonly createdVisitors: (VisitorRecord & { first_seen_at: Date })[] = [];
+  private readonly createdVisitorIds = new Set<string>();
+  private readonly relinked = new Map<string, VisitorRecord>();
+  private readonly anonymous = new Map<string, VisitorRecord>();
+  /** Visitors linked to a person or moved to another, in input order. */
+  readonly links: VisitorLink[] = [];
+
+  private constructor(
+    private readonly store: ControlStore,
+    private readonly work: UnitOfWork,
+    private readonly ws: string,
+    private readonly inputs: IdentityInput[],
+    private readonly cache: IdentityCache,
+    private readonly known: KnownIds | null,
+  ) {}
+
+  static async load(store: ControlStore, work: UnitOfWork, ws: string, inputs: IdentityInput[]): Promise<IdentityResolution> {
+    const known = knownIdsOf(store);
+    known?.prepare(ws);
+    const batch = new IdentityResolution(store, work, ws, inputs, identityCacheOf(store), known);
+    const visitorIds = unique(inputs.map((i) => i.visitor_id));
+    await batch.loadVisitors(visitorIds);
+    const newExternalIds = await batch.loadPersons('external_id', unique(inputs.map((i) => i.external_id)));
+    const newEmails = await batch.loadPersons('email', unique(inputs.map((i) => (i.external_id === undefined ? i.email : undefined))));
+    await batch.loadPersons('email', unique(inputs.map((i) => (i.external_id !== undefined ? i.email : undefined))));
+    await batch.loadPersons('person_key', unique([...batch.visitors.values()].map((v) => v.person_key ?? undefined)));
+    for (const p of batch.persons.values()) batch.index(p);
+    batch.personKeys = await nextKeys(store, 'person_keys', newExternalIds + newEmails);
+    batch.visitorKeys = await nextKeys(store, 'visitor_keys', visitorIds.length - batch.visitors.size);
+    return batch;
+  }
+
+  private async loadVisitors(visitorIds: string[]): Promise<void> {
+    const unknown: string[] = [];
+    for (const id of visitorIds) {
+      const v = this.cache.visitor(this.ws, id);
+      if (v) {
+        this.visitors.set(id, v);
+        this.shared.add(v);
+      } else {
+        unknown.push(id);
+      }
+    }
+    // Ids proven new need no lookup (a scan of the table on DuckDB).
+    const known = this.known;
+    const maybeStored = known ? unknown.filter((id) => !known.absent(this.ws, 'visitor_id', id)) : unknown;
+    for (const v of await visitorsById(this.work.control, this.ws, maybeStored)) this.visitors.set(v.visitor_id, v);
+  }
+
+  /** Loads persons by one identifier (cache first); answers how many values matched nobody. */
+  private async loadPersons(by: 'external_id' | 'email' | 'person_key', values: (string | number)[]): Promise<number> {
+    const unknown = values.filter((value) => {
+      const p = this.cache.person(this.ws, by, value);
+      if (p) this.add(p, true);
+      return !p;
+    });
+    const known = this.known;
+    const maybeStored = known && by !== 'person_key' ? unknown.filter((value) => !known.absent(this.ws, by, value as string)) : unknown;
+    const found = await personsBy(this.work.control, this.ws, by, maybeStored);
+    for (const p of found) this.add(p, false);
+    return unknown.length - found.length;
+  }
+
+  private add(p: PersonRecord, fromCache: boolean): void {
+    if (this.persons.has(p.person_key)) return;
+    this.persons.set(p.person_key, p);
+    if (fromCache) this.shared.add(p);
+  }
+
+  /** Makes `p` the person of its key and identifiers. */
+  private index(p: PersonRecord): void {
+    this.persons.set(p.person_key, p);
+    if (p.external_id !== null) this.byExternalId.set(p.external_id, p);
+    if (p.email !== null) this.byEmail.set(p.email, p);
+  }
+
+  /** Each input's person and visitor, decided in input order. */
+  resolve(): Resolved[] {
+    return this.inputs.map((input) => {
+      let person = this.identify(input);
+      const identified = person !== null;
+      let visitor: VisitorRecord | null = null;
+      if (input.visitor_id !== undefined) {
+        visitor = this.visit(input, input.visitor_id, person);
+        if (!person && visitor.person_key !== null) person = this.persons.get(visitor.person_key) ?? null;
+      }
+      if (person) this.update(person, input);
+      return { person_key: person?.person_key ?? null, person_id: person?.person_id ?? null, visitor_key: visitor?.visitor_key ?? null, identified };
+    });
+  }
+
+  /** The person an input's external_id, else its email, names: found, or created. */
+  private identify(input: IdentityInput): PersonRecord | null {
+    if (input.external_id !== undefined) {
+      const person = this.byExternalId.get(input.external_id) ?? this.createPerson(input.external_id, null);
+      // The email joins this person only when free: persons are never merged implicitly.
+      if (input.email === undefined || person.email !== null || this.byEmail.has(input.email)) return person;
+      const writable = this.writablePerson(person);
+      writable.email = input.email;
+      this.known?.add(this.ws, 'email', input.email);
+      this.byEmail.set(input.email, writable);
+      this.changedPersons.add(writable.person_key);
+      this.updates.set(writable.person_key, { ...this.updates.get(writable.person_key), emailSet: true });
+      return writable;
+    }
+    if (input.email !== undefined) return this.byEmail.get(input.email) ?? this.createPerson(null, input.email);
+    return null;
+  }
+
+  /** The input's visitor, created when new; linked to `person`, or marked as having anonymous events. */
+  private visit(input: IdentityInput, visitorId: string, person: PersonRecord | null): VisitorRecord {
+    let visitor = this.visitors.get(visitorId) ?? this.createVisitor(visitorId, input.at);
+    const created = this.createdVisitorIds.has(visitorId);
+    if (person && visitor.person_key !== person.person_key) {
+      visitor = this.writableVisitor(visitor);
+      visitor.person_key = person.person_key;
+      if (!created) this.relinked.set(visitorId, visitor);
+      this.links.push({ workspaceId: this.ws, visitorId, visitorKey: visitor.visitor_key, personKey: person.person_key });
+    }
+    if (!person && input.event && !visitor.anonymous_events) {
+      visitor = this.writableVisitor(visitor);
+      visitor.anonymous_events = true;
+      if (!created) this.anonymous.set(visitorId, visitor);
+    }
+    return visitor;
+  }
+
+  /** Merges the input's traits and name into what the batch writes onto `person`. */
+  private update(person: PersonRecord, input: IdentityInput): void {
+    if (input.traits === undefined && input.name === undefined) return;
+    const update = this.updates.get(person.person_key) ?? {};
+    if (input.traits) update.traits = { ...update.traits, ...input.traits };
+    if (input.name !== undefined) update.name = input.name;
+    this.updates.set(person.person_key, update);
+    this.changedPersons.add(person.person_key);
+  }
+
+  private createPerson(externalId: string | null, email: string | null): PersonRecord {
+    const person: PersonRecord = { person_key: this.personKeys.pop()!, person_id: newPersonId(), external_id: externalId, email };
+    this.createdPersons.push(person);
+    if (externalId !== null) this.known?.add(this.ws, 'external_id', externalId);
+    if (email !== null) this.known?.add(this.ws, 'email', email);
+    this.index(person);
+    return person;
+  }
+
+  private createVisitor(visitorId: string, at: Date): VisitorRecord {
+    const created = { visitor_key: this.visitorKeys.pop()!, visitor_id: visitorId, person_key: null, first_seen_at: at, anonymous_events: false };
+    this.createdVisitors.push(created);
+    this.known?.add(this.ws, 'visitor_id', visitorId);
+    this.createdVisitorIds.add(visitorId);
+    this.visitors.set(visitorId, created);
+    return created;
+  }
+
+  private writablePerson(p: PersonRecord): PersonRecord {
+    if (!this.shared.has(p)) return p;
+    const copy = { ...p };
+    this.index(copy);
+    return copy;
+  }
+
+  private writableVisitor(v: VisitorRecord): VisitorRecord {
+    if (!this.shared.has(v)) return v;
+    const copy = { ...v };
+    this.visitors.set(copy.visitor_id, copy);
+    return copy;
+  }
+
+  /**
+   * Writes what the batch changed (the engine's copies with it: control/people.ts); the identity
+   * cache learns it once the control transaction commits.
+   */
+  async save(now: Date): Promise<void> {
+    const { work, ws } = this;
+    const created = new Set(this.createdPersons.map((p) => p.person_key));
+    const changed = [...this.changedPersons].filter((key) => !created.has(key)).map((key) => this.persons.get(key)!);
+    await savePersons(work, ws, this.createdPersons, changed, this.updates, now);
+    await recordNewTraitPaths(this.store, work.control, ws, [...this.updates.values()].flatMap((u) => (u.traits ? propertyPaths(u.traits) : [])));
+    await saveVisitors(work, ws, this.createdVisitors, [...this.relinked.values()], [...this.anonymous.values()], now);
+    work.control.afterCommit(() => this.cache.remember(ws,
+      [...this.persons.values()].filter((p) => !this.shared.has(p)), [...this.visitors.values()].filter((v) => !this.shared.has(v))));
+  }
+}
+
+/** Resolves a batch inside a unit of work on `store`: load, resolve, save. */
 export async function resolveIdentities(
   store: ControlStore, work: UnitOfWork, ws: string, inputs: IdentityInput[], now: Date,
 ): Promise<{ resolved: Resolved[]; links: VisitorLink[] }> {
-  const tx = work.control;
-  const cache = identityCacheOf(store);
-  const known = knownIdsOf(store);
-  known?.prepare(ws);
-  const unique = <T>(values: (T | undefined)[]) => [...new Set(values.filter((v): v is T => v !== undefined))];
-
-  const shared = new Set<PersonRecord | VisitorRecord>();
-  const visitors = new Map<string, VisitorRecord>();
-  const unknownVisitors: string[] = [];
-  const visitorIds = unique(inputs.map((i) => i.visitor_id));
-  for (const id of visitorIds) {
-    const v = cache.visitor(ws, id);
-    if (v) {
-      visitors.set(id, v);
-      shared.add(v);
-    } else {
-      unknownVisitors.push(id);
-    }
-  }
-  // Ids proven new need no lookup (a scan of the table on DuckDB).
-  const maybeStored = known ? unknownVisitors.filter((id) => !known.absent(ws, 'visitor_id', id)) : unknownVisitors;
-  for (const v of await visitorsById(tx, ws, maybeStored)) visitors.set(v.visitor_id, v);
-
-  // One object per person, however many identifiers reach it.
-  const byKey = new Map<number, PersonRecord>();
-  const add = (p: PersonRecord, fromCache: boolean) => {
-    if (byKey.has(p.person_key)) return;
-    byKey.set(p.person_key, p);
-    if (fromCache) shared.add(p);
-  };
-  /** Loads persons by one identifier (cache first); answers how many values matched nobody. */
-  const load = async (by: 'external_id' | 'email' | 'person_key', values: (string | number)[]): Promise<number> => {
-    const unknown = values.filter((value) => {
-      const p = cache.person(ws, by, value);
-      if (p) add(p, true);
-      return !p;
-    });
-    const maybeStored = known && by !== 'person_key' ? unknown.filter((value) => !known.absent(ws, by, value as string)) : unknown;
-    const found = await personsBy(tx, ws, by, maybeStored);
-    for (const p of found) add(p, false);
-    return unknown.length - found.length;
-  };
-  const newExternalIds = await load('external_id', unique(inputs.map((i) => i.external_id)));
-  const newEmails = await load('email', unique(inputs.map((i) => (i.external_id === undefined ? i.email : undefined))));
-  await load('email', unique(inputs.map((i) => (i.external_id !== undefined ? i.email : undefined))));
-  await load('person_key', unique([...visitors.values()].map((v) => v.person_key ?? undefined)));
-  const byExternalId = new Map([...byKey.values()].filter((p) => p.external_id !== null).map((p) => [p.external_id!, p]));
-  const byEmail = new Map([...byKey.values()].filter((p) => p.email !== null).map((p) => [p.email!, p]));
-
-  const createdPersons: PersonRecord[] = [];
-  /** By key: a record copied later in the batch replaces the one that was marked. */
-  const changedPersons = new Set<number>();
-  /** Traits and name per person key, merged in input order; the store merges them onto its own. */
-  const updates = new Map<number, PersonUpdate>();
-  const createdVisitors: (VisitorRecord & { first_seen_at: Date })[] = [];
-  const createdVisitorIds = new Set<string>();
-  const relinked = new Map<string, VisitorRecord>();
-  const anonymous = new Map<string, VisitorRecord>();
-  const links: VisitorLink[] = [];
-  // Keys are drawn up front: at most one new person per identifier not found, one visitor per id.
-  const personKeys = await nextKeys(store, 'person_keys', newExternalIds + newEmails);
-  const visitorKeys = await nextKeys(store, 'visitor_keys', visitorIds.length - visitors.size);
-
-  const writablePerson = (p: PersonRecord): PersonRecord => {
-    if (!shared.has(p)) return p;
-    const copy = { ...p };
-    byKey.set(copy.person_key, copy);
-    if (copy.external_id !== null) byExternalId.set(copy.external_id, copy);
-    if (copy.email !== null) byEmail.set(copy.email, copy);
-    return copy;
-  };
-  const writableVisitor = (v: VisitorRecord): VisitorRecord => {
-    if (!shared.has(v)) return v;
-    const copy = { ...v };
-    visitors.set(copy.visitor_id, copy);
-    return copy;
-  };
-
-  const createPerson = (external_id: string | null, email: string | null): PersonRecord => {
-    const person: PersonRecord = { person_key: personKeys.pop()!, person_id: newPersonId(), external_id, email };
-    createdPersons.push(person);
-    if (external_id !== null) known?.add(ws, 'external_id', external_id);
-    if (email !== null) known?.add(ws, 'email', email);
-    byKey.set(person.person_key, person);
-    if (external_id !== null) byExternalId.set(external_id, person);
-    if (email !== null) byEmail.set(email, person);
-    return person;
-  };
-
-  const resolved = inputs.map((input): Resolved => {
-    let person: PersonRecord | null = null;
-    if (input.external_id !== undefined) {
-      person = byExternalId.get(input.external_id) ?? createPerson(input.external_id, null);
-      // The email joins this person only when free: persons are never merged implicitly.
-      if (input.email !== undefined && person.email === null && !byEmail.has(input.email)) {
-        person = writablePerson(person);
-        person.email = input.email;
-        known?.add(ws, 'email', input.email);
-        byEmail.set(input.email, person);
-        changedPersons.add(person.person_key);
-        updates.set(person.person_key, { ...updates.get(person.person_key), emailSet: true });
-      }
-    } else if (input.email !== undefined) {
-      person = byEmail.get(input.email) ?? createPerson(null, input.email);
-    }
-    const identified = person !== null;
-
-    let visitor: VisitorRecord | null = null;
-    if (input.visitor_id !== undefined) {
-      visitor = visitors.get(input.visitor_id) ?? null;
-      if (!visitor) {
-        const created = { visitor_key: visitorKeys.pop()!, visitor_id: input.visitor_id, person_key: null, first_seen_at: input.at, anonymous_events: false };
-        createdVisitors.push(created);
-        known?.add(ws, 'visitor_id', created.visitor_id);
-        createdVisitorIds.add(created.visitor_id);
-        visitors.set(input.visitor_id, created);
-        visitor = created;
-      }
-      if (person && visitor.person_key !== person.person_key) {
-        visitor = writableVisitor(visitor);
-        visitor.person_key = person.person_key;
-        if (!createdVisitorIds.has(visitor.visitor_id)) relinked.set(visitor.visitor_id, visitor);
-        links.push({ workspaceId: ws, visitorId: visitor.visitor_id, visitorKey: visitor.visitor_key, personKey: person.person_key });
-      }
-      if (!person && input.event && !visitor.anonymous_events) {
-        visitor = writableVisitor(visitor);
-        visitor.anonymous_events = true;
-        if (!createdVisitorIds.has(visitor.visitor_id)) anonymous.set(visitor.visitor_id, visitor);
-      }
-      if (!person && visitor.person_key !== null) person = byKey.get(visitor.person_key) ?? null;
-    }
-
-    if (person && (input.traits !== undefined || input.name !== undefined)) {
-      const update = updates.get(person.person_key) ?? {};
-      if (input.traits) update.traits = { ...update.traits, ...input.traits };
-      if (input.name !== undefined) update.name = input.name;
-      updates.set(person.person_key, update);
-      changedPersons.add(person.person_key);
-    }
-    return { person_key: person?.person_key ?? null, person_id: person?.person_id ?? null, visitor_key: visitor?.visitor_key ?? null, identified };
-  });
-
-  const created = new Set(createdPersons.map((p) => p.person_key));
-  const changed = [...changedPersons].filter((key) => !created.has(key)).map((key) => byKey.get(key)!);
-  await savePersons(tx, ws, createdPersons, changed, updates, now);
-  await recordNewTraitPaths(store, tx, ws, [...updates.values()].flatMap((u) => (u.traits ? propertyPaths(u.traits) : [])));
-  await saveVisitors(tx, ws, createdVisitors, [...relinked.values()], [...anonymous.values()], now);
-  await work.analytics.recordIdentities(ws, [...createdPersons, ...changed], createdVisitors);
-  await work.analytics.linkVisitors(links);
-  tx.afterCommit(() => cache.remember(ws,
-    [...byKey.values()].filter((p) => !shared.has(p)), [...visitors.values()].filter((v) => !shared.has(v))));
-  return { resolved, links };
+  const batch = await IdentityResolution.load(store, work, ws, inputs);
+  const resolved = batch.resolve();
+  await batch.save(now);
+  return { resolved, links: batch.links };
 }

@@ -9,9 +9,10 @@
 // written in transactions. A write that touches both sides is a unit of work (`unit`).
 
 import type { Breakdown, CompiledQuery, PropertyCatalog, ReportPlan, Sample, SetPlan } from '../criteria/index.js';
-import type { PersonRecord, VisitorRecord } from './control/people.js';
+import type { Money } from './control/payments.js';
 import type { ControlTx } from './control/store.js';
 import type { InvoiceRow, PaymentEventRow, SubscriptionRow } from './layout.js';
+import type { ControlMirror } from './mirror.js';
 import type { DeliveryRow, SnapshotResult } from './types.js';
 
 export interface EventRecord {
@@ -55,13 +56,6 @@ export interface VisitorLink {
   personKey: number;
 }
 
-/** Whom a paying customer's rows belong to: its person, else its visitor's (criteria read both). */
-export interface CustomerLink {
-  customer_id: string;
-  person_key: number | null;
-  visitor_key: number | null;
-}
-
 export type PaymentEventKind = PaymentEventRow['kind'];
 
 /** Current state of a subscription / an invoice: the export layout's rows, and when the invoice was paid. */
@@ -103,21 +97,6 @@ export interface PaymentStateChanges {
   invoices: { state: InvoiceState; created: Date; stored: boolean }[];
   removed: PaymentEventState[];
   added: PaymentEventState[];
-}
-
-/** An amount in minor units of a currency (either may be unknown). */
-export interface Money {
-  amount: number | null;
-  currency: string | null;
-}
-
-/** A payment as the control store holds it after a change: what the revenue report's one-time payments read. */
-export interface PaymentRecord extends Money {
-  payment_id: string;
-  customer_id: string | null;
-  paid_at: Date | null;
-  /** The invoice it paid, when one was named: then the invoice is counted instead, if stored. */
-  invoice_id: string | null;
 }
 
 /** A member's public ids: a person's, or an anonymous visitor's. */
@@ -243,25 +222,10 @@ export interface AnalyticsWrites {
   /** Each visitor's latest stored page view: its time and channel fields. */
   latestPageviews(ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>>;
   appendPageviews(ws: string, rows: PageviewRecord[]): Promise<void>;
-  /**
-   * Persons created or changed (identifiers, traits or name), once the control store holds their
-   * new state, and visitors first seen (with their person when linked at once): what member lists
-   * show of a profile, and the traits person leaves read.
-   */
-  recordIdentities(ws: string, persons: PersonRecord[], visitors: VisitorRecord[]): Promise<void>;
-  /** Visitors' links to persons, in order: a visitor's last link wins. */
-  linkVisitors(links: VisitorLink[]): Promise<void>;
-  /** Customers' persons and visitors as decided by attribution (a customer's last link wins). */
-  linkCustomers(ws: string, links: CustomerLink[]): Promise<void>;
   /** The stored payment state a group of notifications reads (attribution/group.ts decides on it in memory). */
   readPaymentState(ws: string, keys: PaymentStateKeys): Promise<StoredPaymentState>;
   /** What a group of notifications changed in it, as decided: rows to write, lifecycle events gone and new. */
   writePaymentState(ws: string, changes: PaymentStateChanges): Promise<void>;
-  /**
-   * Payments recorded or changed in the control store, as they now stand there. Engines that cannot
-   * read the control store's payments (ClickHouse) keep a copy for the revenue report.
-   */
-  savePayments(ws: string, payments: PaymentRecord[]): Promise<void>;
   /**
    * Forgets an audience's snapshots: members, diffs, work lists and the control store's record of
    * them. Called in the unit that deletes the audience, before its deliveries go (an engine finds
@@ -270,9 +234,14 @@ export interface AnalyticsWrites {
   dropSnapshots(ws: string, audienceId: string): Promise<void>;
 }
 
-/** One unit of work: control rows on `control`, analytical rows through `analytics`. */
+/**
+ * One unit of work: control rows on `control`, analytical rows through `analytics`. The engine's
+ * copies of control rows (`mirror`) are written by the control writes that change them
+ * (control/people.ts, control/payments.ts take the unit), never by a feature.
+ */
 export interface UnitOfWork {
   control: ControlTx;
+  mirror: ControlMirror;
   analytics: AnalyticsWrites;
 }
 

@@ -11,6 +11,7 @@ import { quote } from '../../src/store/clickhouse/run.js';
 import { type CustomerRecord, writeCustomers } from '../../src/store/control/payments.js';
 import { nextKeys, savePersons, saveVisitors } from '../../src/store/control/people.js';
 import { recordPropertyPaths } from '../../src/store/control/properties.js';
+import { NO_COPIES } from '../../src/store/mirror.js';
 import type { ControlSql } from '../../src/store/control/store.js';
 import { Store } from '../../src/store/duckdb/db.js';
 import { importDataset, importParquetDir } from '../../src/store/duckdb/import.js';
@@ -119,7 +120,9 @@ async function importControlRows(t: TestApp, ws: string, data: Partial<Dataset>)
   }
   const now = new Date();
   await control.transaction(async (tx) => {
-    await savePersons(tx, ws, persons.map((p, i) => ({
+    // ClickHouse gets its copies of these rows from the load that follows (importRows).
+    const writes = { control: tx, mirror: NO_COPIES };
+    await savePersons(writes, ws, persons.map((p, i) => ({
       person_key: pk[i]!, person_id: p.person_id, external_id: p.external_id === null ? null : String(p.external_id),
       email: p.email?.trim().toLowerCase() ?? null,
     })), [], new Map(persons.map((p, i) => [pk[i]!, { traits: p.traits === null ? undefined : JSON.parse(p.traits), name: p.name ?? undefined }])), now);
@@ -127,12 +130,12 @@ async function importControlRows(t: TestApp, ws: string, data: Partial<Dataset>)
     const keyOf = (personId: string | null) => (personId === null ? null : personKey.get(personId) ?? null);
     // As the import marks them: visitors of events stored without a person.
     const anonymous = new Set((data.events ?? []).filter((e) => keyOf(e.person_id) === null).map((e) => e.visitor_id));
-    await saveVisitors(tx, ws, visitors.map((v, i) => ({
+    await saveVisitors(writes, ws, visitors.map((v, i) => ({
       visitor_key: vk[i]!, visitor_id: v.visitor_id, person_key: keyOf(v.person_id), first_seen_at: v.first_seen_at,
       anonymous_events: anonymous.has(v.visitor_id),
     })), [], [], now);
     const { visitorKey } = await keysOf(tx, ws);
-    await writeCustomers(tx, ws, (data.customers ?? []).map((c): CustomerRecord => {
+    await writeCustomers(writes, ws, (data.customers ?? []).map((c): CustomerRecord => {
       const email = c.email?.trim().toLowerCase() ?? null;
       return {
         customer_id: c.customer_id, email, customer_email: null, customer_email_created: null, payment_email: email, payment_email_created: null,

@@ -14,13 +14,14 @@ import { randomUUID } from 'node:crypto';
 import type { PropertyCatalog } from '../../criteria/index.js';
 import { stringifyWellFormed, wellFormedIn } from '../../well-formed.js';
 import {
-  type AnalyticsWrites, type ChannelFields, type CustomerLink, type EventRecord, type FirstTouchChannels, type PageviewRecord, type PaymentEventKind,
-  type PaymentEventState, type PaymentRecord, type PaymentStateChanges, type PaymentStateKeys, RefusedValue, type Staged, type StoredPaymentState,
-  type UnitOfWork, type VisitorLink,
+  type AnalyticsWrites, type ChannelFields, type EventRecord, type FirstTouchChannels, type PageviewRecord, type PaymentEventKind, type PaymentEventState,
+  type PaymentStateChanges, type PaymentStateKeys, RefusedValue, type Staged, type StoredPaymentState, type UnitOfWork,
 } from '../analytics.js';
+import type { CustomerRecord, StoredPayment } from '../control/payments.js';
 import { type PersonRecord, personTraits, type VisitorRecord } from '../control/people.js';
 import { columnOf, type ControlTx } from '../control/store.js';
 import { propertyCatalog, recordPropertyPaths } from '../control/properties.js';
+import type { ControlMirror } from '../mirror.js';
 import { refusedValue as duckdbRefusal } from '../duckdb/refused.js';
 import { refusedValue as postgresRefusal } from '../postgres/refused.js';
 import type { ClickHouseContext } from './context.js';
@@ -136,8 +137,11 @@ async function select(ctx: ClickHouseContext, query: string, params: Record<stri
 
 const table = (ctx: ClickHouseContext, name: string) => `${quote(ctx.database)}.${quote(name)}`;
 
-/** The analytical writes of one unit, buffered until its control transaction commits. */
-class ClickHouseWrites implements AnalyticsWrites {
+/**
+ * The analytical writes of one unit, buffered until its control transaction commits, with the
+ * copies of the control rows it changes (the control writes call them: ControlMirror).
+ */
+class ClickHouseWrites implements AnalyticsWrites, ControlMirror {
   private readonly lines = new Map<string, string[]>();
   private readonly rows = new Map<ReadTable, Row[]>();
   private readonly outboxRows = new Map<ReadTable, Promise<Row[]>>();
@@ -253,7 +257,7 @@ class ClickHouseWrites implements AnalyticsWrites {
     }
   }
 
-  async recordIdentities(ws: string, persons: PersonRecord[], visitors: VisitorRecord[]): Promise<void> {
+  async persons(ws: string, persons: PersonRecord[]): Promise<void> {
     // A row replaces the whole mirror row: it carries the traits as merged in the control store.
     const traits = await personTraits(this.tx, ws, persons.map((p) => p.person_key));
     for (const p of persons) {
@@ -262,21 +266,19 @@ class ClickHouseWrites implements AnalyticsWrites {
         traits: traits.get(p.person_key) ?? '{}', version: nextVersion(),
       });
     }
+  }
+
+  async visitors(ws: string, visitors: VisitorRecord[]): Promise<void> {
     for (const v of visitors) {
       this.add('visitors', { workspace_id: ws, visitor_key: v.visitor_key, visitor_id: v.visitor_id, person_key: v.person_key ?? 0, version: nextVersion() });
     }
   }
 
-  async linkVisitors(links: VisitorLink[]): Promise<void> {
-    for (const l of links) {
-      this.add('visitors', { workspace_id: l.workspaceId, visitor_key: l.visitorKey, visitor_id: l.visitorId, person_key: l.personKey, version: nextVersion() });
-    }
-  }
-
-  async linkCustomers(ws: string, links: CustomerLink[]): Promise<void> {
-    for (const link of links) {
+  /** Whom each customer's rows belong to: its person, else its visitor's (criteria read both). */
+  async customers(ws: string, customers: CustomerRecord[]): Promise<void> {
+    for (const c of customers) {
       this.add('payment_customers', {
-        workspace_id: ws, customer_id: link.customer_id, person_key: link.person_key ?? 0, visitor_key: link.visitor_key ?? 0, version: nextVersion(),
+        workspace_id: ws, customer_id: c.customer_id, person_key: c.person_key ?? 0, visitor_key: c.visitor_key ?? 0, version: nextVersion(),
       });
     }
   }
@@ -362,7 +364,8 @@ class ClickHouseWrites implements AnalyticsWrites {
     });
   }
 
-  async savePayments(ws: string, payments: PaymentRecord[]): Promise<void> {
+  /** What the revenue report's one-time payments read: an invoice's payment counts the invoice instead, if stored. */
+  async payments(ws: string, payments: StoredPayment[]): Promise<void> {
     for (const p of payments) {
       this.add('payments', {
         workspace_id: ws, payment_id: p.payment_id, customer_id: p.customer_id, amount: p.amount, currency: p.currency,
@@ -405,7 +408,7 @@ export class ClickHouseUnits {
     await Promise.all([this.outbox.ready, this.clockReady()]);
     const { value, batch, dropped } = await this.ctx.control.transaction(async (tx) => {
       const writes = new ClickHouseWrites(this.ctx, tx, this.outbox);
-      const result = await fn({ control: tx, analytics: writes });
+      const result = await fn({ control: tx, mirror: writes, analytics: writes });
       const sealed = writes.seal();
       if (sealed) {
         // The token is fixed here, with the rows: a retried insert is the same insert.

@@ -1,15 +1,38 @@
 // Payers (Customers and guest payments) and their links, payments, refunds, the payment objects
 // seen and the notifications already processed: read and written a group of notifications at a time
 // (attribution/group.ts decides), a statement per table, inside the webhook's unit of work. The
-// payment state the criteria read (subscriptions, invoices, lifecycle events) is analytical.
+// payment state the criteria read (subscriptions, invoices, lifecycle events) is analytical. The
+// writes of customers and payments keep the analytical engine's copies too (PaymentsMirror).
 
-import type { Money } from '../analytics.js';
 import type { CustomerRow } from '../layout.js';
 import { insertRows, type Row, type RowsTable, updateRows } from './rows.js';
 import { columnOf as column, type ControlSql, type ControlTx } from './store.js';
 import type { PaymentsMode } from './workspaces.js';
 
 export type LinkState = CustomerRow['link_state'];
+
+/** An amount in minor units of a currency (either may be unknown). */
+export interface Money {
+  amount: number | null;
+  currency: string | null;
+}
+
+/**
+ * The copies of customers' links and of payments an analytical engine keeps when it cannot read
+ * these tables in place (ClickHouse), written in the same unit of work; none on an engine that reads them here.
+ */
+export interface PaymentsMirror {
+  /** Customers created or changed: whom their rows belong to (a customer's last link wins). */
+  customers(ws: string, customers: CustomerRecord[]): Promise<void>;
+  /** Payments recorded or changed, as they now stand: the revenue report's one-time payments. */
+  payments(ws: string, payments: StoredPayment[]): Promise<void>;
+}
+
+/** Where customers and payments are written: a unit of work's control transaction and its engine's copies. */
+export interface PaymentsWrites {
+  control: ControlTx;
+  mirror: PaymentsMirror;
+}
 
 export interface CustomerRecord {
   customer_id: string;
@@ -112,11 +135,12 @@ const CUSTOMERS: RowsTable = {
  * ones given another email) in one more. A replaced email's trigrams stay: they only make a
  * candidate that the lookup's check drops.
  */
-export async function writeCustomers(tx: ControlTx, ws: string, created: CustomerRecord[], changed: CustomerRecord[], reemailed: CustomerRecord[],
-  now: Date): Promise<void> {
+export async function writeCustomers({ control: tx, mirror }: PaymentsWrites, ws: string, created: CustomerRecord[], changed: CustomerRecord[],
+  reemailed: CustomerRecord[], now: Date): Promise<void> {
   const row = (c: CustomerRecord): Row => ({ ...c, updated_at: now });
   await insertRows(tx, CUSTOMERS, ws, created.map(row));
   await updateRows(tx, CUSTOMERS, ws, changed.map(row));
+  await mirror.customers(ws, [...created, ...changed]);
   const grams = tx.dialect.customerGrams;
   const retexted = [...created, ...reemailed];
   if (!grams || retexted.length === 0) return;
@@ -194,9 +218,10 @@ const PAYMENTS: RowsTable = {
   columns: { customer_id: 'text', amount: 'bigint', currency: 'text', paid_at: 'time', source: 'text', invoice_id: 'text' },
 };
 
-export async function writePayments(tx: ControlTx, ws: string, created: StoredPayment[], changed: StoredPayment[]): Promise<void> {
+export async function writePayments({ control: tx, mirror }: PaymentsWrites, ws: string, created: StoredPayment[], changed: StoredPayment[]): Promise<void> {
   await insertRows(tx, PAYMENTS, ws, created as unknown as Row[]);
   await updateRows(tx, PAYMENTS, ws, changed as unknown as Row[]);
+  await mirror.payments(ws, [...created, ...changed]);
 }
 
 /** The customers that payment objects (charges, payment intents) of these ids belong to. */

@@ -1,5 +1,6 @@
 // Persons and visitors: the reads identity resolution needs for a batch, and its writes, each one
-// statement for the whole batch.
+// statement for the whole batch. The writes keep the analytical engine's copies too (PeopleMirror),
+// so no caller can store one side without the other.
 
 import { instantText as utc } from '../instants.js';
 import { columnOf as column, type ControlSql, type ControlStore, type ControlTx, type KeySequence } from './store.js';
@@ -30,6 +31,23 @@ export interface VisitorRecord {
   person_key: number | null;
   /** Events were stored for it without a person: they follow its link. */
   anonymous_events: boolean;
+}
+
+/**
+ * The copies of persons and visitors an analytical engine keeps when it cannot read these tables in
+ * place (ClickHouse), written in the same unit of work; none on an engine that reads them here.
+ */
+export interface PeopleMirror {
+  /** Persons created or changed, once the control store holds their new state (traits merged there). */
+  persons(ws: string, persons: PersonRecord[]): Promise<void>;
+  /** Visitors created or relinked, as they now stand: a visitor's last link wins. */
+  visitors(ws: string, visitors: VisitorRecord[]): Promise<void>;
+}
+
+/** Where persons and visitors are written: a unit of work's control transaction and its engine's copies. */
+export interface PeopleWrites {
+  control: ControlTx;
+  mirror: PeopleMirror;
 }
 
 const PERSON_COLUMNS = 'person_key, person_id, external_id, email';
@@ -96,7 +114,7 @@ export async function nextKeys(store: ControlStore, sequence: KeySequence, n: nu
  * a person's traits never pass through this process whole.
  */
 export async function savePersons(
-  tx: ControlTx, ws: string, created: PersonRecord[], changed: PersonRecord[], updates: ReadonlyMap<number, PersonUpdate>, at: Date,
+  { control: tx, mirror }: PeopleWrites, ws: string, created: PersonRecord[], changed: PersonRecord[], updates: ReadonlyMap<number, PersonUpdate>, at: Date,
 ): Promise<void> {
   const columns = (people: PersonRecord[]) => [
     column(people.map((p) => p.person_key)), column(people.map((p) => p.email)), column(people.map((p) => updates.get(p.person_key)?.name ?? null)),
@@ -139,6 +157,7 @@ export async function savePersons(
       WHERE persons.workspace_id = $1 AND persons.person_key = u.k`,
     [ws, at, ...columns(changed)]);
   }
+  await mirror.persons(ws, [...created, ...changed]);
 }
 
 /**
@@ -146,7 +165,7 @@ export async function savePersons(
  * visitors given their first event without a person), a statement each.
  */
 export async function saveVisitors(
-  tx: ControlTx, ws: string, created: (VisitorRecord & { first_seen_at: Date })[], relinked: VisitorRecord[], anonymous: VisitorRecord[], at: Date,
+  { control: tx, mirror }: PeopleWrites, ws: string, created: (VisitorRecord & { first_seen_at: Date })[], relinked: VisitorRecord[], anonymous: VisitorRecord[], at: Date,
 ): Promise<void> {
   const { keys, texts } = tx.dialect;
   if (created.length > 0) {
@@ -168,4 +187,5 @@ export async function saveVisitors(
     await tx.run(`UPDATE visitors SET anonymous_events = TRUE FROM (SELECT ${keys('$2')} AS k) AS u
       WHERE visitors.workspace_id = $1 AND visitors.visitor_key = u.k`, [ws, column(anonymous.map((v) => v.visitor_key))]);
   }
+  await mirror.visitors(ws, [...created, ...relinked]);
 }

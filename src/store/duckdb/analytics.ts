@@ -8,13 +8,12 @@ import {
   withTypedPaths,
 } from '../../criteria/index.js';
 import {
-  type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type CustomerLink, type DiffMember, type EstimateStats, type EstimateTurn,
-  type EventRecord, type FirstTouchChannels, type Member, type MemberRow, type PageviewRecord, type PaymentRecord, type PaymentStateChanges,
-  type PaymentStateKeys, RefusedValue, type SnapshotInput, type Staged, type StoredPaymentState, type UnitOfWork,
-  type VisitorLink,
+  type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type DiffMember, type EstimateStats, type EstimateTurn, type EventRecord,
+  type FirstTouchChannels, type Member, type MemberRow, type PageviewRecord, type PaymentStateChanges, type PaymentStateKeys, RefusedValue,
+  type SnapshotInput, type Staged, type StoredPaymentState, type UnitOfWork,
 } from '../analytics.js';
+import { NO_COPIES } from '../mirror.js';
 import type { DeliveryRow, SnapshotResult } from '../types.js';
-import type { PersonRecord, VisitorRecord } from '../control/people.js';
 import { breakdownOf, countOf, overlapOf, revenueRow } from '../estimate-rows.js';
 import { controlTx } from './control.js';
 import type { Store } from './db.js';
@@ -59,14 +58,6 @@ class DuckDBWrites implements AnalyticsWrites {
     return appendPageviews(this.tx, ws, rows);
   }
 
-  // The criteria and member lists read the control store's persons, visitors and payment_customers,
-  // written in this same transaction: on DuckDB identities and links are stored by the control writes.
-  async recordIdentities(_ws: string, _persons: PersonRecord[], _visitors: VisitorRecord[]): Promise<void> {}
-
-  async linkVisitors(_links: VisitorLink[]): Promise<void> {}
-
-  async linkCustomers(_ws: string, _links: CustomerLink[]): Promise<void> {}
-
   readPaymentState(ws: string, keys: PaymentStateKeys): Promise<StoredPaymentState> {
     return readPaymentState(this.tx, ws, keys);
   }
@@ -74,9 +65,6 @@ class DuckDBWrites implements AnalyticsWrites {
   writePaymentState(ws: string, changes: PaymentStateChanges): Promise<void> {
     return writePaymentState(this.tx, ws, changes);
   }
-
-  // The revenue report reads the control store's payments table, in this same database.
-  async savePayments(_ws: string, _payments: PaymentRecord[]): Promise<void> {}
 
   dropSnapshots(ws: string, audienceId: string): Promise<void> {
     return dropSnapshots(this.tx, ws, audienceId);
@@ -101,8 +89,14 @@ export class DuckDBAnalytics implements AnalyticsStore {
     return report.audience ? { ...report, audience: await this.typedPlan(report.audience, ws) } : report;
   }
 
+  /**
+   * The criteria, member lists and revenue report read the control store's persons, visitors,
+   * payment_customers and payments, written in this same transaction: no copies to keep.
+   */
   unit<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<T> {
-    return this.store.transaction((tx) => fn({ control: controlTx(this.store, tx), analytics: new DuckDBWrites(this.store, tx) })).catch((err: unknown) => {
+    return this.store.transaction((tx) => fn({
+      control: controlTx(this.store, tx), mirror: NO_COPIES, analytics: new DuckDBWrites(this.store, tx),
+    })).catch((err: unknown) => {
       const reason = refusedValue(err);
       throw reason === null ? err : new RefusedValue(reason);
     });
