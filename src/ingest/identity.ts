@@ -7,7 +7,7 @@
 import { randomBytes } from 'node:crypto';
 import type { UnitOfWork, VisitorLink } from '../store/analytics.js';
 import {
-  nextKeys, type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type VisitorRecord, visitorsById,
+  type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type VisitorRecord, visitorsById,
 } from '../store/control/people.js';
 import { recordNewTraitPaths } from '../store/control/properties.js';
 import type { ControlStore } from '../store/control/store.js';
@@ -93,8 +93,8 @@ export class IdentityResolution {
     await batch.loadPersons('email', unique(inputs.map((i) => (i.external_id !== undefined ? i.email : undefined))));
     await batch.loadPersons('person_key', unique([...batch.visitors.values()].map((v) => v.person_key ?? undefined)));
     for (const p of batch.persons.values()) batch.index(p);
-    batch.personKeys = await nextKeys(store, 'person_keys', newExternalIds + newEmails);
-    batch.visitorKeys = await nextKeys(store, 'visitor_keys', visitorIds.length - batch.visitors.size);
+    batch.personKeys = await store.nextKeys('person_keys', newExternalIds + newEmails);
+    batch.visitorKeys = await store.nextKeys('visitor_keys', visitorIds.length - batch.visitors.size);
     return batch;
   }
 

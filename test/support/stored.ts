@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { ClickHouseAnalytics } from '../../src/store/clickhouse/analytics.js';
 import { quote } from '../../src/store/clickhouse/run.js';
 import { type CustomerRecord, writeCustomers } from '../../src/store/control/payments.js';
-import { nextKeys, savePersons, saveVisitors } from '../../src/store/control/people.js';
+import { savePersons, saveVisitors } from '../../src/store/control/people.js';
 import { recordPropertyPaths } from '../../src/store/control/properties.js';
 import { NO_COPIES } from '../../src/store/mirror.js';
 import type { ControlSql } from '../../src/store/control/store.js';
@@ -113,7 +113,7 @@ async function importControlRows(t: TestApp, ws: string, data: Partial<Dataset>)
   const [persons, visitors] = [data.persons ?? [], data.visitors ?? []];
   // Keys ascending in row order, as the DuckDB import gives them (pages of deliveries follow them).
   const ascending = (keys: number[]) => keys.sort((x, y) => x - y);
-  const [pk, vk] = [ascending(await nextKeys(control, 'person_keys', persons.length)), ascending(await nextKeys(control, 'visitor_keys', visitors.length))];
+  const [pk, vk] = [ascending(await control.nextKeys('person_keys', persons.length)), ascending(await control.nextKeys('visitor_keys', visitors.length))];
   const paths = new Map<string, { event_name: string; path: string }>();
   for (const e of data.events ?? []) {
     for (const path of propertyPaths(JSON.parse(e.properties))) paths.set(`${e.event_name}\0${path}`, { event_name: e.event_name, path });

@@ -3,7 +3,7 @@
 // so no caller can store one side without the other.
 
 import { instantText as utc } from '../instants.js';
-import { columnOf as column, type ControlSql, type ControlStore, type ControlTx, type KeySequence } from './store.js';
+import { columnOf as column, type ControlSql, type ControlTx } from './store.js';
 
 
 /** A person's identifiers: what resolution reads and the identity cache keeps (never traits). */
@@ -86,26 +86,6 @@ export async function personTraits(tx: ControlSql, ws: string, personKeys: numbe
   const found = await tx.all(`SELECT person_key, CAST(traits AS VARCHAR) AS traits FROM persons
     WHERE workspace_id = $1 AND person_key IN (SELECT ${tx.dialect.keys('$2')})`, [ws, column(personKeys)]);
   return new Map(found.map((r) => [Number(r.person_key), (r.traits as string | null) ?? '{}']));
-}
-
-/** Keys are reserved this many at a time: a statement costs about the same for one as for 10,000. */
-const KEY_BLOCK = 10_000;
-const reservedKeys = new WeakMap<ControlStore, Record<KeySequence, number[]>>();
-
-/**
- * `n` fresh keys from a sequence. Blocks are drawn on a connection of their own, committed at
- * once: a rolled-back transaction leaves a gap, never a key handed out twice.
- */
-export async function nextKeys(store: ControlStore, sequence: KeySequence, n: number): Promise<number[]> {
-  if (n === 0) return [];
-  let free = reservedKeys.get(store);
-  if (!free) reservedKeys.set(store, (free = { person_keys: [], visitor_keys: [] }));
-  const pool = free[sequence];
-  if (pool.length < n) {
-    const block = await store.all(store.dialect.nextKeys(sequence, Math.max(Math.trunc(n), KEY_BLOCK)));
-    for (let i = block.length - 1; i >= 0; i--) pool.push(Number(block[i]!.k));
-  }
-  return pool.splice(pool.length - n, n);
 }
 
 /**

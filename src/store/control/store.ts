@@ -132,6 +132,8 @@ export interface ControlStore extends ControlSql {
    * nothing read may be cached across transactions in one process.
    */
   readonly shared: boolean;
+  /** `n` fresh keys from a sequence, never handed out before (control/keys.ts). */
+  nextKeys(sequence: KeySequence, n: number): Promise<number[]>;
   /** How many of the engine's schema migrations are applied. */
   schemaVersion(): Promise<number>;
   close(): Promise<void>;

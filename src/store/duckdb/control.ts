@@ -2,7 +2,8 @@
 // one writer at a time (store/duckdb/db.ts), so a transaction never loses a race and runs once.
 
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
-import type { ControlDialect, ControlRow, ControlSql, ControlStore, ControlTx, ControlValue } from '../control/store.js';
+import { KeyBlocks } from '../control/keys.js';
+import type { ControlDialect, ControlRow, ControlSql, ControlStore, ControlTx, ControlValue, KeySequence } from '../control/store.js';
 import type { Store } from './db.js';
 import { customerGrams, personGrams, personSearch } from './search.js';
 import { runKept } from './statements.js';
@@ -86,8 +87,13 @@ export const controlTx = (store: Store, conn: DuckDBConnection): ControlTx => ne
 export class DuckDBControl implements ControlStore {
   readonly dialect = duckdbDialect;
   readonly shared = false;
+  private readonly keys = new KeyBlocks(this);
 
   constructor(readonly store: Store) {}
+
+  nextKeys(sequence: KeySequence, n: number): Promise<number[]> {
+    return this.keys.next(sequence, n);
+  }
 
   async all(sql: string, params: readonly ControlValue[] = []): Promise<ControlRow[]> {
     return (await this.store.query(sql, bind(params))) as ControlRow[];

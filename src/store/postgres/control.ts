@@ -5,7 +5,8 @@
 // meanwhile (RACED_CONSTRAINTS). On the next run the transaction sees the winner's rows.
 
 import pg from 'pg';
-import type { ControlRow, ControlSql, ControlStore, ControlTx, ControlValue } from '../control/store.js';
+import { KeyBlocks } from '../control/keys.js';
+import type { ControlRow, ControlSql, ControlStore, ControlTx, ControlValue, KeySequence } from '../control/store.js';
 import { postgresDialect } from './dialect.js';
 import { MIGRATIONS_TABLE, migratePostgres } from './migrate.js';
 
@@ -97,6 +98,7 @@ function connect(url: string, max: number): pg.Pool {
 
 export class PostgresControl extends PostgresControlSql implements ControlStore {
   readonly shared = true;
+  private readonly keys = new KeyBlocks(this);
 
   /**
    * Statements outside a transaction have a pool of their own: a transaction may run one (a block
@@ -147,6 +149,10 @@ export class PostgresControl extends PostgresControlSql implements ControlStore 
       for (const hook of tx.hooks) hook();
       return result;
     }
+  }
+
+  nextKeys(sequence: KeySequence, n: number): Promise<number[]> {
+    return this.keys.next(sequence, n);
   }
 
   async schemaVersion(): Promise<number> {
