@@ -1,4 +1,4 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { planCriteria, validateCriteria } from '../src/criteria/index.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES_WITH_POSTGRES } from './support/engines.js';
@@ -29,10 +29,11 @@ const count = async (table: 'persons' | 'events' | 'event_messages') => (table =
   : Number((await controlRows(t, `SELECT count(*) AS n FROM ${table} WHERE workspace_id = $1`, [t.ws.workspace_id]))[0]!.n));
 
 describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
-  beforeEach(async () => {
+  beforeAll(async () => {
     t = await startTestApp({ engine, at: new Date('2026-06-15T12:00:00Z') });
   });
-  afterEach(() => t.close());
+  beforeEach(() => t.freshWorkspace());
+  afterAll(() => t.close());
 
   describe('identity resolution (the spec\'s identifier table)', () => {
     it('finds or creates a person by external_id, and finds the same one again', async () => {

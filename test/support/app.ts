@@ -1,5 +1,6 @@
 // A real app on real stores (an in-memory DuckDB unless `path`; a database of the test PostgreSQL
-// for the PostgreSQL control plane), with one workspace, for tests.
+// for the PostgreSQL control plane), with one workspace, for tests. A file may share one app among
+// its tests and give each a fresh workspace: workspaces isolate all data.
 
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance, LightMyRequestResponse } from 'fastify';
@@ -17,7 +18,10 @@ export interface TestApp {
   /** The DuckDB database of the control store (holding the analytical tables too on DuckDB); throws on PostgreSQL. */
   store: Store;
   workspaces: Workspaces;
-  ws: CreatedWorkspace;
+  /** The current workspace: `post` and `compile` use its secret key unless given another. */
+  readonly ws: CreatedWorkspace;
+  /** Creates a new workspace with its keys and makes it the current one. */
+  freshWorkspace(): Promise<CreatedWorkspace>;
   /** On PostgreSQL, the app's database; on ClickHouse, its analytical database (for a second node of the same data). */
   databaseUrl?: string;
   clickhouseDatabase?: string;
@@ -64,7 +68,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     clickhouse: clickhouseDatabase === undefined ? undefined : { path: ':memory:', url: options.clickhouseUrl, database: clickhouseDatabase },
   });
   const workspaces = new Workspaces(stores.control);
-  const ws = nodeOf?.ws ?? options.workspace ?? await workspaces.create('test');
+  let ws = nodeOf?.ws ?? options.workspace ?? await workspaces.create('test');
   const at = options.at;
   // Tests deliver to loopback receivers: private destinations are allowed unless a test says otherwise.
   const audiences = { ...options.audiences, delivery: { ...AUDIENCE_DEFAULTS.delivery, allowPrivateDestinations: true, ...options.audiences?.delivery } };
@@ -79,7 +83,9 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
     payload: typeof body === 'string' ? body : JSON.stringify(body),
   });
   return {
-    app, stores, workspaces, ws, post, databaseUrl, clickhouseDatabase,
+    app, stores, workspaces, post, databaseUrl, clickhouseDatabase,
+    get ws() { return ws; },
+    freshWorkspace: async () => (ws = await workspaces.create('test')),
     get store() {
       if (!stores.duckdb) throw new Error('this test reads DuckDB\'s tables; on PostgreSQL read the control state through t.stores.control');
       return stores.duckdb;
