@@ -1,7 +1,7 @@
 // Concurrent batches of a workspace share one transaction (src/ingest/group-commit.ts); a bad
 // request must never fail the others (issue 13).
 
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { AppError } from '../src/errors.js';
 import { Ingest } from '../src/ingest/ingest.js';
 import { startTestApp, type TestApp } from './support/app.js';
@@ -18,10 +18,11 @@ const validBatch = (r: number) => ({ batch: Array.from({ length: 20 }, (_, i) =>
 })) });
 
 describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
-  beforeEach(async () => {
+  beforeAll(async () => {
     t = await startTestApp({ engine, at: new Date('2026-06-15T12:00:00Z') });
   });
-  afterEach(() => t.close());
+  beforeEach(() => t.freshWorkspace());
+  afterAll(() => t.close());
 
   describe('a bad request among concurrent batches', () => {
     it('stores 80 concurrent valid batches while batches with a 12,000-deep array are refused naming the field', async () => {

@@ -1,16 +1,13 @@
 // The identity cache (src/ingest/identity-cache.ts): keys only, bounded, and never the only
 // source of truth (an evicted identifier is looked up in the store).
 
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { identityCacheOf } from '../src/ingest/identity-cache.js';
 import { INGEST_LIMITS } from '../src/ingest/limits.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 let t: TestApp;
-beforeEach(async () => {
-  t = await startTestApp({ at: new Date('2026-06-15T12:00:00Z') });
-});
-afterEach(() => t.close());
+const AT = new Date('2026-06-15T12:00:00Z');
 
 const ok = async (url: string, body: unknown) => {
   const res = await t.post(url, body);
@@ -32,7 +29,11 @@ async function persons(from: number, to: number): Promise<void> {
   }
 }
 
+// The cache is one per store, across workspaces, and these tests resize it: an app each.
 describe('identity cache', () => {
+  beforeEach(async () => { t = await startTestApp({ at: AT }); });
+  afterEach(() => t.close());
+
   it('stays at its bound of entries after many distinct persons', async () => {
     const cache = identityCacheOf(t.stores.control);
     cache.resize(100);
@@ -79,6 +80,10 @@ describe('identity cache', () => {
 });
 
 describe('traits merged by the store', () => {
+  beforeAll(async () => { t = await startTestApp({ at: AT }); });
+  beforeEach(() => t.freshWorkspace());
+  afterAll(() => t.close());
+
   it('merges the traits of several events of one batch, in order, onto the stored ones', async () => {
     const { person_id } = await ok('/v1/persons', { external_id: 'm', traits: { a: 0, c: { deep: 1 }, keep: true } });
     await ok('/v1/events', { batch: [

@@ -1,15 +1,16 @@
 // Ingest limits (src/ingest/limits.ts, README "Limits"): nesting, size and property paths of
 // events and traits, refused with 400 naming the field before anything is stored.
 
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { INGEST_LIMITS } from '../src/ingest/limits.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 let t: TestApp;
-beforeEach(async () => {
+beforeAll(async () => {
   t = await startTestApp({ at: new Date('2026-06-15T12:00:00Z') });
 });
-afterEach(() => t.close());
+beforeEach(() => t.freshWorkspace());
+afterAll(() => t.close());
 
 const count = async (table: string) => Number((await t.store.query(`SELECT count(*) AS n FROM ${table} WHERE workspace_id = $1`, [t.ws.workspace_id]))[0]!.n);
 const catalog = async () => (await t.store.query('SELECT path FROM event_properties WHERE workspace_id = $1 ORDER BY path', [t.ws.workspace_id]))

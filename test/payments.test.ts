@@ -1,6 +1,6 @@
 // Revenue attribution with the real parts: app, DuckDB, stripe's signatures (issue 5).
 
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.js';
 import fc from 'fast-check';
 import { importDataset } from '../src/store/duckdb/import.js';
@@ -20,8 +20,9 @@ const ok = async (res: Promise<{ statusCode: number; body: string }>) => {
 };
 
 describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
-  beforeEach(async () => { t = await startTestApp({ engine }); });
-  afterEach(async () => { await t.close(); });
+  beforeAll(async () => { t = await startTestApp({ engine }); });
+  beforeEach(() => t.freshWorkspace());
+  afterAll(async () => { await t.close(); });
 
   describe('GET /v1/workspace', () => {
     it('returns the id, name and webhook URL (secret key only)', async () => {

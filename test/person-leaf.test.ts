@@ -1,7 +1,7 @@
 // The person leaf through the public API, on every engine: traits sent to POST /v1/persons and
 // POST /v1/events, then criteria over them compiled (docs/criteria.md, "Leaves").
 
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { planCriteria, validateCriteria } from '../src/criteria/index.js';
 import { Store } from '../src/store/duckdb/db.js';
 import { importDataset } from '../src/store/duckdb/import.js';
@@ -30,10 +30,11 @@ async function count(root: unknown): Promise<number> {
 }
 
 describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
-  beforeEach(async () => {
+  beforeAll(async () => {
     t = await startTestApp({ engine, at: AT });
   });
-  afterEach(() => t.close());
+  beforeEach(() => t.freshWorkspace());
+  afterAll(() => t.close());
 
   it('counts the persons whose current traits match every predicate, from POST /v1/persons and POST /v1/events, as a leaf without a window', async () => {
     await post('/v1/persons', { external_id: 'ada', traits: { plan: 'pro', seats: 5 } });

@@ -3,7 +3,7 @@
 // in event envelopes, signed with the stripe package and delivered in the order Stripe sends them;
 // each checks GET /people, the payments leaves through compile, and the stored amounts.
 
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PaymentWebhook } from '../src/attribution/webhook.js';
 import { Ingest } from '../src/ingest/ingest.js';
 import { startTestApp, type TestApp } from './support/app.js';
@@ -49,10 +49,11 @@ const paymentEvent = (event: string, window: object = ever) => ({ source: 'payme
 const subscriptionStatus = (status: string) => ({ source: 'payments', entity: 'subscription', predicate: { status: { op: '=', value: status } } });
 const did = (name: string) => ({ source: 'product_event', name, occurrence: { op: 'did', count: null, window: ever } });
 
-const query = (sql: string) => controlRows(t, sql);
+/** Rows of the test's workspace: `sql` filters on `workspace_id = $1`. */
+const query = (sql: string) => controlRows(t, sql, [t.ws.workspace_id]);
 const events = () => storedRows(t, 'payment_events', ['customer_id', 'kind', 'object_id', 'amount', 'currency', 'ts'], ['kind', 'object_id']);
 const oneTimePayments = () => storedOneTimePayments(t);
-const refunds = () => query('SELECT refund_id, customer_id, amount, currency, status FROM refunds ORDER BY refund_id');
+const refunds = () => query('SELECT refund_id, customer_id, amount, currency, status FROM refunds WHERE workspace_id = $1 ORDER BY refund_id');
 const at = (s: number) => new Date(s * 1000);
 
 const pageview = async (visitorId: string, referrer: string) => {
@@ -61,8 +62,9 @@ const pageview = async (visitorId: string, referrer: string) => {
 };
 
 describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
-  beforeEach(async () => { t = await startTestApp({ engine }); });
-  afterEach(async () => { await t.close(); });
+  beforeAll(async () => { t = await startTestApp({ engine }); });
+  beforeEach(() => t.freshWorkspace());
+  afterAll(async () => { await t.close(); });
 
   describe('the objects sent', () => {
     it('have exactly the fields of Stripe\'s published fixtures', () => {
@@ -139,7 +141,7 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
         { invoice_id: 'in_ada', status: 'paid', amount_paid: 2000, currency: 'usd', paid_at: at(T + 3) },
       ]);
       // The subscription's payment intent paid the invoice: it is not also a one-time payment.
-      expect(await query('SELECT payment_id, invoice_id, amount FROM payments')).toEqual([{ payment_id: 'pi_ada', invoice_id: 'in_ada', amount: 2000 }]);
+      expect(await query('SELECT payment_id, invoice_id, amount FROM payments WHERE workspace_id = $1')).toEqual([{ payment_id: 'pi_ada', invoice_id: 'in_ada', amount: 2000 }]);
       expect(await oneTimePayments()).toEqual([]);
     });
   });
@@ -162,7 +164,7 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
       const T = nowS() - 60;
       await pageview('v_bo', 'https://chatgpt.com/');
       await send(...guestCheckout({ pi: 'pi_bo', metadata: { tr_user_id: 'u_bo', tr_visitor_id: 'v_bo' }, email: 'bo@example.com', T }));
-      expect(await query('SELECT customer_id, link_state, email FROM payment_customers')).toEqual([
+      expect(await query('SELECT customer_id, link_state, email FROM payment_customers WHERE workspace_id = $1')).toEqual([
         { customer_id: 'pi_bo', link_state: 'linked', email: 'bo@example.com' },
       ]);
       expect(await people('bo@')).toEqual([expect.objectContaining({
@@ -179,7 +181,7 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
       const T = nowS() - 60;
       const [created, charged, succeeded, completed] = guestCheckout({ pi: 'pi_rev', metadata: { tr_user_id: 'u_rev' }, email: 'rev@example.com', T });
       await send(completed!, succeeded!, charged!, created!);
-      expect(await query('SELECT customer_id FROM payment_customers')).toEqual([{ customer_id: 'pi_rev' }]);
+      expect(await query('SELECT customer_id FROM payment_customers WHERE workspace_id = $1')).toEqual([{ customer_id: 'pi_rev' }]);
       expect(await estimate(paymentEvent('first_paid_invoice'))).toBe(0);
       expect(await people('u_rev')).toEqual([expect.objectContaining({ customer_ids: ['pi_rev'], link_state: 'linked' })]);
       expect(await oneTimePayments()).toEqual([{ payment_id: 'pi_rev', customer_id: 'pi_rev', amount: 4900, currency: 'usd' }]);
@@ -273,7 +275,7 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
       expect(await estimate(paymentEvent('refund_issued', lastDays(1)))).toBe(1);
       expect(await people('u_pi_two')).toEqual([expect.objectContaining({ customer_ids: ['pi_two'], link_state: 'linked' })]);
       const [payment] = await oneTimePayments();
-      const [refunded] = await query("SELECT sum(amount) AS amount FROM refunds WHERE payment_intent_id = 'pi_two'");
+      const [refunded] = await query("SELECT sum(amount) AS amount FROM refunds WHERE workspace_id = $1 AND payment_intent_id = 'pi_two'");
       expect(payment).toMatchObject({ payment_id: 'pi_two' });
       expect(payment!.amount).toBe(refunded!.amount);
     });
@@ -335,7 +337,7 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
         notification('payment_intent.succeeded', paymentIntent('cus_o', {}, { id: 'pi_o' }), T + 1),
       );
       expect(await oneTimePayments()).toEqual([]);
-      expect(await query('SELECT payment_id, invoice_id, amount FROM payments')).toEqual([{ payment_id: 'pi_o', invoice_id: 'in_o', amount: 2000 }]);
+      expect(await query('SELECT payment_id, invoice_id, amount FROM payments WHERE workspace_id = $1')).toEqual([{ payment_id: 'pi_o', invoice_id: 'in_o', amount: 2000 }]);
       expect(await people('cus_o')).toEqual([expect.objectContaining({ customer_ids: ['cus_o'], link_state: 'unmatched' })]);
       expect(await estimate(paymentEvent('first_paid_invoice'))).toBe(0);
     });
