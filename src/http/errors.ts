@@ -6,6 +6,7 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError, ERRORS, type ErrorCode, type FieldError, invalidRequest } from '../errors.js';
+import { AnalyticsDelayed } from '../store/errors.js';
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_MAX_PARAM_LENGTH: 'uri_too_long',
@@ -20,6 +21,7 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
 /** Translates whatever was thrown into an AppError; anything unexpected is `internal`. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
+  if (err instanceof AnalyticsDelayed) return new AppError('analytics_delayed');
   const fastifyErr = err as FastifyError;
   if (hasZodFastifySchemaValidationErrors(fastifyErr)) {
     const where = fastifyErr.validationContext;

@@ -10,12 +10,12 @@
 
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { AppError } from '../../errors.js';
 import type { ClickHouseContext } from './context.js';
 import { holdsLateLinks, reloadVisitorLinks } from './links.js';
 import { refusedValue } from './refused.js';
 import { EVENT_INSERT_SETTINGS } from './schema.js';
 import type { ControlTx } from '../control/store.js';
+import { AnalyticsDelayed } from '../errors.js';
 
 /** A row as ClickHouse's JSONEachRow reads it: times as text, 64-bit versions as decimal strings. */
 export type Row = Record<string, string | number | boolean | null | string[]>;
@@ -144,8 +144,8 @@ export class Outbox {
    * The unit's control rows are committed and its analytical rows kept here: 503 saying so, not a
    * plain 500. ClickHouse's own message stays out of the answer (it can quote the statement).
    */
-  private kept(err: unknown): AppError {
-    return Object.assign(new AppError('analytics_delayed'), { cause: err });
+  private kept(err: unknown): AnalyticsDelayed {
+    return new AnalyticsDelayed({ cause: err });
   }
 
   private async insertOnce(batch: Batch): Promise<void> {
