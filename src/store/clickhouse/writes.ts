@@ -22,8 +22,6 @@ import { type PersonRecord, personTraits, type VisitorRecord } from '../control/
 import { columnOf, type ControlTx } from '../control/store.js';
 import { propertyCatalog, recordPropertyPaths } from '../control/properties.js';
 import type { ControlMirror } from '../mirror.js';
-import { refusedValue as duckdbRefusal } from '../duckdb/refused.js';
-import { refusedValue as postgresRefusal } from '../postgres/refused.js';
 import type { ClickHouseContext } from './context.js';
 import { type Batch, isReadTable, Outbox, type OutboxOptions, quote, type ReadTable, type Row } from './outbox.js';
 import { refusedValue } from './refused.js';
@@ -116,10 +114,10 @@ function checkPropertyKeys(value: unknown): void {
   }
 }
 
-/** The value the engine refused, as RefusedValue (DuckDB or PostgreSQL for control writes, ClickHouse for reads); else `err`. */
-function asRefusal(err: unknown): unknown {
+/** The value the engine refused, as RefusedValue (the control engine for control writes, ClickHouse for reads); else `err`. */
+function asRefusal(ctx: ClickHouseContext, err: unknown): unknown {
   if (err instanceof RefusedValue) return err;
-  const reason = duckdbRefusal(err) ?? postgresRefusal(err) ?? refusedValue(err);
+  const reason = ctx.control.dialect.refusal(err) ?? refusedValue(err);
   return reason === null ? err : new RefusedValue(reason);
 }
 
@@ -131,7 +129,7 @@ async function select(ctx: ClickHouseContext, query: string, params: Record<stri
     });
     return await result.json<Row>();
   } catch (err) {
-    throw asRefusal(err);
+    throw asRefusal(ctx, err);
   }
 }
 
@@ -417,7 +415,7 @@ export class ClickHouseUnits {
       }
       return { value: result, batch: sealed, dropped: writes.droppedAudiences };
     }).catch((err: unknown) => {
-      throw asRefusal(err);
+      throw asRefusal(this.ctx, err);
     });
     const stored = this.store(batch, dropped);
     // The caller takes `stored` after this resolves; until then a rejection is not unhandled.

@@ -76,6 +76,8 @@ export interface ControlDialect {
   jsonRows(param: string, alias: string, fields: Record<string, 'text' | 'bigint' | 'boolean'>): string;
   /** Whether `err` is a statement's failure on a unique or primary key that already holds the value. */
   duplicateKey(err: unknown): boolean;
+  /** The engine's reason when `err` refuses a value (the input's fault), in one line without the input; null for any other failure. */
+  refusal(err: unknown): string | null;
 }
 
 /** Statement texts of a persons' trigram index (store/duckdb/search.ts). */

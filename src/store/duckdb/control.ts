@@ -5,6 +5,7 @@ import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
 import { KeyBlocks } from '../control/keys.js';
 import type { ControlDialect, ControlRow, ControlSql, ControlStore, ControlTx, ControlValue, KeySequence } from '../control/store.js';
 import type { Store } from './db.js';
+import { refusedValue } from './refused.js';
 import { customerGrams, personGrams, personSearch } from './search.js';
 import { runKept } from './statements.js';
 import { timestamp } from './time.js';
@@ -42,6 +43,7 @@ export const duckdbDialect: ControlDialect = {
     const shape = `[{${Object.entries(fields).map(([name, type]) => `"${name}":"${FIELD_TYPES[type]}"`).join(',')}}]`;
     return `(SELECT unnest(from_json(${param}, '${shape}'), recursive := true)) AS ${alias}`;
   },
+  refusal: refusedValue,
   duplicateKey: (err) => err instanceof Error && err.message.startsWith('Constraint Error: Duplicate key'),
 };
 

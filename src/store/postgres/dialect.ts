@@ -2,6 +2,7 @@
 // ControlDialect). Column parameters arrive as JSON array text, as on DuckDB.
 
 import type { ControlDialect } from '../control/store.js';
+import { refusedValue } from './refused.js';
 
 const FIELD_TYPES = { text: 'text', bigint: 'bigint', boolean: 'boolean' } as const;
 
@@ -48,5 +49,6 @@ export const postgresDialect: ControlDialect = {
   listOf: (value) => (value === null ? 'CAST(ARRAY[] AS text[])' : `ARRAY[${value}]`),
   jsonRows: (param, alias, fields) =>
     `jsonb_to_recordset(CAST(${param} AS jsonb)) AS ${alias}(${Object.entries(fields).map(([name, type]) => `${name} ${FIELD_TYPES[type]}`).join(', ')})`,
+  refusal: refusedValue,
   duplicateKey: (err) => typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505',
 };
