@@ -89,7 +89,7 @@ const comparable = (rows: LookupRow[]) => JSON.stringify(rows);
  */
 async function writeCost(control: DuckDBControl, withIndex: boolean, firstKey: number, size: number, batches: number): Promise<Record<'create' | 'rename' | 'traits', number>> {
   const at = new Date();
-  const txOf = (tx: ControlTx): ControlTx => (withIndex ? tx : Object.create(tx, { dialect: { value: { ...tx.dialect, personGrams: null } } }) as ControlTx);
+  const txOf = (tx: ControlTx): ControlTx => (withIndex ? tx : Object.create(tx, { search: { value: { ...tx.search, personGrams: null } } }) as ControlTx);
   let create = 0;
   let rename = 0;
   let traits = 0;
@@ -119,7 +119,7 @@ async function writeCost(control: DuckDBControl, withIndex: boolean, firstKey: n
  */
 async function customerWriteCost(control: DuckDBControl, withIndex: boolean, round: number, size: number, batches: number): Promise<Record<'create' | 'email' | 'other', number>> {
   const at = new Date();
-  const txOf = (tx: ControlTx): ControlTx => (withIndex ? tx : Object.create(tx, { dialect: { value: { ...tx.dialect, customerGrams: null } } }) as ControlTx);
+  const txOf = (tx: ControlTx): ControlTx => (withIndex ? tx : Object.create(tx, { search: { value: { ...tx.search, customerGrams: null } } }) as ControlTx);
   const cost = { create: 0, email: 0, other: 0 };
   const timed = async (what: keyof typeof cost, fn: (tx: ControlTx) => Promise<void>) => {
     const t = performance.now();

@@ -39,6 +39,7 @@ function insertGate(nodes: number) {
     let held = false;
     return {
       dialect: tx.dialect,
+      search: tx.search,
       all: (sql, params) => tx.all(sql, params),
       afterCommit: (hook) => tx.afterCommit(hook),
       run: async (sql, params) => {

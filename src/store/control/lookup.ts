@@ -1,7 +1,7 @@
 // People lookup (GET /people): persons, and paying customers attributed to no person yet, whose
 // email, external_id, name or customer id contains the term. Keyset-paginated on `sort_key`.
 
-import { columnOf, type ControlDialect, type ControlSql, type ControlValue } from './store.js';
+import { columnOf, type ControlSql, type ControlValue } from './store.js';
 
 export interface LookupRow {
   sort_key: string;
@@ -36,139 +36,6 @@ function personKeyBound(after: string): bigint {
   return key < MAX_KEY ? key : MAX_KEY;
 }
 
-/** Past this many index rows under its rarest trigram a term is common: the search column (the customers) is scanned. */
-const COMMON_GRAM = 20_000;
-/** Past this many candidates (persons under all three rarest trigrams) the scan is cheaper than checking each. */
-const MAX_CANDIDATES = 2_000;
-/**
- * The customers' threshold of COMMON_GRAM: intersecting their text keys costs more than the
- * persons' integers, and scanning them less (bench/RESULTS.md, "People lookup").
- */
-const COMMON_CUSTOMER_GRAM = 2_000;
-
-/** The candidates of the trigram indexes, by side; null: that side is scanned. */
-interface Candidates {
-  persons: number[] | null;
-  customers: string[] | null;
-}
-
-const SCANNED: Candidates = { persons: null, customers: null };
-
-/**
- * The persons and the customers whose search texts hold the term's three rarest trigrams (by each
- * index's counts), found through the trigram indexes (DuckDB) in two statements for both sides. A
- * side is scanned (null) where the engine keeps no index, the term has no trigram (under three
- * characters, or a line feed: matched column by column), or it is too common for the index to pay.
- * The page's statement checks the candidates for the whole term.
- */
-async function candidates(store: ControlSql, ws: string, term: string): Promise<Candidates> {
-  const grams = store.dialect.personGrams;
-  if (!grams || term === '' || term.includes('\n')) return SCANNED;
-  const counts = await store.all(grams.counts, [ws, term]);
-  if (counts.length === 0) return SCANNED;
-  const rarest = (side: 'persons' | 'customers', common: number): string[] | null => {
-    const sorted = [...counts].sort((x, y) => Number(x[side]) - Number(y[side]) || ((x.gram as string) < (y.gram as string) ? -1 : 1));
-    if (Number(sorted[0]![side]) > common) return null;
-    const [a, b = a, c = b] = sorted.slice(0, 3).map((r) => r.gram as string);
-    return [a!, b!, c!];
-  };
-  const [persons, customers] = [rarest('persons', COMMON_GRAM), rarest('customers', COMMON_CUSTOMER_GRAM)];
-  if (persons === null && customers === null) return SCANNED;
-  const rows = await store.all(grams.candidates(persons !== null, customers !== null), [ws, ...(persons ?? []), ...(customers ?? [])]);
-  const personKeys = rows.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)]));
-  const customerIds = rows.flatMap((r) => (r.customer_id === null ? [] : [r.customer_id as string]));
-  return {
-    persons: persons === null || personKeys.length > MAX_CANDIDATES ? null : personKeys,
-    customers: customers === null || customerIds.length > MAX_CANDIDATES ? null : customerIds,
-  };
-}
-
-/** A sample of the persons' search texts is read again after this long. */
-const SAMPLE_MS = 60_000;
-/** Past this share of the sample holding its rarest trigram, a term is searched by all of its trigrams. */
-const RARE_SHARE = 0.02;
-const MIN_SAMPLE = 10;
-/** A sample's size, and how many of its texts hold each trigram (counted once a sample). */
-interface Sample {
-  size: number;
-  holding: Map<string, number>;
-}
-const samples = new WeakMap<ControlSql, { at: number; sample: Promise<Sample> }>();
-
-/**
- * pg_trgm's trigrams of a text: each word (a run of letters and digits) padded with two spaces before
- * and one after. Only ASCII letters count here: a sample's counts steer the plan, never an answer.
- */
-function indexGrams(text: string): Set<string> {
-  const grams = new Set<string>();
-  for (const word of text.match(/[a-z0-9]+/g) ?? []) {
-    const padded = `  ${word} `;
-    for (let i = 0; i + 3 <= padded.length; i++) grams.add(padded.slice(i, i + 3));
-  }
-  return grams;
-}
-
-/** Counts the texts holding each trigram once, not every trigram of every term against every text (which cost each lookup). */
-function countGrams(texts: string[]): Sample {
-  const holding = new Map<string, number>();
-  for (const text of texts) for (const g of indexGrams(text)) holding.set(g, (holding.get(g) ?? 0) + 1);
-  return { size: texts.length, holding };
-}
-
-/** A piece of the term that pg_trgm reads as one trigram of its index, and that trigram. */
-interface TermGram {
-  piece: string;
-  gram: string;
-}
-
-/**
- * The term's pieces of three characters that pg_trgm turns into exactly one trigram: three letters or
- * digits, or a word's last two before the character that ends it in the term (`77@` is the trigram
- * `77 ` of every word ending in 77). Not a word's start: its trigram `  x` holds every word from x.
- */
-function termGrams(term: string): TermGram[] {
-  const grams: TermGram[] = [];
-  for (let i = 0; i + 3 <= term.length; i++) {
-    const piece = term.slice(i, i + 3);
-    if (/^[a-z0-9]{3}$/.test(piece)) grams.push({ piece, gram: piece });
-    // LIKE's wildcards and escape would not end the word; a letter outside ASCII is one to pg_trgm.
-    else if (/^[a-z0-9]{2}[^\p{L}\p{N}%_\\]$/u.test(piece)) grams.push({ piece, gram: `${piece.slice(0, 2)} ` });
-  }
-  return grams;
-}
-
-/**
- * The pieces of the term with its three rarest trigrams (the only ones pg_trgm indexes: of letters and
- * digits, padded at a word's end) by a sample of the persons, when the engine searches its trigram
- * indexes by them (PostgreSQL) and the rarest is rare; else null: all trigrams, as the LIKE of the
- * whole term. Only the plan depends on the sample (kept a minute per store; a stale one is as
- * correct): the answer is checked on the term.
- */
-async function rareGrams(store: ControlSql, term: string): Promise<string[] | null> {
-  const sql = store.dialect.personSample;
-  if (!sql) return null;
-  const pieces = termGrams(term);
-  if (pieces.length === 0) return null;
-  let kept = samples.get(store);
-  if (!kept || performance.now() - kept.at > SAMPLE_MS) {
-    const sample = store.all(sql).then((rows) => countGrams(rows.map((r) => r.t as string)), (err: unknown) => {
-      samples.delete(store);
-      throw err;
-    });
-    kept = { at: performance.now(), sample };
-    samples.set(store, kept);
-  }
-  const { size, holding } = await kept.sample;
-  // Too few persons to tell rare from common (sparse keys, an empty store): all trigrams.
-  if (size < MIN_SAMPLE) return null;
-  const hits = (g: TermGram) => holding.get(g.gram) ?? 0;
-  // A common trigram beside rare ones only adds work to the index.
-  const rare = (g: TermGram) => hits(g) <= size * RARE_SHARE;
-  const byGram = new Map(pieces.map((g) => [g.gram, g]));
-  const rarest = [...byGram.values()].sort((a, b) => hits(a) - hits(b)).filter((g, i) => i === 0 || rare(g)).slice(0, 3);
-  return rare(rarest[0]!) ? rarest.map((g) => g.piece) : null;
-}
-
 /**
  * Matching persons and customers first (PostgreSQL: its trigram indexes; DuckDB: the candidates of
  * its trigram indexes, checked here, or the search column and a scan of the customers for a common
@@ -176,18 +43,18 @@ async function rareGrams(store: ControlSql, term: string): Promise<string[] | nu
  * nothing reads every customer's owner.
  */
 export async function lookupPeople(store: ControlSql, ws: string, q: string, after: string, limit: number): Promise<LookupRow[]> {
-  const d: ControlDialect = store.dialect;
+  const { dialect: d, search } = store;
   const term = q.toLowerCase();
-  const grams = await rareGrams(store, term);
-  const found = await candidates(store, ws, term);
+  const grams = await search.rareGrams(store, term);
+  const found = await search.candidates(store, ws, term);
   // Neither index holds a candidate: nothing matches (the persons found by a customer id are its owners).
   if (found.persons?.length === 0 && found.customers?.length === 0) return [];
   const params: ControlValue[] = [ws, term, after, limit, personKeyBound(after)];
   const param = (value: ControlValue) => `$${params.push(value)}`;
   const gramParams = grams?.map(param);
-  const has = (column: string) => d.containsLower(column, '$2', gramParams);
+  const has = (column: string) => search.containsLower(column, '$2', gramParams);
   // Every person contains the empty term, even one without email, external_id and name.
-  const personMatches = term === '' ? 'TRUE' : d.personMatches('p', '$2', gramParams);
+  const personMatches = term === '' ? 'TRUE' : search.personMatches('p', '$2', gramParams);
   // The candidates are checked apart from the page's bounds and order, which kept DuckDB from
   // reading them by their keys (a scan of the persons instead).
   const personsHit = found.persons === null
@@ -200,7 +67,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
   // Where the customers without an owner have trigram indexes of their own, they are read by them,
   // not every customer whose email holds the term (for a page that may hold none); the matches by
   // id apart (the owners they give).
-  const unownedApart = d.unownedCustomersIndexed;
+  const unownedApart = search.unownedCustomersIndexed;
   const customerMatches = `(${has('c.customer_id')} OR ${has('c.email')})`;
   const customersFrom = found.customers === null ? 'payment_customers c WHERE c.workspace_id = $1 AND'
     : found.customers.length === 0 ? 'payment_customers c WHERE FALSE AND'

@@ -141,7 +141,7 @@ export async function writeCustomers({ control: tx, mirror }: PaymentsWrites, ws
   await insertRows(tx, CUSTOMERS, ws, created.map(row));
   await updateRows(tx, CUSTOMERS, ws, changed.map(row));
   await mirror.customers(ws, [...created, ...changed]);
-  const grams = tx.dialect.customerGrams;
+  const grams = tx.search.customerGrams;
   const retexted = [...created, ...reemailed];
   if (!grams || retexted.length === 0) return;
   const { texts } = tx.dialect;

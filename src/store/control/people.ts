@@ -100,7 +100,8 @@ export async function savePersons(
     column(people.map((p) => p.person_key)), column(people.map((p) => p.email)), column(people.map((p) => updates.get(p.person_key)?.name ?? null)),
     column(people.map((p) => JSON.stringify(updates.get(p.person_key)?.traits ?? {}))),
   ];
-  const { keys, texts, json, mergeObject, personSearch, personGrams, byKeys } = tx.dialect;
+  const { keys, texts, json, mergeObject, byKeys } = tx.dialect;
+  const { personSearch, personGrams } = tx.search;
   // The instant is cast: in a select list nothing else gives a PostgreSQL parameter its type.
   if (created.length > 0) {
     await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at${personSearch ? ', search' : ''})

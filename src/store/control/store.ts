@@ -6,6 +6,7 @@
 // ControlDialect prints it (Kysely's query compiler per dialect).
 
 import { stringifyWellFormed } from '../../well-formed.js';
+import type { PeopleSearch } from './search.js';
 
 /** A bound value: instants as Date, keys as number (or bigint past 2^53). */
 export type ControlValue = string | number | bigint | boolean | Date | null;
@@ -17,7 +18,6 @@ export const columnOf = (values: readonly (string | number | null)[]): string =>
 
 /** What differs between the engines' SQL, as fragments of statement text. */
 export interface ControlDialect {
-  readonly engine: 'duckdb' | 'postgres';
   /**
    * The values of a column parameter (its JSON array text: columnOf), as an expression that a select
    * list unnests row by row and `IN (SELECT …)` reads as a set; several in one select list zip.
@@ -30,38 +30,6 @@ export interface ControlDialect {
   json(value: string): string;
   /** `column` merged with the JSON object text `patch`: keys sent replace, others stay; a stored non-object is replaced. */
   mergeObject(column: string, patch: string): string;
-  /**
-   * Whether `column` lowercased contains `term` (a lowercased text), characters taken literally;
-   * null for a null column. PostgreSQL answers it from a trigram index on `lower(column)`: from all
-   * of the term's trigrams, or from `grams` only (parameters, each three of the term's letters or
-   * digits), the rows found then checked for the whole term.
-   */
-  containsLower(column: string, term: string, grams?: readonly string[]): string;
-  /** Whether the person row `person` has `term` (lowercased) in its lowercased email, external_id or name. */
-  personMatches(person: string, term: string, grams?: readonly string[]): string;
-  /**
-   * Where the trigram indexes are searched by a term's rarest trigrams (PostgreSQL): a statement of
-   * the lowercased search texts (`t`) of a sample of up to 2,000 persons of all workspaces, which
-   * tells them (the indexes hold every workspace's rows); null elsewhere.
-   */
-  personSample: string | null;
-  /**
-   * The persons' search column, from the person's email, external_id and name expressions, on an
-   * engine that keeps one (DuckDB: store/duckdb/search.ts); null where the columns are indexed.
-   */
-  personSearch: ((email: string, externalId: string, name: string) => string) | null;
-  /**
-   * The persons' trigram index on an engine that keeps one beside the search column (DuckDB), and
-   * the lookup's statements of both indexes; null elsewhere.
-   */
-  personGrams: PersonGrams | null;
-  /** The customers' trigram index where the persons have one (DuckDB); null elsewhere. */
-  customerGrams: CustomerGrams | null;
-  /**
-   * Whether the customers without an owner (no person, not `linked`) have trigram indexes of their
-   * own (PostgreSQL, 006_unowned_customers.sql), which the people lookup reads them by.
-   */
-  unownedCustomersIndexed: boolean;
   /**
    * The rows (`columns`) of `table` in workspace `ws` whose `key` is one of the key column `keys`
    * (integers, or texts with `type` text),
@@ -80,34 +48,11 @@ export interface ControlDialect {
   refusal(err: unknown): string | null;
 }
 
-/** Statement texts of a persons' trigram index (store/duckdb/search.ts). */
-export interface PersonGrams {
-  /** A SELECT of index rows for the persons of `from`, whose expressions `ws`, `key` and `search` give them. */
-  rows(from: string, ws: string, key: string, search: string): string;
-  /**
-   * Each distinct trigram of the term ($2) with its counts in workspace $1: `gram`, `persons` and
-   * `customers` (rows under it in each index); none below three characters.
-   */
-  readonly counts: string;
-  /**
-   * The workspace's ($1) persons (`person_key`) indexed under all of three trigrams, then its
-   * customers (`customer_id`) under all of three, for the sides asked, their trigrams the next
-   * parameters in that order ($2…$4, then the customers' next).
-   */
-  candidates(persons: boolean, customers: boolean): string;
-}
-
-/** The paying customers' trigram index, beside the persons' (DuckDB), kept by the payment writes. */
-export interface CustomerGrams {
-  /** A SELECT of index rows for the customers of `from`, whose expressions `ws`, `key` (the id) and `search` give them. */
-  rows(from: string, ws: string, key: string, search: string): string;
-  /** A customer's search text from its id and email expressions. */
-  search(customerId: string, email: string): string;
-}
-
 /** A connection to the control engine: the pool outside a transaction, or a transaction's. */
 export interface ControlSql {
   readonly dialect: ControlDialect;
+  /** The people search on this engine, and the indexes its writes keep (store/control/search.ts). */
+  readonly search: PeopleSearch;
   all(sql: string, params?: readonly ControlValue[]): Promise<ControlRow[]>;
   /** Runs a statement; the number of rows it changed. */
   run(sql: string, params?: readonly ControlValue[]): Promise<number>;

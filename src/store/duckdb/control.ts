@@ -6,16 +6,13 @@ import { KeyBlocks } from '../control/keys.js';
 import type { ControlDialect, ControlRow, ControlSql, ControlStore, ControlTx, ControlValue, KeySequence } from '../control/store.js';
 import type { Store } from './db.js';
 import { refusedValue } from './refused.js';
-import { customerGrams, personGrams, personSearch } from './search.js';
+import { duckdbSearch } from './search.js';
 import { runKept } from './statements.js';
 import { timestamp } from './time.js';
 
 const FIELD_TYPES = { text: 'VARCHAR', bigint: 'BIGINT', boolean: 'BOOLEAN' } as const;
 
-const containsLower = (column: string, term: string) => `contains(lower(${column}), ${term})`;
-
 export const duckdbDialect: ControlDialect = {
-  engine: 'duckdb',
   texts: (param) => `unnest(CAST(CAST(${param} AS JSON) AS VARCHAR[]))`,
   keys: (param) => `unnest(CAST(CAST(${param} AS JSON) AS BIGINT[]))`,
   nextKeys: (sequence, n) => `SELECT nextval('${sequence}') AS k FROM range(${n})`,
@@ -23,16 +20,6 @@ export const duckdbDialect: ControlDialect = {
   mergeObject: (column, patch) => `CAST(map_concat(
     CAST(CASE WHEN json_type(${column}) = 'OBJECT' THEN ${column} ELSE '{}' END AS MAP(VARCHAR, JSON)),
     CAST(CAST(${patch} AS JSON) AS MAP(VARCHAR, JSON))) AS JSON)`,
-  containsLower,
-  // The search column, unless the term holds its separator (it could then span two values).
-  personMatches: (p, term) => `CASE WHEN contains(${term}, chr(10))
-    THEN (${['email', 'external_id', 'name'].map((c) => containsLower(`${p}.${c}`, term)).join(' OR ')})
-    ELSE contains(${p}.search, ${term}) END`,
-  personSearch,
-  personGrams,
-  customerGrams,
-  unownedCustomersIndexed: false,
-  personSample: null,
   // No filter moves past a LIMIT: the workspace is checked on the rows the keys found.
   byKeys: (table, key, keys, ws, columns, type = 'bigint') => `(SELECT ${columns} FROM (
       SELECT workspace_id, ${columns} FROM ${table} WHERE ${key} = ANY(CAST(CAST(${keys} AS JSON) AS ${type === 'text' ? 'VARCHAR' : 'BIGINT'}[])) LIMIT 9223372036854775807
@@ -54,6 +41,7 @@ const bind = (params: readonly ControlValue[]): DuckDBValue[] =>
 /** Control statements on one DuckDB connection. */
 class DuckDBControlSql implements ControlSql {
   readonly dialect = duckdbDialect;
+  readonly search = duckdbSearch;
 
   constructor(protected readonly conn: DuckDBConnection) {}
 
@@ -88,6 +76,7 @@ export const controlTx = (store: Store, conn: DuckDBConnection): ControlTx => ne
 
 export class DuckDBControl implements ControlStore {
   readonly dialect = duckdbDialect;
+  readonly search = duckdbSearch;
   readonly shared = false;
   private readonly keys = new KeyBlocks(this);
 

@@ -9,6 +9,7 @@ import { KeyBlocks } from '../control/keys.js';
 import type { ControlRow, ControlSql, ControlStore, ControlTx, ControlValue, KeySequence } from '../control/store.js';
 import { postgresDialect } from './dialect.js';
 import { MIGRATIONS_TABLE, migratePostgres } from './migrate.js';
+import { PostgresSearch } from './search.js';
 
 const { Pool, types } = pg;
 
@@ -58,7 +59,7 @@ const bind = (params: readonly ControlValue[]): unknown[] =>
 class PostgresControlSql implements ControlSql {
   readonly dialect = postgresDialect;
 
-  constructor(protected readonly db: pg.Pool | pg.PoolClient) {}
+  constructor(protected readonly db: pg.Pool | pg.PoolClient, readonly search: PostgresSearch) {}
 
   async all(sql: string, params: readonly ControlValue[] = []): Promise<ControlRow[]> {
     return (await this.db.query<ControlRow>(sql, bind(params))).rows;
@@ -105,7 +106,7 @@ export class PostgresControl extends PostgresControlSql implements ControlStore 
    * of keys drawn mid-transaction), which must not wait for a connection that transactions hold.
    */
   private constructor(private readonly transactions: pg.Pool, private readonly statements: pg.Pool) {
-    super(statements);
+    super(statements, new PostgresSearch());
   }
 
   /** Connects and brings the schema up to date (concurrent starts wait for each other's migration). */
@@ -129,7 +130,7 @@ export class PostgresControl extends PostgresControlSql implements ControlStore 
   async transaction<T>(fn: (tx: ControlTx) => Promise<T>): Promise<T> {
     for (let run = 1; ; run++) {
       const client = await this.transactions.connect();
-      const tx = new PostgresControlTx(client);
+      const tx = new PostgresControlTx(client, this.search);
       let result: T;
       try {
         await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');

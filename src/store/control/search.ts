@@ -1,0 +1,57 @@
+// The people search (GET /people) as each engine answers it: the lookup's statement is written once
+// (store/control/lookup.ts), and this prints its matching, finds the candidates of an engine's own
+// trigram indexes, and keeps those indexes with the writes of persons and customers. One file per
+// engine: store/duckdb/search.ts, store/postgres/search.ts.
+
+import type { ControlSql } from './store.js';
+
+/** The candidates of an engine's trigram indexes, by side, to be checked for the whole term; null: that side is scanned. */
+export interface Candidates {
+  persons: number[] | null;
+  customers: string[] | null;
+}
+
+export const SCANNED: Candidates = { persons: null, customers: null };
+
+export interface PeopleSearch {
+  /**
+   * Whether `column` lowercased contains `term` (a lowercased text), characters taken literally;
+   * null for a null column. With `grams` (parameters, each three of the term's letters or digits,
+   * from rareGrams) an index is searched by those only, the rows found then checked for the whole term.
+   */
+  containsLower(column: string, term: string, grams?: readonly string[]): string;
+  /** Whether the person row `person` has `term` (lowercased) in its lowercased email, external_id or name. */
+  personMatches(person: string, term: string, grams?: readonly string[]): string;
+  /**
+   * Whether the customers without an owner (no person, not `linked`) have trigram indexes of their
+   * own, which the lookup reads them by.
+   */
+  readonly unownedCustomersIndexed: boolean;
+  /**
+   * The pieces of the term (lowercased) to search the indexes by, where the engine searches them by
+   * a term's rarest trigrams; null: by all of them.
+   */
+  rareGrams(sql: ControlSql, term: string): Promise<string[] | null>;
+  /** The candidates of the workspace's persons and customers for the term (lowercased), where the engine keeps trigram indexes of its own. */
+  candidates(sql: ControlSql, ws: string, term: string): Promise<Candidates>;
+  /**
+   * The persons' search column, from the person's email, external_id and name expressions, on an
+   * engine that keeps one; null where the columns are indexed.
+   */
+  readonly personSearch: ((email: string, externalId: string, name: string) => string) | null;
+  /** The persons' trigram index, kept beside the search column by the writes of persons; null where none is kept. */
+  readonly personGrams: GramIndex | null;
+  /** The customers' trigram index, kept by the payment writes where the persons have one; null elsewhere. */
+  readonly customerGrams: CustomerGrams | null;
+}
+
+/** A trigram index kept by the writes. */
+export interface GramIndex {
+  /** A SELECT of index rows for the rows of `from`, whose expressions `ws`, `key` and `search` give them. */
+  rows(from: string, ws: string, key: string, search: string): string;
+}
+
+export interface CustomerGrams extends GramIndex {
+  /** A customer's search text from its id and email expressions. */
+  search(customerId: string, email: string): string;
+}
