@@ -1,8 +1,7 @@
-// The identity cache (src/ingest/identity-cache.ts): keys only, bounded, and never the only
+// The identity cache (src/store/control/identity-cache.ts): keys only, bounded, and never the only
 // source of truth (an evicted identifier is looked up in the store).
 
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { identityCacheOf } from '../src/ingest/identity-cache.js';
 import { INGEST_LIMITS } from '../src/ingest/limits.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
@@ -35,7 +34,7 @@ describe('identity cache', () => {
   afterEach(() => t.close());
 
   it('stays at its bound of entries after many distinct persons', async () => {
-    const cache = identityCacheOf(t.stores.control);
+    const cache = t.stores.control.caches.identities;
     cache.resize(100);
     await persons(0, 400);
     // Each person is 3 keys (external id, email, person key) and 1 visitor: 1,600 seen, 100 kept.
@@ -43,7 +42,7 @@ describe('identity cache', () => {
   });
 
   it('resolves identifiers it has evicted to the same person, from the store', async () => {
-    const cache = identityCacheOf(t.stores.control);
+    const cache = t.stores.control.caches.identities;
     cache.resize(40);
     const first = await ok('/v1/persons', { external_id: 'early', email: 'early@example.com', visitor_id: 'v_early', name: 'Ada' });
     await persons(0, 100);
@@ -59,7 +58,7 @@ describe('identity cache', () => {
   });
 
   it('holds keys, never traits or names, after trait-heavy updates', async () => {
-    const cache = identityCacheOf(t.stores.control);
+    const cache = t.stores.control.caches.identities;
     const heavy = (n: number) => ({ [`t${n}`]: 'x'.repeat(INGEST_LIMITS.traitsBytes - 100) });
     const ids: string[] = [];
     for (let n = 0; n < 20; n++) {

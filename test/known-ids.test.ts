@@ -1,9 +1,10 @@
-// Identifiers proven new skip the lookup (src/ingest/known-ids.ts): the filter never says a stored
+// Identifiers proven new skip the lookup (src/store/duckdb/known-ids.ts): the filter never says a stored
 // id is absent, whatever was cached, evicted or rolled back.
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { identityCacheOf } from '../src/ingest/identity-cache.js';
-import { GrowingBloom, knownIdsOf } from '../src/ingest/known-ids.js';
+import { GrowingBloom } from '../src/store/bloom.js';
+import { ControlCaches } from '../src/store/control/caches.js';
+import { DuckDBKnownIds } from '../src/store/duckdb/known-ids.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 describe('growing Bloom filter', () => {
@@ -31,7 +32,7 @@ describe('known ids in ingest', () => {
   };
   const rows = async (sql: string, params: unknown[] = []) => t.store.query(sql, params as never[]);
   const ready = async () => {
-    const known = knownIdsOf(t.stores.control)!;
+    const known = t.stores.control.caches.knownIds!;
     await event({ event_name: 'warm', visitor_id: 'v_warm' });
     await expect.poll(() => known.isReady(t.ws.workspace_id)).toBe(true);
   };
@@ -39,7 +40,7 @@ describe('known ids in ingest', () => {
   it('finds ids stored before the filter was filled, once the cache has forgotten them', async () => {
     const first = await event({ event_name: 'e', external_id: 'u1', email: 'u1@example.com', visitor_id: 'v1' });
     await ready();
-    identityCacheOf(t.stores.control).resize(0);
+    t.stores.control.caches.identities.resize(0);
     expect((await event({ event_name: 'e', visitor_id: 'v1' })).person_id).toBe(first.person_id);
     expect((await event({ event_name: 'e', email: 'U1@example.com' })).person_id).toBe(first.person_id);
     expect((await event({ event_name: 'e', external_id: 'u1' })).person_id).toBe(first.person_id);
@@ -53,7 +54,7 @@ describe('known ids in ingest', () => {
       { event_name: 'e', external_id: 'u2', visitor_id: 'v2' },
       { event_name: 'e', external_id: 'u2', email: 'u2@example.com' },
     ] });
-    identityCacheOf(t.stores.control).resize(0);
+    t.stores.control.caches.identities.resize(0);
     const [linked, byEmail] = [await event({ event_name: 'e', visitor_id: 'v2' }), await event({ event_name: 'e', email: 'u2@example.com' })];
     expect(linked.person_id).toMatch(/^per_/);
     expect(byEmail.person_id).toBe(linked.person_id);
@@ -79,13 +80,14 @@ describe('known ids in ingest', () => {
     })) }));
     await Promise.all(batches.map(async (body) => expect((await t.post('/v1/events', body)).statusCode).toBe(200)));
     await ready();
-    identityCacheOf(t.stores.control).resize(0);
+    t.stores.control.caches.identities.resize(0);
     await event({ batch: Array.from({ length: 120 }, (_, i) => ({ event_name: 'e', visitor_id: `c_${i}` })) });
     expect(Number((await rows("SELECT count(DISTINCT visitor_id) AS d FROM visitors WHERE visitor_id LIKE 'c\\_%' ESCAPE '\\'"))[0]!.d)).toBe(120);
     expect(Number((await rows("SELECT count(*) AS n FROM visitors WHERE visitor_id LIKE 'c\\_%' ESCAPE '\\'"))[0]!.n)).toBe(120);
   });
 
   it('keeps no filter on a control store shared with other nodes', () => {
-    expect(knownIdsOf({ ...t.stores.control, shared: true, dialect: t.stores.control.dialect } as typeof t.stores.control)).toBeNull();
+    expect(t.stores.control.caches.knownIds).not.toBeNull();
+    expect(new ControlCaches(true, () => new DuckDBKnownIds(t.stores.control)).knownIds).toBeNull();
   });
 });

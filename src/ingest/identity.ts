@@ -10,10 +10,10 @@ import {
   type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type VisitorRecord, visitorsById,
 } from '../store/control/people.js';
 import { recordNewTraitPaths } from '../store/control/properties.js';
+import type { IdentityCache } from '../store/control/identity-cache.js';
+import type { KnownIds } from '../store/control/known-ids.js';
 import type { ControlStore } from '../store/control/store.js';
 import { propertyPaths } from '../store/property-paths.js';
-import { type IdentityCache, identityCacheOf } from './identity-cache.js';
-import { type KnownIds, knownIdsOf } from './known-ids.js';
 
 export interface IdentityInput {
   external_id?: string;
@@ -83,9 +83,9 @@ export class IdentityResolution {
   ) {}
 
   static async load(store: ControlStore, work: UnitOfWork, ws: string, inputs: IdentityInput[]): Promise<IdentityResolution> {
-    const known = knownIdsOf(store);
+    const known = store.caches.knownIds;
     known?.prepare(ws);
-    const batch = new IdentityResolution(store, work, ws, inputs, identityCacheOf(store), known);
+    const batch = new IdentityResolution(store, work, ws, inputs, store.caches.identities, known);
     const visitorIds = unique(inputs.map((i) => i.visitor_id));
     await batch.loadVisitors(visitorIds);
     const newExternalIds = await batch.loadPersons('external_id', unique(inputs.map((i) => i.external_id)));

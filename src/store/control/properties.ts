@@ -31,16 +31,9 @@ export async function recordTraitPaths(tx: ControlSql, ws: string, paths: string
     [ws, columnOf(paths)]);
 }
 
-/**
- * Trait paths known stored, per control store and workspace, so that a batch writes only new ones
- * (most batches carry traits seen before). Definitions are never removed, so an entry stays true.
- */
-const knownTraitPaths = new WeakMap<ControlStore, Map<string, Set<string>>>();
-
 /** Records the trait paths of a batch, in the transaction `tx` of `store`, writing only those not known yet. */
 export async function recordNewTraitPaths(store: ControlStore, tx: ControlTx, ws: string, paths: Iterable<string>): Promise<void> {
-  const workspaces = knownTraitPaths.get(store) ?? new Map<string, Set<string>>();
-  knownTraitPaths.set(store, workspaces);
+  const workspaces = store.caches.traitPaths;
   const known = workspaces.get(ws) ?? new Set<string>();
   workspaces.set(ws, known);
   const fresh = [...new Set(paths)].filter((path) => !known.has(path));

@@ -6,6 +6,7 @@
 // ControlDialect prints it (Kysely's query compiler per dialect).
 
 import { stringifyWellFormed } from '../../well-formed.js';
+import type { ControlCaches } from './caches.js';
 import type { PeopleSearch } from './search.js';
 
 /** A bound value: instants as Date, keys as number (or bigint past 2^53). */
@@ -81,6 +82,8 @@ export interface ControlStore extends ControlSql {
   readonly shared: boolean;
   /** `n` fresh keys from a sequence, never handed out before (control/keys.ts). */
   nextKeys(sequence: KeySequence, n: number): Promise<number[]>;
+  /** What this process keeps in memory of the store's rows. */
+  readonly caches: ControlCaches;
   /** How many of the engine's schema migrations are applied. */
   schemaVersion(): Promise<number>;
   close(): Promise<void>;

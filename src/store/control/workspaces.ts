@@ -73,16 +73,10 @@ async function insertWorkspace(tx: ControlSql, created: CreatedWorkspace): Promi
   return created;
 }
 
-/**
- * Changes to workspaces' webhook settings (secret, payments mode) made through this process, per
- * control store. A store nobody else writes (not `shared`) may have its settings kept in memory by
- * a reader (attribution/webhook.ts), which reads them again once this count has moved.
- */
-const settingsChanges = new WeakMap<ControlStore, number>();
+/** Moves when webhook settings change through this process (ControlCaches.settingsChanges). */
+export const settingsGeneration = (store: ControlStore): number => store.caches.settingsChanges;
 
-export const settingsGeneration = (store: ControlStore): number => settingsChanges.get(store) ?? 0;
-
-const settingsChanged = (store: ControlStore) => settingsChanges.set(store, settingsGeneration(store) + 1);
+const settingsChanged = (store: ControlStore) => { store.caches.settingsChanges++; };
 
 export class Workspaces {
   private readonly owners = new Map<string, KeyOwner>();

@@ -2,9 +2,11 @@
 // one writer at a time (store/duckdb/db.ts), so a transaction never loses a race and runs once.
 
 import type { DuckDBConnection, DuckDBValue } from '@duckdb/node-api';
+import { ControlCaches } from '../control/caches.js';
 import { KeyBlocks } from '../control/keys.js';
 import type { ControlDialect, ControlRow, ControlSql, ControlStore, ControlTx, ControlValue, KeySequence } from '../control/store.js';
 import type { Store } from './db.js';
+import { DuckDBKnownIds } from './known-ids.js';
 import { refusedValue } from './refused.js';
 import { duckdbSearch } from './search.js';
 import { runKept } from './statements.js';
@@ -79,6 +81,7 @@ export class DuckDBControl implements ControlStore {
   readonly search = duckdbSearch;
   readonly shared = false;
   private readonly keys = new KeyBlocks(this);
+  readonly caches: ControlCaches = new ControlCaches(this.shared, () => new DuckDBKnownIds(this));
 
   constructor(readonly store: Store) {}
 

@@ -5,6 +5,7 @@
 // meanwhile (RACED_CONSTRAINTS). On the next run the transaction sees the winner's rows.
 
 import pg from 'pg';
+import { ControlCaches } from '../control/caches.js';
 import { KeyBlocks } from '../control/keys.js';
 import type { ControlRow, ControlSql, ControlStore, ControlTx, ControlValue, KeySequence } from '../control/store.js';
 import { postgresDialect } from './dialect.js';
@@ -100,6 +101,7 @@ function connect(url: string, max: number): pg.Pool {
 export class PostgresControl extends PostgresControlSql implements ControlStore {
   readonly shared = true;
   private readonly keys = new KeyBlocks(this);
+  readonly caches = new ControlCaches(this.shared);
 
   /**
    * Statements outside a transaction have a pool of their own: a transaction may run one (a block

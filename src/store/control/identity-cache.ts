@@ -7,10 +7,9 @@
 // and hands its changes back after its transaction commits (ControlStore.afterCommit). Every writer of
 // persons and visitors resolves through here, so an entry is never stale; an identifier missing
 // from the cache (never seen, or evicted) is looked up. A control store shared by several nodes
-// has writers elsewhere, so there the cache keeps nothing.
+// has writers elsewhere, so there the cache keeps nothing (ControlCaches).
 
-import type { PersonRecord, VisitorRecord } from '../store/control/people.js';
-import type { ControlStore } from '../store/control/store.js';
+import type { PersonRecord, VisitorRecord } from './people.js';
 
 /**
  * Entries kept over every workspace (each identifier of a person, and each visitor, is one): the
@@ -135,13 +134,4 @@ export class IdentityCache {
     if (entry.newer) entry.newer.older = entry.older;
     else this.newest = entry.older;
   }
-}
-
-const caches = new WeakMap<ControlStore, IdentityCache>();
-
-/** The one cache of a store: two caches over the same rows could disagree. */
-export function identityCacheOf(store: ControlStore): IdentityCache {
-  let cache = caches.get(store);
-  if (!cache) caches.set(store, (cache = new IdentityCache(store.shared ? 0 : IDENTITY_CACHE_ENTRIES)));
-  return cache;
 }
