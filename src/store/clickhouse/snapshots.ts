@@ -15,6 +15,7 @@ import {
   forgetSnapshots, nextSnapshotId, recordAcknowledgedPage, recordDeliveryStart, recordSnapshot, releasedSnapshots, sendsOwnDiff, startedDelivery,
 } from '../control/audiences.js';
 import type { DeliveryRow, SnapshotResult } from '../types.js';
+import { RisingClock } from './clock.js';
 import type { ClickHouseContext } from './context.js';
 import { writeRows } from './queries.js';
 import { type Bound, bounded, consistentSettings, deleteWhere, num, rows, STOPPED, table } from './run.js';
@@ -27,10 +28,6 @@ const IDS_PER_STATEMENT = 10_000;
 const ROWS_PER_INSERT = 100_000;
 
 const chunks = <T>(items: T[], size: number): T[][] => Array.from({ length: Math.ceil(items.length / size) }, (_, i) => items.slice(i * size, (i + 1) * size));
-
-/** Builds of work lists: increasing across restarts (microseconds of the clock), and within one. */
-let lastBuild = 0;
-const nextBuild = () => (lastBuild = Math.max(lastBuild + 1, Date.now() * 1000));
 
 const MEMBER_COLUMNS = 'p.person_id AS person_id, v.visitor_id AS visitor_id, p.external_id AS external_id, p.email AS email';
 
@@ -47,6 +44,9 @@ const toMember = (r: DetailRow): MemberRow => ({
 });
 
 export class ClickHouseSnapshots {
+  /** Builds of work lists: increasing across restarts (microseconds of the clock), and within one. */
+  private readonly builds = new RisingClock(1000n);
+
   constructor(readonly ctx: ClickHouseContext) {}
 
   private get client(): ClickHouseClient {
@@ -228,7 +228,7 @@ export class ClickHouseSnapshots {
   private async buildWorkList(d: DeliveryRow, basis: DeliveryBasis, bound: Bound, interrupted: () => Error): Promise<{ added: number; removed: number }> {
     const ws = d.workspace_id;
     await this.checkMembersKept(ws, [[d.snapshot_id, basis.members], ...(basis.base === null ? [] : [[basis.base, basis.baseMembers ?? -1] as const])]);
-    const build = nextBuild();
+    const build = Number(this.builds.next());
     const key = { ws, audience: d.audience_id, delivery: d.delivery_id, build };
     const [members, items, acked] = ['audience_members', 'audience_delivery_items', 'audience_delivery_acked'].map((name) => table(this.ctx, name));
     if (basis.changes > 0) await this.copyChanges(d, build, basis.changes);

@@ -22,6 +22,7 @@ import { type PersonRecord, personTraits, type VisitorRecord } from '../control/
 import { columnOf, type ControlTx } from '../control/store.js';
 import { propertyCatalog, recordPropertyPaths } from '../control/properties.js';
 import type { ControlMirror } from '../mirror.js';
+import { RisingClock } from './clock.js';
 import type { ClickHouseContext } from './context.js';
 import { type Batch, isReadTable, Outbox, type OutboxOptions, quote, type ReadTable, type Row } from './outbox.js';
 import { refusedValue } from './refused.js';
@@ -47,24 +48,14 @@ const fromChTime = (text: string) => new Date(`${text.replace(' ', 'T').slice(0,
 /** Versions of a subscription or invoice: its notification's time in ms, then this many arrivals of the same ms. */
 const TIES = 1_000_000n;
 
-let lastVersion = 0n;
-
-/** A version above every one given before: in ns of the clock, or one more than the last. */
-function nextVersion(): string {
-  const now = BigInt(Date.now()) * 1_000_000n;
-  lastVersion = now > lastVersion ? now : lastVersion + 1n;
-  return String(lastVersion);
-}
-
-/** Tables whose versions come from nextVersion. */
+/** Tables whose versions come from the units' version clock. */
 const CLOCKED = ['visitors', 'persons', 'payment_customers', 'payment_events', 'payments'];
 
 /** Moves the version clock past every version stored, so a restart on a clock that went back still counts up. */
-async function versionsFrom(ctx: ClickHouseContext): Promise<void> {
+async function versionsFrom(ctx: ClickHouseContext, versions: RisingClock): Promise<void> {
   const highest = CLOCKED.map((name) => `(SELECT max(version) FROM ${table(ctx, name)})`).join(', ');
   const [row] = await select(ctx, `SELECT toString(greatest(${highest})) AS version`, {});
-  const stored = BigInt(row!.version as string);
-  if (stored > lastVersion) lastVersion = stored;
+  versions.movePast(BigInt(row!.version as string));
 }
 
 /**
@@ -148,7 +139,13 @@ class ClickHouseWrites implements AnalyticsWrites, ControlMirror {
   /** Current rows of subscriptions and invoices read by readPaymentState (`table:id`): the versions written next build on them. */
   private readonly stateRows = new Map<string, Row>();
 
-  constructor(private readonly ctx: ClickHouseContext, private readonly tx: ControlTx, private readonly outbox: Outbox) {}
+  constructor(private readonly ctx: ClickHouseContext, private readonly tx: ControlTx, private readonly outbox: Outbox,
+    private readonly versions: RisingClock) {}
+
+  /** A version above every one given before, in ns of the clock. */
+  private version(): string {
+    return String(this.versions.next());
+  }
 
   /** The unit's rows as a batch for the outbox; null when it wrote none. */
   seal(): Batch | null {
@@ -261,14 +258,14 @@ class ClickHouseWrites implements AnalyticsWrites, ControlMirror {
     for (const p of persons) {
       this.add('persons', {
         workspace_id: ws, person_key: p.person_key, person_id: p.person_id, external_id: p.external_id, email: p.email,
-        traits: traits.get(p.person_key) ?? '{}', version: nextVersion(),
+        traits: traits.get(p.person_key) ?? '{}', version: this.version(),
       });
     }
   }
 
   async visitors(ws: string, visitors: VisitorRecord[]): Promise<void> {
     for (const v of visitors) {
-      this.add('visitors', { workspace_id: ws, visitor_key: v.visitor_key, visitor_id: v.visitor_id, person_key: v.person_key ?? 0, version: nextVersion() });
+      this.add('visitors', { workspace_id: ws, visitor_key: v.visitor_key, visitor_id: v.visitor_id, person_key: v.person_key ?? 0, version: this.version() });
     }
   }
 
@@ -276,7 +273,7 @@ class ClickHouseWrites implements AnalyticsWrites, ControlMirror {
   async customers(ws: string, customers: CustomerRecord[]): Promise<void> {
     for (const c of customers) {
       this.add('payment_customers', {
-        workspace_id: ws, customer_id: c.customer_id, person_key: c.person_key ?? 0, visitor_key: c.visitor_key ?? 0, version: nextVersion(),
+        workspace_id: ws, customer_id: c.customer_id, person_key: c.person_key ?? 0, visitor_key: c.visitor_key ?? 0, version: this.version(),
       });
     }
   }
@@ -358,7 +355,7 @@ class ClickHouseWrites implements AnalyticsWrites, ControlMirror {
   private addEvent(ws: string, e: PaymentEventState, deleted: 0 | 1): void {
     this.add('payment_events', {
       workspace_id: ws, kind: e.kind, customer_id: e.customer_id, object_id: e.object_id, ts: chTime(e.ts), amount: e.amount, currency: e.currency,
-      version: nextVersion(), deleted,
+      version: this.version(), deleted,
     });
   }
 
@@ -367,7 +364,7 @@ class ClickHouseWrites implements AnalyticsWrites, ControlMirror {
     for (const p of payments) {
       this.add('payments', {
         workspace_id: ws, payment_id: p.payment_id, customer_id: p.customer_id, amount: p.amount, currency: p.currency,
-        paid_at: p.paid_at === null ? null : chTime(p.paid_at), invoice_id: p.invoice_id, version: nextVersion(),
+        paid_at: p.paid_at === null ? null : chTime(p.paid_at), invoice_id: p.invoice_id, version: this.version(),
       });
     }
   }
@@ -379,6 +376,8 @@ class ClickHouseWrites implements AnalyticsWrites, ControlMirror {
 
 export class ClickHouseUnits {
   private readonly outbox: Outbox;
+  /** The versions of the rows this store writes, in ns of the clock. */
+  private readonly versions = new RisingClock(1_000_000n);
   /** The version clock moved past the stored versions; null until it has been (a failure is tried again). */
   private clock: Promise<void> | null = null;
 
@@ -388,7 +387,7 @@ export class ClickHouseUnits {
   }
 
   private clockReady(): Promise<void> {
-    this.clock ??= versionsFrom(this.ctx).catch((err: unknown) => {
+    this.clock ??= versionsFrom(this.ctx, this.versions).catch((err: unknown) => {
       this.clock = null;
       throw err;
     });
@@ -405,7 +404,7 @@ export class ClickHouseUnits {
     // Units start once the outbox is loaded (their reads see what it holds) and the clock is set.
     await Promise.all([this.outbox.ready, this.clockReady()]);
     const { value, batch, dropped } = await this.ctx.control.transaction(async (tx) => {
-      const writes = new ClickHouseWrites(this.ctx, tx, this.outbox);
+      const writes = new ClickHouseWrites(this.ctx, tx, this.outbox, this.versions);
       const result = await fn({ control: tx, mirror: writes, analytics: writes });
       const sealed = writes.seal();
       if (sealed) {
