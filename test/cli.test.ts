@@ -1,18 +1,21 @@
-// The analyst CLI (src/cli) run as a child process against a generated fixture, checked against
+// The analyst CLI (src/cli) run in this process through main(argv, io) against a generated fixture, checked against
 // the HTTP compile on the same data (the directory read in place, imported, and a database file),
 // plus its error paths, the key check of a directory read in place and the import's progress; the
 // workspace and key commands against a service database, checked through the real app; every
-// example of docs/cli.md run as written; the fixture generator's command line.
+// example of docs/cli.md run as written; the fixture generator's command line. What only a real
+// process shows runs bin/audiences.js as a child: exit codes, a closed pipe, a terminal, the file lock.
 
 import { execFile } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateFixtures } from '../fixtures/generate.js';
+import { main } from '../src/cli/main.js';
 import { keysCollide, parquetSource } from '../src/store/duckdb/attach.js';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import { CLICKHOUSE_TABLES, VISITOR_LINKS } from '../src/store/clickhouse/schema.js';
@@ -43,7 +46,25 @@ async function exec(file: string, args: string[], options: { cwd?: string; env?:
   }
 }
 
-const cli = (...args: string[]) => exec(process.execPath, [BIN, ...args]);
+/** bin/audiences.js as a child process. */
+const processCli = (...args: string[]) => exec(process.execPath, [BIN, ...args]);
+
+/** A stream that keeps what is written to it. */
+function captured(): { stream: Writable; text: () => string } {
+  let text = '';
+  const stream = new Writable({ write(chunk: Buffer, _encoding, done) { text += chunk.toString(); done(); } });
+  return { stream, text: () => text };
+}
+
+/** The command line run in this process, on its own streams and `env`. */
+async function cliWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<Result> {
+  const stdout = captured();
+  const stderr = captured();
+  const code = await main(args, { stdout: stdout.stream, stderr: stderr.stream, env });
+  return { code, stdout: stdout.text(), stderr: stderr.text() };
+}
+
+const cli = (...args: string[]) => cliWith(process.env, ...args);
 
 /** A port nothing listens on (just released). */
 function closedPort(): Promise<number> {
@@ -394,6 +415,13 @@ describe('cli error paths', () => {
     expect(group.stdout).toMatch(/^usage: audiences workspace <create\|list\|mode>/);
   });
 
+  it('the process exits with the command\'s code: 2 for a wrong command line, the message one line on stderr', async () => {
+    const res = await processCli('estimate', files.count!, '--data', db, '--frob');
+    expectOneLine(res, /^audiences: unknown option --frob \(see: audiences estimate --help\)$/);
+    expect(res.code).toBe(2);
+    expect(res.stdout).toBe('');
+  });
+
   it('a reader that has gone (a closed pipe) ends the output quietly', async () => {
     // `true` exits before the command writes: every write meets a closed pipe.
     const res = await exec('sh', ['-c', `"${process.execPath}" "${BIN}" explain "${files.did_not}" --data "${db}" --at ${AT} | true`]);
@@ -578,9 +606,9 @@ describe('workspace and keys commands on the service database', () => {
     const store = await Store.open(service);
     try {
       const results = await Promise.all([
-        cli('workspace', 'list', '--data', service),
-        cli('workspace', 'create', 'hooli', '--data', service),
-        cli('keys', 'rotate', 'acme', '--data', service),
+        processCli('workspace', 'list', '--data', service),
+        processCli('workspace', 'create', 'hooli', '--data', service),
+        processCli('keys', 'rotate', 'acme', '--data', service),
       ]);
       for (const res of results) {
         expectOneLine(res, new RegExp(`open in another process \\(PID ${process.pid}\\), and DuckDB lets only one process open a database file: stop the service`));
@@ -607,7 +635,7 @@ describe('workspace and keys commands on the service database', () => {
   });
 
   it('without --data, the service\'s DATABASE_PATH is used', async () => {
-    const res = await exec(process.execPath, [BIN, 'workspace', 'list', '--json'], { env: { ...process.env, DATABASE_PATH: service } });
+    const res = await cliWith({ ...process.env, DATABASE_PATH: service }, 'workspace', 'list', '--json');
     expect(res.code, res.stderr).toBe(0);
     expect((JSON.parse(res.stdout) as { database: string }).database).toBe(service);
   });
@@ -616,7 +644,7 @@ describe('workspace and keys commands on the service database', () => {
     const closed = await closedPort();
     const env = { ...process.env, ANALYTICS_STORE: 'clickhouse', CLICKHOUSE_URL: `http://127.0.0.1:${closed}` };
     for (const command of [['workspace', 'list'], ['migrate']]) {
-      const res = await exec(process.execPath, [BIN, ...command, '--data', service], { env });
+      const res = await cliWith(env, ...command, '--data', service);
       expect(res.code, command.join(' ')).toBe(1);
       expect(res.stderr.trim().split('\n')).toEqual([expect.stringMatching(new RegExp(`^audiences: ClickHouse: .*127\\.0\\.0\\.1:${closed}`))]);
     }
@@ -687,7 +715,7 @@ describe('migrate', () => {
     expect(again.code, again.stderr).toBe(0);
     expect(again.stdout).toBe(`${path}: schema version ${MIGRATIONS.length}\nstorage format: DuckDB ${STORAGE_VERSION}, nothing to rewrite\n`);
     // PostgreSQL has no storage format of DuckDB's to rewrite.
-    const pg = await exec(process.execPath, [BIN, 'migrate', '--rewrite-storage'], { env: { ...process.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' } });
+    const pg = await cliWith({ ...process.env, DATABASE_URL: 'postgres://nobody@127.0.0.1:1/none' }, 'migrate', '--rewrite-storage');
     expect(pg.code).toBe(2);
     expect(pg.stderr).toMatch(/^audiences: --rewrite-storage rewrites a DuckDB file/);
   });
@@ -730,11 +758,19 @@ describe('docs/cli.md', () => {
     await run('cp', ['-r', fx, join(checkout, 'data', 'fixtures')]);
     const env = { ...process.env };
     delete env.DATABASE_PATH;
-    for (const command of commands) {
-      // npx would look for the package in the checkout's node_modules: run the same bin directly.
-      const line = command.replace(/^npx audiences /, `"${process.execPath}" "${BIN}" `);
-      const res = await exec('sh', ['-c', line], { cwd: checkout, env });
-      expect(res.code, `${command}\n${res.stderr}`).toBe(0);
+    // The examples' relative paths are the checkout's: this process works there while they run.
+    const previous = process.cwd();
+    process.chdir(checkout);
+    try {
+      for (const command of commands) {
+        // Plain words and a comment, nothing a shell would expand: split as sh splits them.
+        const words = command.replace(/\s+#.*$/, '').trim().split(/\s+/).slice(2);
+        expect(words.every((w) => /^[\w./:=-]+$/.test(w)), command).toBe(true);
+        const res = await cliWith(env, ...words);
+        expect(res.code, `${command}\n${res.stderr}`).toBe(0);
+      }
+    } finally {
+      process.chdir(previous);
     }
     expect(existsSync(join(checkout, 'data', 'members.parquet'))).toBe(true);
     expect(existsSync(join(checkout, 'data', 'attribution.duckdb'))).toBe(true);

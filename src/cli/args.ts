@@ -4,6 +4,7 @@
 
 import { parseArgs } from 'node:util';
 import { UsageError } from './errors.js';
+import type { Output } from './output.js';
 
 type OptionSpec = { type: 'string' | 'boolean'; short?: string };
 export type Values = Record<string, string | boolean | undefined>;
@@ -17,7 +18,7 @@ export interface Command {
   options: Record<string, OptionSpec>;
   /** Positional argument names, all required. */
   positionals: string[];
-  run(positionals: string[], values: Values): Promise<number>;
+  run(positionals: string[], values: Values, out: Output): Promise<number>;
 }
 
 const COMMON: Record<string, OptionSpec> = { help: { type: 'boolean', short: 'h' }, json: { type: 'boolean' } };

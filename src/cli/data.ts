@@ -15,7 +15,7 @@ import { type AnalyticsEngine, duckdbOf, openStores, type Stores, StoreUnavailab
 import { stringOption, type Values } from './args.js';
 import { CliError, oneLine, UsageError } from './errors.js';
 import { assertImportable, checkParquetDir } from './layout-check.js';
-import { warn } from './output.js';
+import type { Output } from './output.js';
 
 export const ANALYST_WORKSPACE = 'analyst';
 
@@ -71,7 +71,7 @@ export function payloadEventNames(criteria: unknown): string[] {
 }
 
 /** Views over a checked directory's files; on a key collision, says so and falls back to an import. */
-async function readInPlace(stores: Stores, ws: string, dir: string, criteria: unknown): Promise<'views' | 'imported'> {
+async function readInPlace(stores: Stores, ws: string, dir: string, criteria: unknown, out: Output): Promise<'views' | 'imported'> {
   let attached: Awaited<ReturnType<typeof attachParquetDir>>;
   try {
     attached = await attachParquetDir(duckdbOf(stores), ws, dir, payloadEventNames(criteria));
@@ -79,17 +79,17 @@ async function readInPlace(stores: Stores, ws: string, dir: string, criteria: un
     throw new CliError(`${dir}: cannot read the parquet files (${oneLine(err)})`);
   }
   if (!('collision' in attached)) return 'views';
-  warn(`${dir}: two ids of ${attached.collision}.parquet hash to the same key; importing into memory instead of reading in place`);
+  out.warn(`${dir}: two ids of ${attached.collision}.parquet hash to the same key; importing into memory instead of reading in place`);
   return 'imported';
 }
 
 /** A directory in an in-memory database: read in place, or imported (--import, key collision). */
-async function openDir(dir: string, criteria: unknown, copy: boolean): Promise<OpenedData> {
+async function openDir(dir: string, criteria: unknown, copy: boolean, out: Output): Promise<OpenedData> {
   const stores = await openStores({ analyticsStore: 'duckdb', databasePath: ':memory:' });
   try {
     const ws = (await new Workspaces(stores.control).create(ANALYST_WORKSPACE)).workspace_id;
     assertImportable(await checkParquetDir(duckdbOf(stores), dir));
-    const kind = copy ? 'imported' : await readInPlace(stores, ws, dir, criteria);
+    const kind = copy ? 'imported' : await readInPlace(stores, ws, dir, criteria, out);
     if (kind === 'imported') await importDir(stores, ws, dir);
     return { stores, workspaceId: ws, kind, close: () => stores.close() };
   } catch (err) {
@@ -100,14 +100,14 @@ async function openDir(dir: string, criteria: unknown, copy: boolean): Promise<O
 
 /**
  * The data of `--data` (with `--workspace`, `--import`). `criteria` is the raw criteria the command
- * will run: a directory read in place collects property paths only for its payload filters.
+ * will run: a directory read in place collects property paths only for its payload filters; `out` takes its notes.
  */
-export async function openData(values: Values, command: string, criteria: unknown): Promise<OpenedData> {
+export async function openData(values: Values, command: string, criteria: unknown, out: Output): Promise<OpenedData> {
   const data = stringOption(values, 'data');
   if (data === undefined) throw new UsageError('--data <dir|file.duckdb> is required', command);
   if (!existsSync(data)) throw new CliError(`${data}: no such file or directory`);
   if (data.endsWith('.parquet')) throw new CliError(`${data}: pass the directory holding the parquet files, not one file`);
-  if (statSync(data).isDirectory()) return openDir(data, criteria, values.import === true);
+  if (statSync(data).isDirectory()) return openDir(data, criteria, values.import === true, out);
   if (values.import === true) throw new UsageError('--import applies to a directory of parquet exports, not a database file', command);
   const stores = await openDatabase(data);
   try {

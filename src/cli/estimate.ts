@@ -5,7 +5,7 @@ import { BREAKDOWN_TOP } from '../criteria/index.js';
 import { atOption, type Command, integerOption, type Values } from './args.js';
 import { readCriteriaFile } from './criteria-file.js';
 import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';
-import { fmt, print, printCriteriaErrors, printJson, seconds } from './output.js';
+import { fmt, type Output, seconds } from './output.js';
 
 export const DEFAULT_BUDGET_MS = 5000;
 
@@ -33,29 +33,29 @@ options:
                             breakdown? } plus at and elapsed_ms
   -h, --help                this help`;
 
-async function run([file]: string[], values: Values): Promise<number> {
+async function run([file]: string[], values: Values, out: Output): Promise<number> {
   const criteria = readCriteriaFile(file!);
   const at = atOption(values, 'estimate');
   const budgetMs = integerOption(values, 'budget', DEFAULT_BUDGET_MS, 'estimate');
-  const data = await openData(values, 'estimate', criteria);
+  const data = await openData(values, 'estimate', criteria, out);
   try {
     const t0 = performance.now();
     const breakdown = typeof values.breakdown === 'string' ? values.breakdown : undefined;
     const result = await compileCriteria(data.stores.analytics, data.workspaceId, criteria, { at, budgetMs, breakdown });
     const elapsed = performance.now() - t0;
     if (values.json) {
-      printJson({ ...result, ...(result.valid ? {} : { errors: result.errors }), at: at.toISOString(), elapsed_ms: Math.round(elapsed) });
+      out.json({ ...result, ...(result.valid ? {} : { errors: result.errors }), at: at.toISOString(), elapsed_ms: Math.round(elapsed) });
     } else if (!result.valid) {
-      print(`${file}: ${result.errors.length} error${result.errors.length > 1 ? 's' : ''}`);
-      printCriteriaErrors(result.errors);
+      out.print(`${file}: ${result.errors.length} error${result.errors.length > 1 ? 's' : ''}`);
+      out.criteriaErrors(result.errors);
     } else if (result.estimated_count.count === null) {
       const approximate = result.estimated_count.approximate;
-      print(approximate
+      out.print(approximate
         ? `~${fmt(approximate.count)} profiles (95 %: ${fmt(approximate.low)}–${fmt(approximate.high)}; from a ${approximate.sample_fraction * 100} % sample: the exact count missed the ${budgetMs} ms budget)`
         : `over budget: the count took longer than ${budgetMs} ms and was cancelled (raise --budget)`);
     } else {
-      print(`${fmt(result.estimated_count.count)} profiles  (at ${at.toISOString()}, ${seconds(elapsed)})`);
-      for (const row of result.breakdown ?? []) print(`  ${fmt(row.count).padStart(12)}  ${row.value ?? '(none)'}`);
+      out.print(`${fmt(result.estimated_count.count)} profiles  (at ${at.toISOString()}, ${seconds(elapsed)})`);
+      for (const row of result.breakdown ?? []) out.print(`  ${fmt(row.count).padStart(12)}  ${row.value ?? '(none)'}`);
     }
     return result.valid ? 0 : 1;
   } finally {

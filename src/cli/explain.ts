@@ -8,7 +8,7 @@ import { readCriteriaFile } from './criteria-file.js';
 import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';
 import { describeLeaf } from './describe.js';
 import { DEFAULT_BUDGET_MS } from './estimate.js';
-import { fmt, print, printJson } from './output.js';
+import { fmt, type Output } from './output.js';
 import { validatedCriteria } from './validated.js';
 
 const HELP = `usage: audiences explain <criteria.json> --data <dir|file.duckdb> [--import] [--at <timestamp>] [--budget <ms>] [--analyze] [--json]
@@ -79,13 +79,13 @@ function paramText(p: SqlParam): string {
   return typeof p === 'string' ? `'${p}'` : String(p);
 }
 
-async function run([file]: string[], values: Values): Promise<number> {
+async function run([file]: string[], values: Values, out: Output): Promise<number> {
   const criteria = readCriteriaFile(file!);
   const at = atOption(values, 'explain');
   const budgetMs = integerOption(values, 'budget', DEFAULT_BUDGET_MS, 'explain');
-  const data = await openData(values, 'explain', criteria);
+  const data = await openData(values, 'explain', criteria, out);
   try {
-    const valid = await validatedCriteria(data, criteria, file!, values.json === true);
+    const valid = await validatedCriteria(out, data, criteria, file!, values.json === true);
     if (!valid) return 1;
     const { analytics } = data.stores;
     const tree = await explainNode(analytics, data.workspaceId, valid.root, '/root', at, budgetMs);
@@ -95,24 +95,24 @@ async function run([file]: string[], values: Values): Promise<number> {
       ? await analytics.profileWithin(plan, data.workspaceId, budgetMs) ?? `over budget (${budgetMs} ms)`
       : undefined;
     if (values.json) {
-      printJson({ valid: true, at: at.toISOString(), count: tree.count, tree, sql: query.sql, params: query.params, analyze });
+      out.json({ valid: true, at: at.toISOString(), count: tree.count, tree, sql: query.sql, params: query.params, analyze });
       return 0;
     }
     const lines: string[] = [];
     treeLines(tree, '', '', lines);
-    print(`audience at ${at.toISOString()}: ${countText(tree)} profiles`);
-    print();
-    for (const line of lines) print(line);
-    print();
-    print('SQL:');
-    print(query.sql);
-    print();
-    print('parameters:');
-    query.params.forEach((p, i) => print(`  $${i + 1} = ${paramText(p)}`));
+    out.print(`audience at ${at.toISOString()}: ${countText(tree)} profiles`);
+    out.print();
+    for (const line of lines) out.print(line);
+    out.print();
+    out.print('SQL:');
+    out.print(query.sql);
+    out.print();
+    out.print('parameters:');
+    query.params.forEach((p, i) => out.print(`  $${i + 1} = ${paramText(p)}`));
     if (analyze !== undefined) {
-      print();
-      print('EXPLAIN ANALYZE:');
-      print(analyze);
+      out.print();
+      out.print('EXPLAIN ANALYZE:');
+      out.print(analyze);
     }
     return 0;
   } finally {

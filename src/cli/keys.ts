@@ -5,7 +5,7 @@ import { webhookUrl } from '../http/routes/workspace.js';
 import { CREDENTIAL_KINDS, type CredentialKind } from '../store/control/workspaces.js';
 import { type Command, stringOption, type Values } from './args.js';
 import { CliError, UsageError } from './errors.js';
-import { print, printJson } from './output.js';
+import type { Output } from './output.js';
 import { findWorkspace, openServiceDatabase, SERVICE_DATABASE_HELP, SERVICE_DATABASE_NOTE, SERVICE_DATABASE_OPTIONS } from './service-database.js';
 
 const HELP = `usage: audiences keys rotate <workspace> [--kind secret|publishable|webhook|all] [--data <file.duckdb>] [--json]
@@ -36,28 +36,28 @@ function kindsOption(values: Values): CredentialKind[] {
   throw new UsageError(`--kind must be one of ${KIND_CHOICES.join(', ')}, got "${raw}"`, 'keys rotate');
 }
 
-async function rotate([idOrName]: string[], values: Values): Promise<number> {
+async function rotate([idOrName]: string[], values: Values, out: Output): Promise<number> {
   const kinds = kindsOption(values);
-  const db = await openServiceDatabase(values, 'keys rotate', false);
+  const db = await openServiceDatabase(values, 'keys rotate', false, out.env);
   try {
     const ws = await findWorkspace(db, idOrName!);
     const rotated = await db.workspaces.rotate(ws.workspace_id, kinds);
     if (!rotated) throw new CliError(`${db.path}: no workspace "${idOrName}"`);
-    const url = kinds.includes('webhook') ? webhookUrl(loadConfig().publicUrl, ws.workspace_id) : undefined;
+    const url = kinds.includes('webhook') ? webhookUrl(loadConfig(out.env).publicUrl, ws.workspace_id) : undefined;
     if (values.json) {
       // Undefined fields (kinds not rotated) are left out of the JSON.
-      printJson({
+      out.json({
         workspace_id: ws.workspace_id, name: ws.name, rotated: kinds, secret_key: rotated.secret_key,
         publishable_key: rotated.publishable_key, stripe_webhook_secret: rotated.stripe_webhook_secret, webhook_url: url,
       });
       return 0;
     }
     const what = kinds.map((k) => (k === 'webhook' ? 'webhook secret' : `${k} key`)).join(', ');
-    print(`rotated the ${what} of workspace "${ws.name}" (${ws.workspace_id}) in ${db.path}; the old ${kinds.length === 1 ? 'one no longer works' : 'ones no longer work'}. Shown only once:`);
-    if (rotated.secret_key) print(`  secret key:            ${rotated.secret_key}`);
-    if (rotated.publishable_key) print(`  publishable key:       ${rotated.publishable_key}`);
-    if (rotated.stripe_webhook_secret) print(`  stripe webhook secret: ${rotated.stripe_webhook_secret}`);
-    if (url) print(`  stripe webhook URL:    ${url}`);
+    out.print(`rotated the ${what} of workspace "${ws.name}" (${ws.workspace_id}) in ${db.path}; the old ${kinds.length === 1 ? 'one no longer works' : 'ones no longer work'}. Shown only once:`);
+    if (rotated.secret_key) out.print(`  secret key:            ${rotated.secret_key}`);
+    if (rotated.publishable_key) out.print(`  publishable key:       ${rotated.publishable_key}`);
+    if (rotated.stripe_webhook_secret) out.print(`  stripe webhook secret: ${rotated.stripe_webhook_secret}`);
+    if (url) out.print(`  stripe webhook URL:    ${url}`);
     return 0;
   } finally {
     await db.close();

@@ -9,7 +9,7 @@ import { type Command, stringOption } from './args.js';
 import { ANALYST_WORKSPACE, importDir, openDatabase } from './data.js';
 import { CliError } from './errors.js';
 import { assertImportable, checkParquetDir, type DirCheck } from './layout-check.js';
-import { fmt, print, printJson, progress, seconds } from './output.js';
+import { fmt, type Output, seconds } from './output.js';
 
 const HELP = `usage: audiences load <dir> [--into file.duckdb] [--json]
 
@@ -35,9 +35,9 @@ const tableLine = (table: string, rows: number, ms: number) => `${table.padEnd(1
  * The import's progress on a terminal's stderr: a line per table, and a bar through the events
  * redrawn in place (cli-progress), erased when the events are done. `stop` ends a bar still drawn.
  */
-function terminalProgress(): Required<ImportProgress> & { stop(): void } {
+function terminalProgress(out: Output): Required<ImportProgress> & { stop(): void } {
   const bar = new cliProgress.SingleBar({
-    stream: process.stderr,
+    stream: out.io.stderr,
     format: `${'events'.padEnd(15)} [{bar}] {percentage}% {value}/{total} rows {duration_formatted} {event_name}`,
     barsize: 20,
     formatValue: (v, _options, type) => (type === 'value' || type === 'total' ? fmt(Number(v)) : String(v)),
@@ -58,7 +58,7 @@ function terminalProgress(): Required<ImportProgress> & { stop(): void } {
     },
     table: (table, rows, ms) => {
       stop();
-      progress(tableLine(table, rows, ms));
+      out.progress(tableLine(table, rows, ms));
     },
     stop,
   };
@@ -71,10 +71,10 @@ function tableReport(check: DirCheck) {
   }));
 }
 
-function printCheck(check: DirCheck): void {
+function printCheck(out: Output, check: DirCheck): void {
   for (const t of check.tables) {
     if (!t.present) {
-      print(`${t.table.padEnd(15)} ${'absent'.padStart(12)}`);
+      out.print(`${t.table.padEnd(15)} ${'absent'.padStart(12)}`);
       continue;
     }
     const notes = [
@@ -82,12 +82,12 @@ function printCheck(check: DirCheck): void {
       ...t.retyped.map((r) => `${r.column} is ${r.type}, cast to ${r.expected}`),
       t.extra.length > 0 ? `ignored ${t.extra.join(', ')}` : '',
     ].filter(Boolean);
-    print(`${t.table.padEnd(15)} ${fmt(t.rows ?? 0).padStart(12)} rows${notes.length > 0 ? `  ${notes.join('; ')}` : ''}`);
+    out.print(`${t.table.padEnd(15)} ${fmt(t.rows ?? 0).padStart(12)} rows${notes.length > 0 ? `  ${notes.join('; ')}` : ''}`);
   }
-  for (const f of check.ignored) print(`${f}: not a layout table, ignored`);
+  for (const f of check.ignored) out.print(`${f}: not a layout table, ignored`);
 }
 
-async function run([dir]: string[], values: Record<string, string | boolean | undefined>): Promise<number> {
+async function run([dir]: string[], values: Record<string, string | boolean | undefined>, out: Output): Promise<number> {
   const into = stringOption(values, 'into');
   const json = values.json === true;
   // Checked first, so a wrong directory never leaves an empty database file behind.
@@ -99,11 +99,11 @@ async function run([dir]: string[], values: Record<string, string | boolean | un
     await scratch.close();
   }
   if (into === undefined) {
-    if (json) printJson({ dir, tables: tableReport(check), ignored_files: check.ignored });
-    else printCheck(check);
+    if (json) out.json({ dir, tables: tableReport(check), ignored_files: check.ignored });
+    else printCheck(out, check);
     assertImportable(check);
     if (!json) {
-      print(`checked ${dir}: use it directly with --data ${dir} (read in place, nothing copied), ` +
+      out.print(`checked ${dir}: use it directly with --data ${dir} (read in place, nothing copied), ` +
         'or import it once with --into file.duckdb');
     }
     return 0;
@@ -120,7 +120,7 @@ async function run([dir]: string[], values: Record<string, string | boolean | un
     }
     const loaded: { table: string; rows: number; ms: number }[] = [];
     // Only a terminal shows progress; elsewhere the import need not track it.
-    const terminal = process.stderr.isTTY ? terminalProgress() : null;
+    const terminal = out.terminal ? terminalProgress(out) : null;
     const t0 = performance.now();
     try {
       await importDir(stores, ws.workspace_id, dir!, {
@@ -135,10 +135,10 @@ async function run([dir]: string[], values: Record<string, string | boolean | un
     }
     const total = performance.now() - t0;
     if (json) {
-      printJson({ dir, into, workspace_id: ws.workspace_id, tables: loaded.map((l) => ({ table: l.table, rows: l.rows, ms: Math.round(l.ms) })), ms: Math.round(total) });
+      out.json({ dir, into, workspace_id: ws.workspace_id, tables: loaded.map((l) => ({ table: l.table, rows: l.rows, ms: Math.round(l.ms) })), ms: Math.round(total) });
     } else {
-      if (!terminal) for (const l of loaded) print(tableLine(l.table, l.rows, l.ms));
-      print(`loaded ${dir} into ${into}, workspace ${ANALYST_WORKSPACE} (${ws.workspace_id}) in ${seconds(total)}`);
+      if (!terminal) for (const l of loaded) out.print(tableLine(l.table, l.rows, l.ms));
+      out.print(`loaded ${dir} into ${into}, workspace ${ANALYST_WORKSPACE} (${ws.workspace_id}) in ${seconds(total)}`);
     }
     return 0;
   } finally {

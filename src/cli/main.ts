@@ -12,6 +12,7 @@ import { keysRotate } from './keys.js';
 import { load } from './load.js';
 import { members } from './members.js';
 import { migrateCommand } from './migrate.js';
+import { type CliIo, Output } from './output.js';
 import { report } from './report.js';
 import { validate } from './validate.js';
 import { workspaceCreate, workspaceList, workspaceMode } from './workspace.js';
@@ -49,10 +50,11 @@ function helpText(words: string[]): string {
   return inGroup(name).length > 0 ? groupUsage(name) : usage();
 }
 
-export async function main(argv: string[]): Promise<number> {
+/** The command line without its error handling: throws what a command throws. */
+async function dispatch(argv: string[], out: Output): Promise<number> {
   const [name, ...rest] = argv;
   if (name === undefined || name === '--help' || name === '-h' || name === 'help') {
-    process.stdout.write(`${helpText(rest.filter((w) => !w.startsWith('-')))}\n`);
+    out.print(helpText(rest.filter((w) => !w.startsWith('-'))));
     return name === undefined ? 2 : 0;
   }
   let command = COMMANDS.find((c) => c.name === name);
@@ -60,7 +62,7 @@ export async function main(argv: string[]): Promise<number> {
   if (!command && inGroup(name).length > 0) {
     const [sub, ...subRest] = rest;
     if (sub === undefined || sub === '--help' || sub === '-h') {
-      process.stdout.write(`${groupUsage(name)}\n`);
+      out.print(groupUsage(name));
       return sub === undefined ? 2 : 0;
     }
     command = COMMANDS.find((c) => c.name === `${name} ${sub}`);
@@ -70,21 +72,22 @@ export async function main(argv: string[]): Promise<number> {
   if (!command) throw new UsageError(`unknown command "${name}"`);
   const parsed = parseCommand(command, args);
   if (parsed.help) {
-    process.stdout.write(`${command.help}\n`);
+    out.print(command.help);
     return 0;
   }
-  return command.run(parsed.positionals, parsed.values);
+  return command.run(parsed.positionals, parsed.values, out);
 }
 
-// A reader that stops early (`| head`) closes the pipe: stop quietly, as other command-line tools do.
-process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code !== 'EPIPE') throw err;
-  process.exit(process.exitCode ?? 0);
-});
-
-try {
-  process.exitCode = await main(process.argv.slice(2));
-} catch (err) {
-  process.stderr.write(`audiences: ${oneLine(err)}\n`);
-  process.exitCode = err instanceof CliError ? err.exitCode : 1;
+/**
+ * Runs one command line on `io` and gives its exit code; a failure is one line on io.stderr.
+ * bin/audiences.js runs it on the process's streams and environment, the tests on their own.
+ */
+export async function main(argv: string[], io: CliIo): Promise<number> {
+  const out = new Output(io);
+  try {
+    return await dispatch(argv, out);
+  } catch (err) {
+    io.stderr.write(`audiences: ${oneLine(err)}\n`);
+    return err instanceof CliError ? err.exitCode : 1;
+  }
 }

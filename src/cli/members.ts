@@ -9,7 +9,7 @@ import { atOption, type Command, stringOption, type Values } from './args.js';
 import { readCriteriaFile } from './criteria-file.js';
 import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';
 import { CliError, oneLine, UsageError } from './errors.js';
-import { fmt, print, printJson, seconds } from './output.js';
+import { fmt, type Output, seconds } from './output.js';
 import { validatedCriteria } from './validated.js';
 
 /** The member columns written: the members' public ids (the API's member), without the internal profile key. */
@@ -50,7 +50,7 @@ async function writeArrow(analytics: AnalyticsStore, plan: SetPlan, ws: string, 
   return rows.length;
 }
 
-async function run([file]: string[], values: Values): Promise<number> {
+async function run([file]: string[], values: Values, output: Output): Promise<number> {
   const criteria = readCriteriaFile(file!);
   const out = stringOption(values, 'out');
   if (out === undefined) throw new UsageError('--out <file.parquet|file.csv|file.arrow> is required', 'members');
@@ -58,9 +58,9 @@ async function run([file]: string[], values: Values): Promise<number> {
   const format = Object.hasOwn(FORMATS, ext) ? FORMATS[ext as keyof typeof FORMATS] : undefined;
   if (!format) throw new UsageError(`--out must end in .parquet, .csv or .arrow, got "${out}"`, 'members');
   const at = atOption(values, 'members');
-  const data = await openData(values, 'members', criteria);
+  const data = await openData(values, 'members', criteria, output);
   try {
-    const valid = await validatedCriteria(data, criteria, file!, values.json === true);
+    const valid = await validatedCriteria(output, data, criteria, file!, values.json === true);
     if (!valid) return 1;
     const plan = planCriteria(valid, at);
     const t0 = performance.now();
@@ -74,8 +74,8 @@ async function run([file]: string[], values: Values): Promise<number> {
       throw new CliError(`${out}: cannot write (${oneLine(err)})`);
     }
     const elapsed = performance.now() - t0;
-    if (values.json) printJson({ out, format, rows, at: at.toISOString(), elapsed_ms: Math.round(elapsed) });
-    else print(`wrote ${fmt(rows)} members to ${out} (${format}, ${seconds(elapsed)})`);
+    if (values.json) output.json({ out, format, rows, at: at.toISOString(), elapsed_ms: Math.round(elapsed) });
+    else output.print(`wrote ${fmt(rows)} members to ${out} (${format}, ${seconds(elapsed)})`);
     return 0;
   } finally {
     await data.close();

@@ -8,7 +8,7 @@ import { rewriteStorage, type StorageRewrite } from '../store/duckdb/storage-for
 import { TypedColumns } from '../store/duckdb/typed.js';
 import type { Command, Values } from './args.js';
 import { UsageError } from './errors.js';
-import { print, printJson } from './output.js';
+import type { Output } from './output.js';
 import { openServiceDatabase, SERVICE_DATABASE_HELP, SERVICE_DATABASE_NOTE, SERVICE_DATABASE_OPTIONS } from './service-database.js';
 
 const HELP = `usage: audiences migrate [--data <file.duckdb>] [--rewrite-storage] [--json]
@@ -36,13 +36,13 @@ options:
                             storage?: { from, to, rewritten, tables, rows } (with --rewrite-storage) }
   -h, --help                this help`;
 
-async function migrate(_: string[], values: Values): Promise<number> {
-  const config = loadConfig();
+async function migrate(_: string[], values: Values, out: Output): Promise<number> {
+  const config = loadConfig(out.env);
   const rewrite = values['rewrite-storage'] === true;
   if (rewrite && values.data === undefined && config.databaseUrl !== undefined) {
     throw new UsageError('--rewrite-storage rewrites a DuckDB file, and DATABASE_URL names PostgreSQL; pass --data <file.duckdb>', 'migrate');
   }
-  const db = await openServiceDatabase(values, 'migrate', true);
+  const db = await openServiceDatabase(values, 'migrate', true, out.env);
   const ch = config.clickhouse;
   const clickhouse: { database: string; url?: string; path?: string; cluster?: string } | undefined = config.analyticsStore === 'clickhouse'
     ? { database: ch.database, ...(ch.url === undefined ? { path: ch.path } : { url: ch.url }), ...(ch.cluster === undefined ? {} : { cluster: ch.cluster }) }
@@ -63,19 +63,19 @@ async function migrate(_: string[], values: Values): Promise<number> {
   // The file is closed (checkpointed) before it is copied.
   const storage = rewrite ? await rewriteStorage(db.path) : undefined;
   if (values.json) {
-    printJson({
+    out.json({
       database: db.path, database_created: db.created, schema_version: version, analytics_store: config.analyticsStore, typed_rows_filled: filled, clickhouse, storage,
     });
     return 0;
   }
-  print(`${db.path}: ${db.created ? 'created, ' : ''}schema version ${version}`);
-  if (filled > 0) print(`typed payload columns: ${filled.toLocaleString('en-US')} event rows filled`);
+  out.print(`${db.path}: ${db.created ? 'created, ' : ''}schema version ${version}`);
+  if (filled > 0) out.print(`typed payload columns: ${filled.toLocaleString('en-US')} event rows filled`);
   if (clickhouse) {
     const where = clickhouse.url ?? `the embedded chDB at ${clickhouse.path}`;
-    print(`ClickHouse: database ${clickhouse.database} on ${where}${clickhouse.cluster ? ` (cluster ${clickhouse.cluster})` : ''} up to date`);
+    out.print(`ClickHouse: database ${clickhouse.database} on ${where}${clickhouse.cluster ? ` (cluster ${clickhouse.cluster})` : ''} up to date`);
   }
   if (storage) {
-    print(storage.rewritten
+    out.print(storage.rewritten
       ? `storage format: rewritten from DuckDB ${storage.from} into ${storage.to} (${storage.tables} tables, ${storage.rows.toLocaleString('en-US')} rows)`
       : `storage format: DuckDB ${storage.from}, nothing to rewrite`);
   }

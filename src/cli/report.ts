@@ -9,7 +9,7 @@ import { readCriteriaFile } from './criteria-file.js';
 import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';
 import { DEFAULT_BUDGET_MS } from './estimate.js';
 import { CliError, UsageError } from './errors.js';
-import { fmt, print, printCriteriaErrors, printJson, seconds } from './output.js';
+import { fmt, type Output, seconds } from './output.js';
 
 const HELP = `usage: audiences report --data <dir|file.duckdb> --from <date> --to <date> [--interval day|week|month]
        [--group-by <dimension>] [--model first_touch|last_touch] [--filter <json>] [--criteria <file.json>]
@@ -70,11 +70,11 @@ function requestOf(values: Values): RevenueRequest {
 
 const money = (amounts: Amounts) => Object.entries(amounts).map(([c, v]) => `${fmt(v)} ${c}`).join(', ') || '0';
 
-async function run(_: string[], values: Values): Promise<number> {
+async function run(_: string[], values: Values, out: Output): Promise<number> {
   const request = requestOf(values);
   const at = atOption(values, 'report');
   const budgetMs = integerOption(values, 'budget', DEFAULT_BUDGET_MS, 'report');
-  const data = await openData(values, 'report', request.criteria_json ?? null);
+  const data = await openData(values, 'report', request.criteria_json ?? null, out);
   try {
     const t0 = performance.now();
     let report;
@@ -82,24 +82,24 @@ async function run(_: string[], values: Values): Promise<number> {
       report = await revenueReport(data.stores.analytics, data.stores.control, data.workspaceId, request, { at, budgetMs });
     } catch (err) {
       if (!(err instanceof AppError) || (err.code !== 'invalid_criteria' && err.code !== 'invalid_request')) throw err;
-      if (values.json) printJson({ error: err.code, message: err.message, ...err.details });
-      else if (err.code === 'invalid_criteria') printCriteriaErrors(err.details?.errors as { code: string; path: string; message: string }[]);
+      if (values.json) out.json({ error: err.code, message: err.message, ...err.details });
+      else if (err.code === 'invalid_criteria') out.criteriaErrors(err.details?.errors as { code: string; path: string; message: string }[]);
       else throw new CliError((err.details?.errors as FieldError[]).map((e) => `${e.field}: ${e.message}`).join('; '));
       return 1;
     }
     const elapsed = performance.now() - t0;
     if (values.json) {
-      printJson({ ...report, elapsed_ms: Math.round(elapsed) });
+      out.json({ ...report, elapsed_ms: Math.round(elapsed) });
     } else if (report.hit_limit) {
-      print(`over budget: the report took longer than ${budgetMs} ms and was cancelled (raise --budget)`);
+      out.print(`over budget: the report took longer than ${budgetMs} ms and was cancelled (raise --budget)`);
     } else {
-      print(`revenue by ${report.group_by}, ${report.model}, per ${report.interval}, ${report.from} to ${report.to} (${seconds(elapsed)})`);
+      out.print(`revenue by ${report.group_by}, ${report.model}, per ${report.interval}, ${report.from} to ${report.to} (${seconds(elapsed)})`);
       for (const r of report.rows) {
-        print(`${r.bucket}  ${String(r.group).padEnd(20)} revenue ${money(r.revenue)}; refunds ${money(r.refunds)} (${r.refund_count}); `
+        out.print(`${r.bucket}  ${String(r.group).padEnd(20)} revenue ${money(r.revenue)}; refunds ${money(r.refunds)} (${r.refund_count}); `
           + `${r.paying_customers} paying, ${r.new_paying_customers} new`);
       }
       const t = report.totals!;
-      print(`total       ${''.padEnd(20)} revenue ${money(t.revenue)}; refunds ${money(t.refunds)} (${t.refund_count}); `
+      out.print(`total       ${''.padEnd(20)} revenue ${money(t.revenue)}; refunds ${money(t.refunds)} (${t.refund_count}); `
         + `${t.paying_customers} paying, ${t.new_paying_customers} new`);
     }
     return 0;

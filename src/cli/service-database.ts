@@ -34,10 +34,13 @@ export interface ServiceDatabase {
 
 /**
  * Opens the service's database. `create`: a missing file is created (as the service's first start
- * does); otherwise a missing file is an error, so a mistyped path never yields a stray database.
+ * does); otherwise a missing file is an error, so a mistyped path never yields a stray database. `env`: the
+ * service's configuration (DATABASE_URL, DATABASE_PATH, ANALYTICS_STORE, CLICKHOUSE_*).
  */
-export async function openServiceDatabase(values: Values, command: string, create: boolean): Promise<ServiceDatabase & { created: boolean }> {
-  const config = loadConfig();
+export async function openServiceDatabase(
+  values: Values, command: string, create: boolean, env: NodeJS.ProcessEnv,
+): Promise<ServiceDatabase & { created: boolean }> {
+  const config = loadConfig(env);
   const data = stringOption(values, 'data');
   if (data === undefined && config.databaseUrl !== undefined) {
     const stores = await openStores({

@@ -4,7 +4,7 @@ import { isTimeWindowed, type PropertyCatalog, validateCriteria } from '../crite
 import { type Command, stringOption, type Values } from './args.js';
 import { readCriteriaFile } from './criteria-file.js';
 import { openData } from './data.js';
-import { print, printCriteriaErrors, printJson } from './output.js';
+import type { Output } from './output.js';
 
 const HELP = `usage: audiences validate <criteria.json> [--data <dir|file.duckdb> [--workspace <id>] [--import]] [--json]
 
@@ -29,12 +29,12 @@ const ANY_PATH = {
   traits: { has: () => true },
 } as unknown as PropertyCatalog;
 
-async function run([file]: string[], values: Values): Promise<number> {
+async function run([file]: string[], values: Values, out: Output): Promise<number> {
   const criteria = readCriteriaFile(file!);
   const dataPath = stringOption(values, 'data');
   let catalog = ANY_PATH;
   if (dataPath !== undefined) {
-    const data = await openData(values, 'validate', criteria);
+    const data = await openData(values, 'validate', criteria, out);
     try {
       catalog = await data.stores.analytics.propertyCatalog(data.workspaceId);
     } finally {
@@ -44,14 +44,14 @@ async function run([file]: string[], values: Values): Promise<number> {
   const result = validateCriteria(criteria, catalog);
   const checked = dataPath !== undefined;
   if (values.json) {
-    printJson(result.ok
+    out.json(result.ok
       ? { valid: true, errors: [], is_time_windowed: isTimeWindowed(result.criteria.root), payload_paths_checked: checked }
       : { valid: false, errors: result.errors, is_time_windowed: null, payload_paths_checked: checked });
   } else if (result.ok) {
-    print(`${file}: valid${checked ? '' : ' (payload and trait paths not checked: pass --data to check them)'}`);
+    out.print(`${file}: valid${checked ? '' : ' (payload and trait paths not checked: pass --data to check them)'}`);
   } else {
-    print(`${file}: ${result.errors.length} error${result.errors.length > 1 ? 's' : ''}`);
-    printCriteriaErrors(result.errors);
+    out.print(`${file}: ${result.errors.length} error${result.errors.length > 1 ? 's' : ''}`);
+    out.criteriaErrors(result.errors);
   }
   return result.ok ? 0 : 1;
 }

@@ -2,17 +2,17 @@
 
 import { type AudienceCriteria, validateCriteria } from '../criteria/index.js';
 import type { OpenedData } from './data.js';
-import { print, printCriteriaErrors, printJson } from './output.js';
+import type { Output } from './output.js';
 
 /** The validated criteria, or null after printing the faults (the caller exits 1). */
-export async function validatedCriteria(data: OpenedData, raw: unknown, file: string, json: boolean): Promise<AudienceCriteria | null> {
+export async function validatedCriteria(out: Output, data: OpenedData, raw: unknown, file: string, json: boolean): Promise<AudienceCriteria | null> {
   const result = validateCriteria(raw, await data.stores.analytics.propertyCatalog(data.workspaceId));
   if (result.ok) return result.criteria;
   if (json) {
-    printJson({ valid: false, errors: result.errors });
+    out.json({ valid: false, errors: result.errors });
   } else {
-    print(`${file}: ${result.errors.length} error${result.errors.length > 1 ? 's' : ''}`);
-    printCriteriaErrors(result.errors);
+    out.print(`${file}: ${result.errors.length} error${result.errors.length > 1 ? 's' : ''}`);
+    out.criteriaErrors(result.errors);
   }
   return null;
 }

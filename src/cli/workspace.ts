@@ -6,7 +6,7 @@ import { webhookUrl } from '../http/routes/workspace.js';
 import type { Command, Values } from './args.js';
 import { CliError, UsageError } from './errors.js';
 import { PAYMENTS_MODES, type PaymentsMode } from '../store/control/workspaces.js';
-import { print, printJson } from './output.js';
+import type { Output } from './output.js';
 import { findWorkspace, openServiceDatabase, SERVICE_DATABASE_HELP, SERVICE_DATABASE_NOTE, SERVICE_DATABASE_OPTIONS } from './service-database.js';
 
 const NAME_MAX = 100;
@@ -65,45 +65,45 @@ function checkName(name: string): string {
   return trimmed;
 }
 
-async function create([rawName]: string[], values: Values): Promise<number> {
+async function create([rawName]: string[], values: Values, out: Output): Promise<number> {
   const name = checkName(rawName!);
-  const db = await openServiceDatabase(values, 'workspace create', true);
+  const db = await openServiceDatabase(values, 'workspace create', true, out.env);
   try {
     const taken = (await db.workspaces.list()).find((w) => w.name === name);
     if (taken) throw new CliError(`${db.path}: a workspace is already named "${name}" (${taken.workspace_id})`);
     const ws = await db.workspaces.create(name);
-    const url = webhookUrl(loadConfig().publicUrl, ws.workspace_id);
+    const url = webhookUrl(loadConfig(out.env).publicUrl, ws.workspace_id);
     if (values.json) {
-      printJson({ ...ws, webhook_url: url, database: db.path, database_created: db.created });
+      out.json({ ...ws, webhook_url: url, database: db.path, database_created: db.created });
       return 0;
     }
-    print(`created workspace "${ws.name}" (${ws.workspace_id}) in ${db.created ? 'a new database ' : ''}${db.path}; these keys are shown only once:`);
-    print(`  secret key:            ${ws.secret_key}`);
-    print(`  publishable key:       ${ws.publishable_key}`);
-    print(`  stripe webhook secret: ${ws.stripe_webhook_secret}`);
-    print(`  stripe webhook URL:    ${url}`);
+    out.print(`created workspace "${ws.name}" (${ws.workspace_id}) in ${db.created ? 'a new database ' : ''}${db.path}; these keys are shown only once:`);
+    out.print(`  secret key:            ${ws.secret_key}`);
+    out.print(`  publishable key:       ${ws.publishable_key}`);
+    out.print(`  stripe webhook secret: ${ws.stripe_webhook_secret}`);
+    out.print(`  stripe webhook URL:    ${url}`);
     return 0;
   } finally {
     await db.close();
   }
 }
 
-async function list(_: string[], values: Values): Promise<number> {
-  const db = await openServiceDatabase(values, 'workspace list', false);
+async function list(_: string[], values: Values, out: Output): Promise<number> {
+  const db = await openServiceDatabase(values, 'workspace list', false, out.env);
   try {
     const rows = (await db.workspaces.list()).map((w) => ({ workspace_id: w.workspace_id, name: w.name, created_at: w.created_at.toISOString() }));
     if (values.json) {
-      printJson({ database: db.path, workspaces: rows });
+      out.json({ database: db.path, workspaces: rows });
       return 0;
     }
     if (rows.length === 0) {
-      print(`${db.path}: no workspaces (create one: audiences workspace create <name>)`);
+      out.print(`${db.path}: no workspaces (create one: audiences workspace create <name>)`);
       return 0;
     }
     const idWidth = Math.max('workspace_id'.length, ...rows.map((r) => r.workspace_id.length));
     const nameWidth = Math.max('name'.length, ...rows.map((r) => r.name.length));
-    print(`${'workspace_id'.padEnd(idWidth)}  ${'name'.padEnd(nameWidth)}  created_at`);
-    for (const r of rows) print(`${r.workspace_id.padEnd(idWidth)}  ${r.name.padEnd(nameWidth)}  ${r.created_at}`);
+    out.print(`${'workspace_id'.padEnd(idWidth)}  ${'name'.padEnd(nameWidth)}  created_at`);
+    for (const r of rows) out.print(`${r.workspace_id.padEnd(idWidth)}  ${r.name.padEnd(nameWidth)}  ${r.created_at}`);
     return 0;
   } finally {
     await db.close();
@@ -116,19 +116,19 @@ function checkMode(raw: string): PaymentsMode {
   return mode;
 }
 
-async function mode([idOrName, rawMode]: string[], values: Values): Promise<number> {
+async function mode([idOrName, rawMode]: string[], values: Values, out: Output): Promise<number> {
   const wanted = checkMode(rawMode!);
-  const db = await openServiceDatabase(values, 'workspace mode', false);
+  const db = await openServiceDatabase(values, 'workspace mode', false, out.env);
   try {
     const ws = await findWorkspace(db, idOrName!);
     const previous = await db.workspaces.setPaymentsMode(ws.workspace_id, wanted);
     if (!previous) throw new CliError(`${db.path}: no workspace "${idOrName}"`);
     if (values.json) {
-      printJson({ workspace_id: ws.workspace_id, name: ws.name, payments_mode: wanted, previous });
+      out.json({ workspace_id: ws.workspace_id, name: ws.name, payments_mode: wanted, previous });
       return 0;
     }
     const ignored = wanted === 'live' ? 'test-mode ("livemode": false)' : 'live ("livemode": true)';
-    print(`workspace "${ws.name}" (${ws.workspace_id}) in ${db.path}: payments mode ${wanted}${previous === wanted ? ' (unchanged)' : ` (was ${previous})`}; `
+    out.print(`workspace "${ws.name}" (${ws.workspace_id}) in ${db.path}: payments mode ${wanted}${previous === wanted ? ' (unchanged)' : ` (was ${previous})`}; `
       + `${ignored} notifications are acknowledged and ignored`);
     return 0;
   } finally {
