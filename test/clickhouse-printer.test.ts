@@ -19,6 +19,7 @@ import { AT, criteriaArb, datasetArb, EVENT_NAMES } from './support/arbitraries.
 import { CHDB_MISSING, DATABASE, loadDataset, openChdb } from './support/clickhouse.js';
 import { equalityOrsArb, leavesOf, sameScanOr } from './support/criteria-cases.js';
 import { anonymousProfile, personProfile, referenceProfiles } from './support/reference.js';
+import { tierRuns } from './support/tier.js';
 
 const chdb = await openChdb();
 if (!chdb) console.warn(CHDB_MISSING);
@@ -114,7 +115,7 @@ describe.skipIf(!chdb)('the ClickHouse dialect against DuckDB and the reference 
           await expectSameCount(ds, ws, single);
         }
       }
-    }), { numRuns: 15, seed: 20261123 });
+    }), { numRuns: tierRuns(15), seed: 20261123 });
     expect(sharedPlans).toBeGreaterThan(0);
   }, 240_000);
 

@@ -29,6 +29,7 @@ import type { Dataset, EventRow } from '../src/store/layout.js';
 import { AT, criteriaArb, datasetArb, EVENT_NAMES } from './support/arbitraries.js';
 import { clickhouseSchema } from '../src/store/clickhouse/schema.js';
 import { CHDB_MISSING, DATABASE, type LoadedKeys, loadDataset, openChdb } from './support/clickhouse.js';
+import { tierRuns } from './support/tier.js';
 
 const chdb = await openChdb();
 if (!chdb) console.warn(CHDB_MISSING);
@@ -150,7 +151,7 @@ describe.skipIf(!chdb)('the ClickHouse store against the DuckDB store', () => {
           expect(rows).toEqual(listed);
         }
       }
-    }), { numRuns: 6, seed: 20261124 });
+    }), { numRuns: tierRuns(6), seed: 20261124 });
     expect(nonEmpty).toBeGreaterThan(0);
   });
 

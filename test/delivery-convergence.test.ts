@@ -10,6 +10,7 @@ import { startReceiver, type Receiver } from './support/receiver.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES } from './support/engines.js';
 import { importRows } from './support/stored.js';
+import { tierRuns } from './support/tier.js';
 
 const START = new Date('2026-06-15T12:00:00Z');
 const HOUR = 3_600_000;
@@ -336,6 +337,6 @@ describe.each(ENGINES)('%s: deliveries converge to the audience', (engine) => {
       }
     // On chDB a run takes about six times DuckDB's (30 runs: 75-90 s against 12 s): fewer runs there,
     // the same store steps being held to DuckDB's step by step in clickhouse-store.test.ts.
-    }), { numRuns: engine === 'clickhouse' ? 10 : 30 });
+    }), { numRuns: tierRuns(engine === 'clickhouse' ? 10 : 30) });
   }, engine === 'clickhouse' ? 300_000 : 120_000);
 });

@@ -6,6 +6,7 @@ import { MAX_DEPTH, MAX_ERRORS, MAX_NODES } from '../src/criteria/index.js';
 import { BODY_LIMIT_BYTES } from '../src/http/app.js';
 import { importDataset } from '../src/store/duckdb/import.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { tierRuns } from './support/tier.js';
 
 const valid = {
   version: 1,
@@ -85,14 +86,14 @@ describe('compile fuzz', () => {
     await fc.assert(fc.asyncProperty(fc.oneof(mutated, twiceMutated), async (criteria) => {
       await expectCleanAnswer(JSON.stringify({ criteria_json: criteria }));
       await expectCleanAnswer(JSON.stringify({ criteria_json: JSON.stringify(criteria) }));
-    }), { numRuns: 1500, seed: 42 });
+    }), { numRuns: tierRuns(1500), seed: 42 });
   });
 
   it('answers random JSON bodies and random text with 200 or 4xx JSON', async () => {
     await fc.assert(fc.asyncProperty(fc.oneof(fc.jsonValue().map((v) => JSON.stringify(v)), fc.string({ maxLength: 200 }),
       fc.jsonValue().map((v) => JSON.stringify({ criteria_json: v }))), async (payload) => {
       await expectCleanAnswer(payload);
-    }), { numRuns: 1500, seed: 7 });
+    }), { numRuns: tierRuns(1500), seed: 7 });
   });
 });
 
@@ -183,7 +184,7 @@ describe('criteria size fuzz: deep and wide documents up to the body limit', () 
       .map(([shape, form, share]) => ({ shape, form, depth: Math.round(share * deepestFitting(shape, form)) }));
     await fc.assert(fc.asyncProperty(deepCase, async ({ shape, form, depth }) => {
       await answer(bodyOf(shape, depth, form), form);
-    }), { numRuns: 150, seed: 33 });
+    }), { numRuns: tierRuns(150), seed: 33 });
   });
 
   /** An `or` of `width` chains of `depth` nodes (and branches of one child down to a leaf). */
@@ -219,7 +220,7 @@ describe('criteria size fuzz: deep and wide documents up to the body limit', () 
       if (depth + 1 > MAX_DEPTH) expect(errors?.[0]).toMatchObject({ code: 'too_deep', path: `/root/children/0${'/children/0'.repeat(MAX_DEPTH - 1)}` });
       else if (width * depth + 1 > MAX_NODES) expect(errors).toEqual([expect.objectContaining({ code: 'too_many_nodes' })]);
       else expect(errors).toBeNull();
-    }), { numRuns: 60, seed: 1001 });
+    }), { numRuns: tierRuns(60), seed: 1001 });
   });
 });
 
@@ -250,7 +251,7 @@ describe('ingest fuzz', () => {
         const res = await t.post(url, JSON.stringify(doc));
         expect(res.statusCode === 200 || (res.statusCode >= 400 && res.statusCode < 500), `${res.statusCode} for ${JSON.stringify(doc).slice(0, 300)}: ${res.body}`).toBe(true);
         expect(res.json()).toBeTypeOf('object');
-      }), { numRuns: 700, seed: 11 });
+      }), { numRuns: tierRuns(700), seed: 11 });
     });
   }
 });

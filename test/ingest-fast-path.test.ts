@@ -5,6 +5,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { fastEvent, fastEvents, fastPageview, fastPageviews } from '../src/ingest/fast-path.js';
 import { eventBody, eventsBody, pageviewBody, pageviewsBody } from '../src/ingest/schemas.js';
+import { tierRuns } from './support/tier.js';
 
 const text = (max: number) => fc.oneof(fc.string({ maxLength: max }), fc.constantFrom('', ' ', ' A@B.com ', 'x'.repeat(max + 1), 'u\ud800'));
 const maybe = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
@@ -54,14 +55,14 @@ describe('the compiled checks of ingest bodies', () => {
     fc.assert(fc.property(eventArb, (event) => {
       const fast = fastEvent(event);
       if (fast !== null) expect(fast).toStrictEqual(zodValue(eventBody, event));
-    }), { numRuns: 3000 });
+    }), { numRuns: tierRuns(3000) });
   });
 
   it('accept only page views that zod accepts, with the value zod gives', () => {
     fc.assert(fc.property(pageviewArb, (pageview) => {
       const fast = fastPageview(pageview);
       if (fast !== null) expect(fast).toStrictEqual(zodValue(pageviewBody, pageview));
-    }), { numRuns: 3000 });
+    }), { numRuns: tierRuns(3000) });
   });
 
   it('read single and batch bodies as zod\'s unions do', () => {
@@ -74,12 +75,12 @@ describe('the compiled checks of ingest bodies', () => {
     fc.assert(fc.property(bodies, (body) => {
       const fast = fastEvents(body);
       if (fast !== null) expect(fast).toStrictEqual(zodValue(eventsBody, body));
-    }), { numRuns: 2000 });
+    }), { numRuns: tierRuns(2000) });
     const pageviewBodies = fc.oneof(pageviewArb, fc.record({ batch: fc.array(pageviewArb, { maxLength: 4 }) }));
     fc.assert(fc.property(pageviewBodies, (body) => {
       const fast = fastPageviews(body);
       if (fast !== null) expect(fast).toStrictEqual(zodValue(pageviewsBody, body));
-    }), { numRuns: 2000 });
+    }), { numRuns: tierRuns(2000) });
   });
 
   it('take the bodies clients send every day', () => {

@@ -6,6 +6,7 @@ import Fastify, { type FastifyRequest } from 'fastify';
 import { describe, expect, it } from 'vitest';
 import { jsonBodyParser } from '../src/http/json-body.js';
 import { wellFormedIn } from '../src/well-formed.js';
+import { tierRuns } from './support/tier.js';
 
 type Outcome = { value: unknown } | { error: string };
 
@@ -34,6 +35,6 @@ describe('the JSON body parser', () => {
       // A refused key is worded by our parser (naming it); the default parser's code says the same.
       if ('error' in expected && 'error' in actual) return;
       expect(actual).toStrictEqual(expected);
-    }), { numRuns: 3000 });
+    }), { numRuns: tierRuns(3000) });
   });
 });

@@ -9,6 +9,7 @@ import { controlRows, storedRows } from './support/stored.js';
 import {
   charge, checkoutSession, count, customer, customerRow, deliver, invoice, notification, nowS, paymentIntent, refund, subscription,
 } from './support/stripe.js';
+import { tierRuns } from './support/tier.js';
 
 let t: TestApp;
 
@@ -274,7 +275,7 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
           const row = await customerRow(t, 'cus_fuzz');
           expect(row).toMatchObject({ email: expected, link_state: expected === 'fuzz@example.com' ? 'email_matched' : 'unmatched' });
         },
-      ), { numRuns: 60 });
+      ), { numRuns: tierRuns(60) });
       for (const id of [null, 42, '', { nested: true }, 'x'.repeat(300)]) {
         await ok(deliver(t, notification('customer.updated', { ...customer('ignored'), id, email: 'who@example.com' })));
       }

@@ -16,6 +16,7 @@ import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { checkoutSession, customer, deliver, invoice, notification, nowS, subscription } from './support/stripe.js';
+import { tierRuns } from './support/tier.js';
 
 let t: TestApp;
 const get = (url: string, key = t.ws.secret_key) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${key}` } });
@@ -100,7 +101,7 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
         const qs = new URLSearchParams({ q, limit, cursor }).toString();
         const res = await get(`/people?${qs}`);
         expect(res.statusCode).toBeLessThan(500);
-      }), { numRuns: 60 });
+      }), { numRuns: tierRuns(60) });
     });
   });
 

@@ -11,6 +11,7 @@ import { TypedColumns } from '../src/store/duckdb/typed.js';
 import { AT, criteriaArb, criteriaToJson, datasetArb, PROPERTY_CATALOG } from './support/arbitraries.js';
 import { equalityOrsArb, leavesOf, sameScanOr, withExplicitCounts } from './support/criteria-cases.js';
 import { anonymousProfile, personProfile, referenceProfiles } from './support/reference.js';
+import { tierRuns } from './support/tier.js';
 
 describe('compiled SQL against the reference evaluator', () => {
   let store: Store;
@@ -54,7 +55,7 @@ describe('compiled SQL against the reference evaluator', () => {
           if ('source' in single.root && single.root.source === 'person' && expected > 0 && expected < ds.persons.length) splittingPersonLeaves++;
         }
       }
-    }), { numRuns: 150, seed: 20261122 });
+    }), { numRuns: tierRuns(150), seed: 20261122 });
     expect(splittingPersonLeaves).toBeGreaterThan(20);
     expect(typedReads).toBeGreaterThan(100);
   }, 900_000);

@@ -11,6 +11,7 @@ import type {
 } from '../src/store/layout.js';
 import { AT, EVENT_NAMES, PAYLOAD_PATHS, TRAIT_PATHS, criteriaArb, criteriaToJson, datasetArb } from './support/arbitraries.js';
 import { referenceCount, referenceProfiles } from './support/reference.js';
+import { tierRuns } from './support/tier.js';
 
 const DAY_MS = 86_400_000;
 const AT_MS = AT.getTime();
@@ -379,7 +380,7 @@ describe('arbitraries', () => {
     fc.assert(fc.property(criteriaArb(4), (criteria: AudienceCriteria) => {
       expect(isAnchored(criteria.root, null)).toBe(true);
       expect(jsonPredicateCount(criteriaToJson(criteria))).toBe(astPredicateCount(criteria.root));
-    }), { numRuns: 300 });
+    }), { numRuns: tierRuns(300) });
   });
 
   it('criteriaToJson writes an exclusive to as the day before it and datetime bounds as full ISO strings', () => {
@@ -459,7 +460,7 @@ describe('arbitraries', () => {
         expect(EVENT_NAMES).toContain(e.event_name);
         expect(typeof JSON.parse(e.properties)).toBe('object');
       }
-    }), { numRuns: 100 });
+    }), { numRuns: tierRuns(100) });
   });
 
   it('every payload and trait path of the generated filters is one the property catalog whitelists', () => {
@@ -470,6 +471,6 @@ describe('arbitraries', () => {
       for (const field of JSON.stringify(criteria).match(/"traits\.[a-z.]+"/g) ?? []) {
         expect(TRAIT_PATHS).toContain(field.slice('"traits.'.length, -1));
       }
-    }), { numRuns: 100 });
+    }), { numRuns: tierRuns(100) });
   });
 });

@@ -8,6 +8,7 @@ import type { CreatedWorkspace } from '../src/store/control/workspaces.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES } from './support/engines.js';
 import { checkoutSession, deliver, invoice, notification, refund } from './support/stripe.js';
+import { tierRuns } from './support/tier.js';
 
 const START = Date.parse('2025-09-01T00:00:00Z') / 1000;
 const DAY = 86_400;
@@ -89,6 +90,6 @@ describe.each(ENGINES)('revenue report totals on %s', (engine) => {
         summed.refund_count += r.refund_count;
       }
       expect(summed).toEqual({ revenue: expected.revenue, refunds: expected.refunds, refund_count: expected.refund_count });
-    }), { numRuns: 10 });
+    }), { numRuns: tierRuns(10) });
   });
 });

@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AudienceCriteria, planCriteria, type Predicate, printCount, type Scalar, validateCriteria } from '../src/criteria/index.js';
 import { TypedColumns } from '../src/store/duckdb/typed.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { tierRuns } from './support/tier.js';
 
 const AT = new Date('2026-11-01T00:00:00Z');
 const dirs: string[] = [];
@@ -91,8 +92,8 @@ describe('typed payload columns', () => {
       const names = [...new Set(batches.flat().map((e) => e.event_name))];
       for (const name of names) await compare(shared, name, ['a', 'b', 'o', 'o.c'].filter((p) => batches.flat().some((e) => e.event_name === name && p.split('.').reduce<unknown>((v, k) => (v as Record<string, unknown> | undefined)?.[k], e.properties) !== undefined)));
       runs++;
-    }), { numRuns: 8, seed: 20261125 });
-    expect(runs).toBe(8);
+    }), { numRuns: tierRuns(8), seed: 20261125 });
+    expect(runs).toBe(tierRuns(8));
   }, 240_000);
 
   it('fills the columns of rows stored before them, and keeps names past their slots on the JSON', async () => {

@@ -6,6 +6,7 @@ import { startTestApp, type TestApp } from './support/app.js';
 import {
   charge, checkoutSession, customer, deliver, invoice, invoicePayment, notification, paymentIntent, refund, subscription, thinEvent,
 } from './support/stripe.js';
+import { tierRuns } from './support/tier.js';
 
 let t: TestApp;
 beforeAll(async () => { t = await startTestApp(); });
@@ -55,17 +56,17 @@ describe('webhook fuzz', () => {
     await fc.assert(fc.asyncProperty(mutated, async (event) => {
       const res = await deliver(t, event);
       expect(res.statusCode, res.body).toBeLessThan(500);
-    }), { numRuns: 150 });
+    }), { numRuns: tierRuns(150) });
   });
 
   it('random bodies and headers never give a 500', async () => {
     await fc.assert(fc.asyncProperty(fc.string(), fc.option(fc.string()), fc.string({ maxLength: 300 }), async (raw, header, ws) => {
       const res = await deliver(t, null, { raw, header, workspaceId: encodeURIComponent(ws) });
       expect(res.statusCode).toBeLessThan(500);
-    }), { numRuns: 100 });
+    }), { numRuns: tierRuns(100) });
     await fc.assert(fc.asyncProperty(fc.string(), async (raw) => {
       const res = await deliver(t, null, { raw });
       expect(res.statusCode).toBeLessThan(500);
-    }), { numRuns: 100 });
+    }), { numRuns: tierRuns(100) });
   });
 });

@@ -17,6 +17,7 @@ import { controlRows, storedRows } from './support/stored.js';
 import {
   charge, checkoutSession, count, customer, customerRow, deliver, invoice, invoicePayment, notification, nowS, paymentIntent, refund, subscription,
 } from './support/stripe.js';
+import { tierRuns } from './support/tier.js';
 
 /** One customer's notification: which kind, its metadata (checkout and subscription), its time. */
 interface Planned {
@@ -189,7 +190,7 @@ describe.each(ENGINES)('%s', (engine) => {
       expect(applied(together)).toBe(ids);
       expect(applied(oneByOne)).toBe(ids);
       expect(await state(t.ws.workspace_id, customers, prefix)).toEqual(await state(other.workspaceId, customers, prefix));
-    }), { numRuns: 6, seed: 20 });
+    }), { numRuns: tierRuns(6), seed: 20 });
   });
 
   /** Everything a mixed run left in a workspace, by public ids (keys differ between workspaces). */
@@ -232,7 +233,7 @@ describe.each(ENGINES)('%s', (engine) => {
       for (const e of deliveries) oneByOne.push(await deliver(t, e, { workspaceId: otherKey.workspace_id, secret: otherKey.stripe_webhook_secret }));
       for (const res of [...together, ...oneByOne]) expect(res.statusCode, res.body).toBe(200);
       expect(await everything(t.ws.workspace_id, prefix)).toEqual(await everything(otherKey.workspace_id, prefix));
-    }), { numRuns: engine === 'duckdb' ? 25 : 10, seed: 21 });
+    }), { numRuns: tierRuns(engine === 'duckdb' ? 25 : 10), seed: 21 });
   });
 
   it('a delivery with a bad signature in a concurrent burst fails alone; the others are applied', async () => {

@@ -12,6 +12,7 @@ import type { Dataset } from '../src/store/layout.js';
 import { importDataset } from '../src/store/duckdb/import.js';
 import { AT, criteriaArb, criteriaToJson, datasetArb, EVENT_NAMES, PROPERTY_CATALOG } from './support/arbitraries.js';
 import { referenceCount } from './support/reference.js';
+import { tierRuns } from './support/tier.js';
 
 /** `n` distinct product_event leaves: every name, at least 1…k times in the last 1…30 days. */
 function distinctLeaves(n: number): CriteriaNode[] {
@@ -69,7 +70,7 @@ describe('trees up to the size limits against the reference evaluator', () => {
       const ws = `ws_wide_${datasets++}`;
       await importDataset(store, ws, ds);
       for (const tree of trees) await expectReferenceCount(ds, ws, tree);
-    }), { numRuns: 12, seed: 20260501 });
+    }), { numRuns: tierRuns(12), seed: 20260501 });
   });
 
   // 48–60 s were measured while other work shared the two cores (load 8–19): a minute was too close.

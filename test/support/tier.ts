@@ -1,0 +1,15 @@
+// The suite's two tiers. CI=true (.ci/run) runs the property and fuzz tests at their full sizes; a
+// developer's `npm test` runs a fraction of each, with the same seeds, so the same cases come first
+// and a failure found in CI replays locally with CI=true.
+
+export const FULL_TIER = process.env.CI === 'true';
+
+/** Of the full run count, the part a default run makes: never fewer than FLOOR (or the full count). */
+const FRACTION = 0.2;
+const FLOOR = 5;
+
+/** The number of runs of a property: `full` under CI=true, a fifth of it (at least FLOOR) otherwise. */
+export function tierRuns(full: number): number {
+  if (FULL_TIER) return full;
+  return Math.min(full, Math.max(FLOOR, Math.ceil(full * FRACTION)));
+}
