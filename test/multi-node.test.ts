@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import { type ChdbServer, startChdbServer } from './support/chdb-server.js';
 import { CHDB_INSTALLED } from './support/engines.js';
-import { createDatabase, POSTGRES_RUNNING, type TestDatabase } from './support/postgres.js';
+import { createDatabase, postgresRunning, type TestDatabase } from './support/postgres.js';
 import { type Receiver, startReceiver } from './support/receiver.js';
 import { checkoutSession, notification } from './support/stripe.js';
 import { freePort } from './support/ports.js';
@@ -68,7 +68,7 @@ async function postAnyNode(nodes: Node[], first: number, path: string, body: unk
   throw new Error(`no node answered ${path}`);
 }
 
-describe.skipIf(!CHDB_INSTALLED || !POSTGRES_RUNNING)('three API nodes on one PostgreSQL and one ClickHouse', () => {
+describe.skipIf(!CHDB_INSTALLED || !await postgresRunning())('three API nodes on one PostgreSQL and one ClickHouse', () => {
   let dir: string;
   let chdb: ChdbServer;
   let database: TestDatabase;

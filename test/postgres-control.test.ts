@@ -18,11 +18,13 @@ import { PostgresControl } from '../src/store/postgres/control.js';
 import { migratePostgres } from '../src/store/postgres/migrate.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { CHDB_INSTALLED, POSTGRES } from './support/engines.js';
-import { createDatabase, POSTGRES_RUNNING } from './support/postgres.js';
+import { createDatabase, postgresRunning } from './support/postgres.js';
 import { controlRows, storedCount, storedRows } from './support/stored.js';
 import { checkoutSession, deliver, invoice, notification } from './support/stripe.js';
 
 /** The migration files applied, one row each in the migrations table. */
+// Asking starts the run's test PostgreSQL: this suite is one of those it starts for.
+const POSTGRES_RUNNING = await postgresRunning();
 const MIGRATION_FILES = readdirSync(new URL('../src/store/postgres/migrations', import.meta.url)).filter((f) => f.endsWith('.sql')).length;
 
 const count = async (t: TestApp, sql: string, params: string[] = []) => Number((await controlRows(t, sql, params))[0]!.n);

@@ -5,7 +5,7 @@
 
 import { chdbAvailable } from '../../src/store/clickhouse/client.js';
 import type { AnalyticsEngine } from '../../src/store/open.js';
-import { POSTGRES_RUNNING } from './postgres.js';
+import { postgresRunning } from './postgres.js';
 
 const withChdb = await chdbAvailable();
 if (!withChdb && process.env.CI === 'true') {
@@ -25,5 +25,5 @@ export const analyticsOf = (engine: TestEngine): AnalyticsEngine => (engine === 
 export const ENGINES: readonly AnalyticsEngine[] = withChdb ? ['duckdb', 'clickhouse'] : ['duckdb'];
 export const CHDB_INSTALLED = withChdb;
 
-/** ENGINES, and the PostgreSQL control plane: for the suites that run on it too. */
-export const ENGINES_WITH_POSTGRES: readonly TestEngine[] = withChdb && POSTGRES_RUNNING ? [...ENGINES, POSTGRES] : ENGINES;
+/** ENGINES, and the PostgreSQL control plane: for the suites that run on it too (with chDB, this starts it). */
+export const ENGINES_WITH_POSTGRES: readonly TestEngine[] = withChdb && await postgresRunning() ? [...ENGINES, POSTGRES] : ENGINES;

