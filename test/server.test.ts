@@ -3,7 +3,7 @@
 // on SIGTERM that keeps the database usable.
 
 import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -17,8 +17,26 @@ import { freePort } from './support/ports.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'server-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-// Once for the file; `npm start` builds again, and finds it up to date.
-beforeAll(() => { execFileSync('npm', ['run', 'build'], { stdio: 'pipe' }); });
+
+/** The newest modification time of a file under `path` (or of `path`). */
+function newest(path: string): number {
+  const stat = statSync(path);
+  if (!stat.isDirectory()) return stat.mtimeMs;
+  return Math.max(stat.mtimeMs, ...readdirSync(path).map((name) => newest(join(path, name))));
+}
+
+// Built when src/ changed since this file's last build (a fresh clone, CI: once per run); `npm start`
+// builds again, and finds it up to date.
+const STAMP = join('dist', '.built');
+beforeAll(() => {
+  const sources = Math.max(newest('src'), ...['package.json', 'tsconfig.json', 'tsconfig.build.json'].map(newest));
+  if (existsSync(STAMP) && statSync(STAMP).mtimeMs >= sources) return;
+  const started = new Date();
+  execFileSync('npm', ['run', 'build'], { stdio: 'pipe' });
+  // Stamped with the build's start: a source saved while it ran is newer, and builds again next time.
+  writeFileSync(STAMP, '');
+  utimesSync(STAMP, started, started);
+});
 
 // Whatever a failing test left running (a server orphaned by its npm, say) goes with it.
 const processes = new Set<number>();
