@@ -3,9 +3,8 @@
 // browser is a failure whose one line names the command that fixes it.
 
 import { execFile } from 'node:child_process';
-import { accessSync, constants, existsSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, statSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { type Browser, chromium } from 'playwright-core';
@@ -31,8 +30,14 @@ function executable(path: string): boolean {
   }
 }
 
+/**
+ * Where the registry's Chromium is unpacked for the test runs: node_modules/.cache, kept from run to
+ * run (a temporary directory is emptied by the system, and unpacking takes seconds each time).
+ */
+export const CHROMIUM_CACHE = join(import.meta.dirname, '..', '..', 'node_modules', '.cache');
+
 /** CHROMIUM_PATH, else `chromium` on PATH or /usr/bin/chromium, else the registry's, unpacked under `cacheDir`. */
-export async function findChromium(env: NodeJS.ProcessEnv = process.env, cacheDir = tmpdir()): Promise<string> {
+export async function findChromium(env: NodeJS.ProcessEnv = process.env, cacheDir = CHROMIUM_CACHE): Promise<string> {
   if (env.CHROMIUM_PATH) {
     if (executable(env.CHROMIUM_PATH)) return env.CHROMIUM_PATH;
     throw new NoBrowser(`CHROMIUM_PATH=${env.CHROMIUM_PATH} is not an executable file`);
@@ -40,6 +45,9 @@ export async function findChromium(env: NodeJS.ProcessEnv = process.env, cacheDi
   const system = [...(env.PATH ?? '').split(delimiter).filter(Boolean).map((dir) => join(dir, 'chromium')), '/usr/bin/chromium'];
   return system.find(executable) ?? await registryChromium(cacheDir);
 }
+
+/** Whether an unpacked copy holds the browser and the NSS libraries it loads. */
+const unpacked = (target: string) => existsSync(join(target, 'chromium')) && existsSync(join(target, 'al2023', 'lib', 'libnss3.so'));
 
 /**
  * Unpacks @sparticuz/chromium into `<cacheDir>/sparticuz-chromium-<version>/` through a staging
@@ -57,8 +65,11 @@ export async function registryChromium(cacheDir: string): Promise<string> {
   const { version } = JSON.parse(readFileSync(join(dirname(entry), '..', '..', 'package.json'), 'utf8')) as { version: string };
   const target = join(cacheDir, `sparticuz-chromium-${version}`);
   const binary = join(target, 'chromium');
-  if (existsSync(binary)) return binary;
+  if (unpacked(target)) return binary;
+  // A copy missing a part (a cleaner took files from it) is unpacked again.
+  rmSync(target, { recursive: true, force: true });
 
+  mkdirSync(cacheDir, { recursive: true });
   const staging = mkdtempSync(`${target}-unpacking-`);
   try {
     // executablePath() unpacks into os.tmpdir(): in a child whose TMPDIR is the staging directory.
@@ -70,7 +81,7 @@ export async function registryChromium(cacheDir: string): Promise<string> {
   } catch (err) {
     rmSync(staging, { recursive: true, force: true });
     // Another run renamed its own copy into place first.
-    if (!existsSync(binary)) throw new NoBrowser(`unpacking @sparticuz/chromium failed (${String(err).split('\n')[0]})`);
+    if (!unpacked(target)) throw new NoBrowser(`unpacking @sparticuz/chromium failed (${String(err).split('\n')[0]})`);
   }
   return binary;
 }
