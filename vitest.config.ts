@@ -3,7 +3,7 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    // One PostgreSQL for the run, for the suites' PostgreSQL control-plane runs.
+    // One PostgreSQL for the run, started when a suite first asks for it (its PostgreSQL control-plane runs).
     globalSetup: ['test/support/postgres-server.ts'],
     // Two test files at once on two cores (vitest's default is one fewer than the cores): much of
     // the suite waits on timers, sockets and child processes, and every suite passes at load 8–10.
