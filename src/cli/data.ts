@@ -100,7 +100,8 @@ async function openDir(dir: string, criteria: unknown, copy: boolean, out: Outpu
 
 /**
  * The data of `--data` (with `--workspace`, `--import`). `criteria` is the raw criteria the command
- * will run: a directory read in place collects property paths only for its payload filters; `out` takes its notes.
+ * will run: a directory read in place collects property paths only for its payload filters. `out`
+ * takes the notes on how the data was opened.
  */
 export async function openData(values: Values, command: string, criteria: unknown, out: Output): Promise<OpenedData> {
   const data = stringOption(values, 'data');

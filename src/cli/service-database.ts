@@ -34,8 +34,8 @@ export interface ServiceDatabase {
 
 /**
  * Opens the service's database. `create`: a missing file is created (as the service's first start
- * does); otherwise a missing file is an error, so a mistyped path never yields a stray database. `env`: the
- * service's configuration (DATABASE_URL, DATABASE_PATH, ANALYTICS_STORE, CLICKHOUSE_*).
+ * does); otherwise a missing file is an error, so a mistyped path never yields a stray database.
+ * `env` holds the service's configuration (DATABASE_URL, DATABASE_PATH, ANALYTICS_STORE, CLICKHOUSE_*).
  */
 export async function openServiceDatabase(
   values: Values, command: string, create: boolean, env: NodeJS.ProcessEnv,
