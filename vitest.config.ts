@@ -11,5 +11,7 @@ export default defineConfig({
     // A guard against hangs, not a speed check: CLI and property suites take minutes on a loaded 2-core machine.
     testTimeout: 180_000,
     hookTimeout: 120_000,
+    // expect.poll waits on a browser or a server doing work: its default second is too short on a loaded machine.
+    expect: { poll: { timeout: 10_000 } },
   },
 });
