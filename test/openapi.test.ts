@@ -8,6 +8,7 @@ import { validateCriteria } from '../src/criteria/index.js';
 import { CRITERIA_EXAMPLE } from '../src/http/examples.js';
 import { criteriaArb, criteriaToJson, PROPERTY_CATALOG } from './support/arbitraries.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { tierRuns } from './support/tier.js';
 
 interface Operation { tags?: string[]; requestBody?: { content: Record<string, { schema: { example?: unknown } }> } }
 interface OpenApi { tags: { name: string }[]; paths: Record<string, Record<string, Operation>>; components: { schemas: Record<string, unknown> } }
@@ -86,7 +87,7 @@ describe('the documented criteria tree', () => {
       const json = criteriaToJson(criteria);
       expect(validateCriteria(json, PROPERTY_CATALOG).ok).toBe(true);
       expect(criteriaEnvelope.safeParse(json).error).toBeUndefined();
-    }), { seed: 31, numRuns: 300 });
+    }), { seed: 31, numRuns: tierRuns(300) });
   });
 
   it('refuses what the validator refuses for its shape', () => {
