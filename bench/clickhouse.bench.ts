@@ -12,7 +12,7 @@ import { cpus, totalmem, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Bench } from 'tinybench';
 import {
-  CLICKHOUSE_QUERY_SETTINGS, clickhousePrinter, planCriteria, printCount, type SetPlan, validateCriteria,
+  CLICKHOUSE_QUERY_SETTINGS, ClickHousePrinter, planCriteria, printCount, type SetPlan, validateCriteria,
 } from '../src/criteria/index.js';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import { reloadVisitorLinks } from '../src/store/clickhouse/links.js';
@@ -47,7 +47,7 @@ const cases = BENCH_CASES.map((c) => {
   const validated = validateCriteria(c.criteria, catalog);
   if (!validated.ok) throw new Error(`${c.name}: ${JSON.stringify(validated.errors)}`);
   const plan = planCriteria(validated.criteria, AT);
-  return { name: c.name, duckdb: printCount(plan, WS), clickhouse: clickhousePrinter.count(plan, WS, DATABASE) };
+  return { name: c.name, duckdb: printCount(plan, WS), clickhouse: new ClickHousePrinter(DATABASE).count(plan, WS) };
 });
 
 async function clickhouseCount(query: { sql: string; params: Record<string, unknown> }): Promise<number> {

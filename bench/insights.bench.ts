@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Bench } from 'tinybench';
 import { DEFAULT_SAMPLE } from '../src/audiences/compile.js';
 import {
-  type Breakdown, CLICKHOUSE_QUERY_SETTINGS, clickhousePrinter, type CompiledQuery, type ClickHouseQuery, planCriteria, printBreakdown, printCount,
+  type Breakdown, CLICKHOUSE_QUERY_SETTINGS, ClickHousePrinter, type CompiledQuery, type ClickHouseQuery, planCriteria, printBreakdown, printCount,
   printOverlap, type SetPlan, validateCriteria,
 } from '../src/criteria/index.js';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
@@ -48,18 +48,19 @@ const house = async (q: ClickHouseQuery): Promise<Row[]> => {
 };
 
 /** Each statement in both dialects. */
+const chPrinter = new ClickHousePrinter(DATABASE);
 interface Statement { name: string; duckdb: CompiledQuery; clickhouse: ClickHouseQuery }
 const statements: Statement[] = [];
 for (const { name, plan } of plans) {
   statements.push(
-    { name: `${name}: count`, duckdb: printCount(plan, WS), clickhouse: clickhousePrinter.count(plan, WS, DATABASE) },
-    { name: `${name}: 1 % sample`, duckdb: printCount(plan, WS, DEFAULT_SAMPLE), clickhouse: clickhousePrinter.count(plan, WS, DATABASE, DEFAULT_SAMPLE) },
-    { name: `${name}: by channel`, duckdb: printBreakdown(plan, WS, byChannel), clickhouse: clickhousePrinter.breakdown(plan, WS, byChannel, DATABASE) },
+    { name: `${name}: count`, duckdb: printCount(plan, WS), clickhouse: chPrinter.count(plan, WS) },
+    { name: `${name}: 1 % sample`, duckdb: printCount(plan, WS, DEFAULT_SAMPLE), clickhouse: chPrinter.count(plan, WS, DEFAULT_SAMPLE) },
+    { name: `${name}: by channel`, duckdb: printBreakdown(plan, WS, byChannel), clickhouse: chPrinter.breakdown(plan, WS, byChannel) },
   );
 }
 for (const n of [3, 4]) {
   const some: SetPlan[] = plans.slice(0, n).map((p) => p.plan);
-  statements.push({ name: `overlap of the first ${n}`, duckdb: printOverlap(some, WS), clickhouse: clickhousePrinter.overlap(some, WS, DATABASE) });
+  statements.push({ name: `overlap of the first ${n}`, duckdb: printOverlap(some, WS), clickhouse: chPrinter.overlap(some, WS) });
 }
 
 // Same answers first: totals of the breakdowns and the overlaps' sizes against the counts.

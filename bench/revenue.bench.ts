@@ -9,7 +9,7 @@ import { existsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Bench } from 'tinybench';
-import { CLICKHOUSE_QUERY_SETTINGS, clickhousePrinter, printRevenue, type ReportPlan } from '../src/criteria/index.js';
+import { CLICKHOUSE_QUERY_SETTINGS, ClickHousePrinter, printRevenue, type ReportPlan } from '../src/criteria/index.js';
 import type { RevenueRow } from '../src/store/analytics.js';
 import { revenueRow } from '../src/store/estimate-rows.js';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
@@ -55,7 +55,7 @@ async function duckdb(plan: ReportPlan): Promise<RevenueRow[]> {
 }
 
 async function clickhouse(plan: ReportPlan): Promise<RevenueRow[]> {
-  const query = clickhousePrinter.revenue(plan, WS, DATABASE);
+  const query = new ClickHousePrinter(DATABASE).revenue(plan, WS);
   const result = await client.query({ query: query.sql, query_params: query.params, format: 'JSONEachRow', clickhouse_settings: CLICKHOUSE_QUERY_SETTINGS });
   return (await result.json<Record<string, unknown>>()).map(revenueRow);
 }

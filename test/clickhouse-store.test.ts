@@ -14,12 +14,13 @@ import { type AudienceCriteria, type CriteriaNode, planCriteria } from '../src/c
 import { type AnalyticsStore, EstimatesBusy, type MemberRow } from '../src/store/analytics.js';
 import { ClickHouseAnalytics } from '../src/store/clickhouse/analytics.js';
 import type { ClickHouseContext } from '../src/store/clickhouse/context.js';
-import { ClickHouseQueries } from '../src/store/clickhouse/queries.js';
+import { ClickHouseDriver } from '../src/store/clickhouse/driver.js';
 import { ClickHouseSnapshots } from '../src/store/clickhouse/snapshots.js';
 import {
   type AudienceRow, getAudience, insertAudience, pendingDeliveries, queueDeliveries, updateAudience,
 } from '../src/store/control/audiences.js';
 import type { ControlStore } from '../src/store/control/store.js';
+import { CriteriaQueries } from '../src/store/query/queries.js';
 import type { DeliveryRow } from '../src/store/types.js';
 import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { DuckDBAnalytics } from '../src/store/duckdb/analytics.js';
@@ -176,7 +177,7 @@ describe.skipIf(!chdb)('the ClickHouse store against the DuckDB store', () => {
   });
 
   it('answers a count past its budget with null, and shows its statement and its index use', async () => {
-    const queries = new ClickHouseQueries(e.ctx, { connections: 1, queueMax: 1 });
+    const queries = new CriteriaQueries(new ClickHouseDriver(e.ctx, { connections: 1, queueMax: 1 }));
     // chDB answers once its own limit stops the query, after the deadline: a late answer is null too.
     expect(await queries.countQueryWithin(ENDLESS, 200)).toBeNull();
     const { ws } = await loadBoth(e, fc.sample(datasetArb, { numRuns: 1, seed: 11 })[0]!);
@@ -196,7 +197,7 @@ describe.skipIf(!chdb)('the ClickHouse store against the DuckDB store', () => {
   });
 
   it('refuses an estimate past the queue at once, and lets a waiting one run out of budget without running its query', async () => {
-    const queries = new ClickHouseQueries(e.ctx, { connections: 1, queueMax: 1 });
+    const queries = new CriteriaQueries(new ClickHouseDriver(e.ctx, { connections: 1, queueMax: 1 }));
     const blocker = queries.countQueryWithin(ENDLESS, 3000);
     await expect.poll(() => queries.estimateStats().running).toBe(1);
     const waiting = queries.estimateTurn(50);

@@ -20,7 +20,8 @@ import { type Breakdown, BREAKDOWN_TOP, type LeafScan, NON_ATTRIBUTED, type Samp
 import { type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS } from '../report.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
-import { literal, VISITOR_LINKS } from '../../store/clickhouse/schema.js';
+import { literal, quote, VISITOR_LINKS } from './clickhouse-text.js';
+import type { Printer } from './printer.js';
 import { anyOfSql, type LeafTests, planFormulas, type SqlParam } from './walker.js';
 
 export type ClickHouseParam = SqlParam | number[];
@@ -79,8 +80,6 @@ class Params {
 }
 
 const ORDERED: Partial<Record<PredicateOp, string>> = { '=': '=', '>': '>', '>=': '>=', '<': '<', '<=': '<=' };
-
-const quote = (identifier: string) => `\`${identifier.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``;
 
 /** `x` lowercased contains / starts with / ends with `p` lowercased. */
 function textMatch(op: PredicateOp, x: string, p: string): string {
@@ -542,20 +541,20 @@ export const CLICKHOUSE_QUERY_SETTINGS = {
   max_expanded_ast_elements: '2000000',
 };
 
-/** The ClickHouse statements of a plan, as printCount / printMembers / printProfiles print DuckDB's. */
-export const clickhousePrinter = {
-  /** `SELECT count() AS count`: the audience size, or of its sampled part. */
-  count(plan: SetPlan, workspaceId: string, database?: string, sample?: Sample): ClickHouseQuery {
-    return print(plan, workspaceId, database, (set) => `SELECT count() AS count FROM (\n  ${set}\n) AS audience`, sample);
-  },
+/**
+ * The ClickHouse statements of a plan over the tables of `database` (an identifier from
+ * configuration); unset: the connection's default database.
+ */
+export class ClickHousePrinter implements Printer<ClickHouseQuery> {
+  constructor(private readonly database?: string) {}
 
-  /**
-   * The audience's profiles per value of `breakdown`, most first, at most BREAKDOWN_TOP rows:
-   * `{ value, count, total }`, total being the audience size. A profile without a value reads NULL
-   * (a join miss is the type's default unless join_use_nulls: `t.profile` is then 0).
-   */
-  breakdown(plan: SetPlan, workspaceId: string, breakdown: Breakdown, database?: string): ClickHouseQuery {
-    return print(plan, workspaceId, database, (set, params) => {
+  count(plan: SetPlan, workspaceId: string, sample?: Sample): ClickHouseQuery {
+    return print(plan, workspaceId, this.database, (set) => `SELECT count() AS count FROM (\n  ${set}\n) AS audience`, sample);
+  }
+
+  /** A profile without a value reads NULL (a join miss is the type's default unless join_use_nulls: `t.profile` is then 0). */
+  breakdown(plan: SetPlan, workspaceId: string, breakdown: Breakdown): ClickHouseQuery {
+    return print(plan, workspaceId, this.database, (set, params) => {
       const w = params.add(workspaceId, 'String');
       const missing = breakdown.kind === 'first_touch_channel' ? params.add(NON_ATTRIBUTED, 'String') : 'NULL';
       return `SELECT value, count() AS count, sum(count()) OVER () AS total FROM (
@@ -567,11 +566,11 @@ GROUP BY value
 ORDER BY count DESC, value ASC NULLS LAST
 LIMIT ${BREAKDOWN_TOP}`;
     });
-  },
+  }
 
-  /** The profiles of any of `plans` per membership mask (bit i: in plans[i]): `{ mask, count }`. Each table read once. */
-  overlap(plans: SetPlan[], workspaceId: string, database?: string): ClickHouseQuery {
-    const params = new Params(database);
+  /** Each table read once. */
+  overlap(plans: SetPlan[], workspaceId: string): ClickHouseQuery {
+    const params = new Params(this.database);
     const w = params.add(workspaceId, 'String');
     const { formulas, leaves } = planFormulas(plans, LEAVES_OF_PROFILE);
     const mask = formulas.map((f, i) => `(${f}) * ${2 ** i}`).join(' + ');
@@ -579,11 +578,10 @@ LIMIT ${BREAKDOWN_TOP}`;
   SELECT ${mask} AS mask FROM (${leavesOfProfiles(leafRows(leaves, w, params, undefined))})
 ) WHERE mask != 0 GROUP BY mask`;
     return { sql, params: params.values };
-  },
+  }
 
-  /** The members as snapshot rows `{ profile, person_id, visitor_id, external_id, email }`, by profile. */
-  members(plan: SetPlan, workspaceId: string, database?: string): ClickHouseQuery {
-    return print(plan, workspaceId, database, (set, params) => {
+  members(plan: SetPlan, workspaceId: string): ClickHouseQuery {
+    return print(plan, workspaceId, this.database, (set, params) => {
       const w = params.add(workspaceId, 'String');
       // A miss must read as NULL here (no person, no visitor), not as the type's default.
       return `SELECT a.profile AS profile, p.person_id AS person_id, v.visitor_id AS visitor_id, p.external_id AS external_id, p.email AS email
@@ -593,16 +591,26 @@ FROM (\n  ${set}\n) AS a
 ORDER BY a.profile
 SETTINGS join_use_nulls = 1`;
     });
-  },
+  }
 
-  /** `SELECT profile`: the members' profiles alone, for `INSERT … SELECT` of a snapshot inside the database. */
-  profiles(plan: SetPlan, workspaceId: string, database?: string): ClickHouseQuery {
-    return print(plan, workspaceId, database, (set) => `SELECT profile FROM (\n  ${set}\n) AS audience`);
-  },
+  /** In the order DuckDB lists them. */
+  membersByIds(plan: SetPlan, workspaceId: string): ClickHouseQuery {
+    const query = this.members(plan, workspaceId);
+    return {
+      sql: `SELECT person_id, visitor_id, external_id, email FROM (${query.sql}) AS members ORDER BY person_id ASC NULLS LAST, visitor_id ASC`,
+      params: query.params,
+    };
+  }
 
-  /** The revenue report's rows at four levels (level = grouping(bucket, grp, currency)). */
-  revenue(report: ReportPlan, workspaceId: string, database?: string): ClickHouseQuery {
-    const params = new Params(database);
+  profiles(plan: SetPlan, workspaceId: string): ClickHouseQuery {
+    return print(plan, workspaceId, this.database, (set) => `SELECT profile FROM (\n  ${set}\n) AS audience`);
+  }
+
+  revenue(report: ReportPlan, workspaceId: string): ClickHouseQuery {
+    const params = new Params(this.database);
     return { sql: revenueSql(report, workspaceId, params), params: params.values };
-  },
-};
+  }
+}
+
+/** The statements over the connection's default database (tests that create the tables there). */
+export const clickhousePrinter = new ClickHousePrinter();

@@ -11,6 +11,7 @@ import {
 import { type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS } from '../report.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
+import type { Printer } from './printer.js';
 import { anyOfSql, SetPrinter, type SqlParam, type Within } from './walker.js';
 
 export interface CompiledQuery {
@@ -454,6 +455,15 @@ ORDER BY a.profile`;
   });
 }
 
+/** The members' public ids, by person_id then visitor_id (people first): the same rows from a directory read in place and from its import. */
+export function printMembersByIds(plan: SetPlan, workspaceId: string): CompiledQuery {
+  const query = printMembers(plan, workspaceId);
+  return {
+    sql: `SELECT person_id, visitor_id, external_id, email FROM (${query.sql}) AS members ORDER BY person_id NULLS LAST, visitor_id`,
+    params: query.params,
+  };
+}
+
 /** `SELECT profile`: the members' profiles alone, for `INSERT … SELECT` of a snapshot inside the database. */
 export function printProfiles(plan: SetPlan, workspaceId: string): CompiledQuery {
   return print(plan, workspaceId, (set) => `SELECT profile FROM (\n  ${set}\n) AS audience`);
@@ -551,3 +561,14 @@ GROUP BY GROUPING SETS ((bucket, grp, currency), (bucket, grp), (currency), ())`
     params: params.values,
   };
 }
+
+/** The DuckDB statements of a plan, over the store's tables (store/duckdb/migrations.ts). */
+export const duckdbPrinter: Printer<CompiledQuery> = {
+  count: printCount,
+  breakdown: printBreakdown,
+  overlap: printOverlap,
+  members: printMembers,
+  membersByIds: printMembersByIds,
+  profiles: printProfiles,
+  revenue: printRevenue,
+};

@@ -1,27 +1,28 @@
 // The analytical store on ClickHouse: events, page views, links, payment state and snapshots in
 // ClickHouse; the control state stays in the control store. Three parts: the writes of a unit of
-// work (writes.ts), the criteria queries within the budget (queries.ts), and refresh, snapshots and
-// deliveries (snapshots.ts).
+// work (writes.ts), the criteria queries (the query layer, store/query/, over driver.ts), and
+// refresh, snapshots and deliveries (snapshots.ts).
 
-import type { CompiledQuery, PropertyCatalog, SetPlan } from '../../criteria/index.js';
+import type { ClickHouseQuery, CompiledQuery, PropertyCatalog, SetPlan } from '../../criteria/index.js';
 import type {
   AnalyticsStore, DiffMember, EstimateStats, EstimateTurn, FirstTouchChannels, Member, MemberRow, SnapshotInput, Staged, UnitOfWork,
 } from '../analytics.js';
+import { CriteriaQueries } from '../query/queries.js';
 import type { DeliveryRow, SnapshotResult } from '../types.js';
 import type { ClickHouseContext } from './context.js';
-import { ClickHouseQueries, type EstimateOptions } from './queries.js';
+import { ClickHouseDriver, type EstimateOptions } from './driver.js';
 import { ClickHouseSnapshots } from './snapshots.js';
 import { ClickHouseUnits, type UnitsOptions } from './writes.js';
 
 export class ClickHouseAnalytics implements AnalyticsStore {
   private readonly units: ClickHouseUnits;
   /** The criteria queries and the estimate queue (tests hold its places with statements of their own). */
-  readonly queries: ClickHouseQueries;
+  readonly queries: CriteriaQueries<ClickHouseQuery>;
   private readonly snapshots: ClickHouseSnapshots;
 
   constructor(readonly ctx: ClickHouseContext, estimates: EstimateOptions = {}, units: Omit<UnitsOptions, 'dropSnapshots'> = {}) {
     this.units = new ClickHouseUnits(ctx, { ...units, dropSnapshots: (ws, audienceId) => this.snapshots.dropSnapshots(ws, audienceId) });
-    this.queries = new ClickHouseQueries(ctx, estimates);
+    this.queries = new CriteriaQueries(new ClickHouseDriver(ctx, estimates));
     this.snapshots = new ClickHouseSnapshots(ctx);
   }
 
@@ -58,7 +59,7 @@ export class ClickHouseAnalytics implements AnalyticsStore {
     return this.queries.estimateStats();
   }
 
-  async countQuery(plan: SetPlan, ws: string): Promise<CompiledQuery> {
+  countQuery(plan: SetPlan, ws: string): Promise<CompiledQuery> {
     return this.queries.countQuery(plan, ws);
   }
 

@@ -1,12 +1,14 @@
 // How the query side sends statements to ClickHouse: tables qualified by the configured database
 // (chDB ignores the client's default database), the settings every statement carries, statements
-// bounded by a deadline, and deletes that work on a single node and on a cluster.
+// bounded by a deadline, rows written to a file, and deletes that work on a single node and on a cluster.
 //
 // chDB applies a request's clickhouse_settings as SET on its one session, where they stay for the
 // statements after it: only constant settings travel that way. A statement's own limit
 // (max_execution_time) is written in its SETTINGS clause, which holds for that statement alone.
 
 import { randomUUID } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { CLICKHOUSE_QUERY_SETTINGS } from '../../criteria/index.js';
 import type { ClickHouseContext } from './context.js';
@@ -117,3 +119,22 @@ export async function rows<T>(ctx: ClickHouseContext, query: string, params: Rec
 
 /** A number of a JSON row: 64-bit integers come quoted from a server, bare from chDB. */
 export const num = (value: unknown): number => Number(value);
+
+const CSV_SETTINGS = { format_csv_null_representation: '', output_format_csv_crlf_end_of_line: 0 } as const;
+
+/**
+ * Writes a statement's rows to `path` as ClickHouse formats them, streamed from the server; the
+ * row count from the statement's summary (a server gives the final one with wait_end_of_query).
+ * CSV: a header, NULL as an empty field, every string quoted (DuckDB quotes only where needed:
+ * the same rows to a CSV reader).
+ */
+export async function writeRows(ctx: ClickHouseContext, query: { sql: string; params: Record<string, unknown> }, path: string, format: 'csv' | 'parquet'): Promise<number> {
+  const result = await ctx.client.exec({
+    query: `${query.sql}\nFORMAT ${format === 'csv' ? 'CSVWithNames' : 'Parquet'}`,
+    query_params: query.params,
+    clickhouse_settings: { ...settings(ctx), ...(format === 'csv' ? CSV_SETTINGS : {}), wait_end_of_query: 1 },
+  });
+  await pipeline(result.stream, createWriteStream(path));
+  if (result.summary?.result_rows === undefined) throw new Error('ClickHouse did not report the number of rows written');
+  return num(result.summary.result_rows);
+}

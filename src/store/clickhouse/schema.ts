@@ -12,6 +12,10 @@
 // answers are exact whatever the merge state. Payment events can be withdrawn (a refund that
 // fails): a row with `deleted = 1` and a higher version.
 
+import { literal, quote, VISITOR_LINKS } from '../../criteria/print/clickhouse-text.js';
+
+export { VISITOR_LINKS };
+
 export interface ClickHouseSchemaOptions {
   database: string;
   /** The cluster name of `ON CLUSTER`; unset: a single node. */
@@ -33,7 +37,6 @@ export interface ClickHouseSchemaOptions {
  * commit and insert; the outbox sweeper reloads the dictionary after a late insert).
  */
 export const VISITOR_LINKS_LAG_S = 600;
-export const VISITOR_LINKS = 'visitor_links';
 
 const TS = "DateTime64(6, 'UTC')";
 
@@ -260,11 +263,6 @@ const TABLES: readonly TableSpec[] = [
 
 /** The analytical tables' names, as the criteria queries read them (Distributed ones on a cluster). */
 export const CLICKHOUSE_TABLES: readonly string[] = TABLES.map((t) => t.name);
-
-/** A string literal of configured text (a query, credentials, a dictionary's name). */
-export const literal = (text: string) => `'${text.replace(/\\/g, '\\\\').replace(/'/g, "\\'")}'`;
-
-const quote = (identifier: string) => `\`${identifier.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``;
 
 /** `ReplacingMergeTree(version)` → `ReplicatedReplacingMergeTree('<zk path>', '{replica}', version)`. */
 function replicated(engine: TableSpec['engine']): string {

@@ -8,7 +8,7 @@
 // and never read otherwise.
 
 import type { ClickHouseClient } from '@clickhouse/client';
-import { clickhousePrinter } from '../../criteria/index.js';
+import { ClickHousePrinter } from '../../criteria/index.js';
 import type { DiffMember, MemberRow, SnapshotInput } from '../analytics.js';
 import {
   type AcknowledgedRow, adoptSnapshot, audienceSnapshotIds, currentSnapshot, type DeliveryBasis, deliveryBasis, destinationChanges, endDelivery,
@@ -17,8 +17,7 @@ import {
 import type { DeliveryRow, SnapshotResult } from '../types.js';
 import { RisingClock } from './clock.js';
 import type { ClickHouseContext } from './context.js';
-import { writeRows } from './queries.js';
-import { type Bound, bounded, consistentSettings, deleteWhere, num, rows, STOPPED, table } from './run.js';
+import { type Bound, bounded, consistentSettings, deleteWhere, num, rows, STOPPED, table, writeRows } from './run.js';
 
 type Params = Record<string, unknown>;
 
@@ -90,7 +89,7 @@ export class ClickHouseSnapshots {
   private async writeSnapshot(input: SnapshotInput, snapshot: number, previous: number | null, bound: Bound, interrupted: () => Error): Promise<SnapshotResult> {
     const { ws, audienceId: id } = input;
     const [members, diffs] = [table(this.ctx, 'audience_members'), table(this.ctx, 'audience_diffs')];
-    const profiles = clickhousePrinter.profiles(input.plan, ws, this.ctx.database);
+    const profiles = new ClickHousePrinter(this.ctx.database).profiles(input.plan, ws);
     await this.write(bound, `INSERT INTO ${members} (workspace_id, snapshot_id, profile)
       SELECT {ws:String}, {snapshot:UInt64}, profile FROM (${profiles.sql}) AS members`, { ...profiles.params, ws, snapshot }, interrupted);
     // Numbered in page order (change, profile), so deliveries page it by `seq`. Snapshot 0 is none.

@@ -1,0 +1,26 @@
+// What a dialect prints of a plan: one statement per kind of query, with its bound parameters
+// (`Q`: the dialect's statement). The store's query layer (store/query/) runs them through an
+// engine's driver; a new kind of query is a method here, printed by each dialect.
+
+import type { Breakdown, Sample, SetPlan } from '../plan.js';
+import type { ReportPlan } from '../report.js';
+
+export interface Printer<Q> {
+  /** `SELECT count … AS count`: the audience size, or of its sampled part. */
+  count(plan: SetPlan, workspaceId: string, sample?: Sample): Q;
+  /**
+   * The audience's profiles per value of `breakdown`, most first, at most BREAKDOWN_TOP rows:
+   * `{ value, count, total }`, total being the audience size.
+   */
+  breakdown(plan: SetPlan, workspaceId: string, breakdown: Breakdown): Q;
+  /** The profiles of any of `plans` per membership mask (bit i: in plans[i]): `{ mask, count }`. */
+  overlap(plans: SetPlan[], workspaceId: string): Q;
+  /** The members as snapshot rows `{ profile, person_id, visitor_id, external_id, email }`, by profile. */
+  members(plan: SetPlan, workspaceId: string): Q;
+  /** The members' public ids `{ person_id, visitor_id, external_id, email }`, by person_id then visitor_id (people first). */
+  membersByIds(plan: SetPlan, workspaceId: string): Q;
+  /** `SELECT profile`: the members' profiles alone, for `INSERT … SELECT` of a snapshot inside the database. */
+  profiles(plan: SetPlan, workspaceId: string): Q;
+  /** The revenue report's rows at four levels (level = grouping(bucket, grp, currency)). */
+  revenue(report: ReportPlan, workspaceId: string): Q;
+}
