@@ -15,7 +15,6 @@ import type { Store } from '../src/store/duckdb/db.js';
 import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS } from '../src/store/layout.js';
 import { propertyCatalog } from '../src/store/duckdb/properties.js';
 import { utc } from '../src/store/duckdb/time.js';
-import { TypedColumns } from '../src/store/duckdb/typed.js';
 import { referenceCount } from '../test/support/reference.js';
 import { BENCH_CASES, resolveTyped } from './criteria.js';
 import { AT, benchArgs, fixtureDir as fixtureDirOf, openBenchDatabase, WS } from './support/dataset.js';
@@ -39,9 +38,9 @@ log(`dataset: ${sizes.people.toLocaleString('en-US')} people, ${sizes.events.toL
 
 // Typed payload columns (store/duckdb/typed.ts): filled once for a database imported before them.
 const t0 = performance.now();
-const filled = await TypedColumns.of(store).fill();
+const filled = await store.typed.fill();
 if (filled > 0) log(`typed payload columns: ${filled.toLocaleString('en-US')} rows filled in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
-const typedPaths = await TypedColumns.of(store).printable(WS);
+const typedPaths = await store.typed.printable(WS);
 const slots = await store.query('SELECT event_name, path, kind, slot FROM event_slots WHERE workspace_id = $1 AND ready', [WS]);
 const columnOf = (name: string, path: string, kind: string) => {
   const slot = slots.find((r) => r.event_name === name && r.path === path && r.kind === kind);

@@ -9,11 +9,12 @@ import { existsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Bench } from 'tinybench';
-import { CLICKHOUSE_QUERY_SETTINGS, ClickHousePrinter, printRevenue, type ReportPlan } from '../src/criteria/index.js';
+import { CLICKHOUSE_QUERY_SETTINGS, ClickHousePrinter, type ReportPlan } from '../src/criteria/index.js';
 import type { RevenueRow } from '../src/store/analytics.js';
 import { revenueRow } from '../src/store/estimate-rows.js';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import { clickhouseSchema } from '../src/store/clickhouse/schema.js';
+import { CriteriaQueries } from '../src/store/query/queries.js';
 import { AT, benchArgs, openBenchDatabase, sizeTag, WS } from './support/dataset.js';
 import { p50Of } from './support/tasks.js';
 
@@ -44,11 +45,12 @@ const plans: ReportPlan[] = (['first_touch', 'last_touch'] as const).map((model)
   from, to: AT, interval: 'month', model, group: { touch: 'channel_category' }, audience: null,
 }));
 
+const duckQueries = new CriteriaQueries(store.driver);
+
 async function duckdb(plan: ReportPlan): Promise<RevenueRow[]> {
-  const query = printRevenue(plan, WS);
-  const turn = store.estimateTurn(600_000);
+  const turn = duckQueries.estimateTurn(600_000);
   try {
-    return (await turn.read(query.sql, query.params))!.map(revenueRow);
+    return (await turn.revenue(plan, WS))!;
   } finally {
     turn.end();
   }

@@ -8,7 +8,6 @@
 import { loadavg } from 'node:os';
 import { planCriteria, printCount, validateCriteria, withTypedPaths } from '../src/criteria/index.js';
 import { propertyCatalog } from '../src/store/duckdb/properties.js';
-import { TypedColumns } from '../src/store/duckdb/typed.js';
 import { Store } from '../src/store/duckdb/db.js';
 import { BENCH_CASES } from './criteria.js';
 import { eventBatch } from './support/batches.js';
@@ -20,7 +19,7 @@ const log = (line: string) => console.log(line);
 const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
 
 const { store } = await openBenchDatabase(sizes, log);
-const typed = TypedColumns.of(store);
+const typed = store.typed;
 const t0 = performance.now();
 const filled = await typed.fill();
 if (filled > 0) log(`typed columns filled for ${filled.toLocaleString('en-US')} rows in ${((performance.now() - t0) / 1000).toFixed(1)} s`);
@@ -62,7 +61,7 @@ const cpu: number[] = [];
 for (let round = 0; round < 20; round++) {
   await scratch.transaction(async (tx) => {
     const before = process.cpuUsage();
-    await TypedColumns.of(scratch).rows(tx, 'ws', batch);
+    await scratch.typed.rows(tx, 'ws', batch);
     const used = process.cpuUsage(before);
     if (round >= 5) cpu.push((used.user + used.system) / batch.length);
   });

@@ -7,7 +7,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { planCriteria, printCount, printMembers, validateCriteria, withTypedPaths } from '../src/criteria/index.js';
 import { Store } from '../src/store/duckdb/db.js';
 import { importDataset } from '../src/store/duckdb/import.js';
-import { TypedColumns } from '../src/store/duckdb/typed.js';
 import { AT, criteriaArb, criteriaToJson, datasetArb, PROPERTY_CATALOG } from './support/arbitraries.js';
 import { equalityOrsArb, leavesOf, sameScanOr, withExplicitCounts } from './support/criteria-cases.js';
 import { anonymousProfile, personProfile, referenceProfiles } from './support/reference.js';
@@ -30,7 +29,7 @@ describe('compiled SQL against the reference evaluator', () => {
       // A fresh workspace per dataset: earlier datasets in the same database must never leak in.
       const ws = `ws_prop_${workspaces++}`;
       await importDataset(store, ws, ds);
-      const typed = await TypedColumns.of(store).printable(ws);
+      const typed = await store.typed.printable(ws);
       for (const tree of trees) {
         const validated = validateCriteria(criteriaToJson(tree), PROPERTY_CATALOG);
         expect(validated.ok && validated.criteria).toEqual(withExplicitCounts(tree));

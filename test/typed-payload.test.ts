@@ -9,7 +9,6 @@ import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type AudienceCriteria, planCriteria, type Predicate, printCount, type Scalar, validateCriteria } from '../src/criteria/index.js';
-import { TypedColumns } from '../src/store/duckdb/typed.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { tierRuns } from './support/tier.js';
 
@@ -132,7 +131,7 @@ describe('typed payload columns', () => {
     t = await startTestApp({ path, at: AT, workspace });
     // Opening the store starts the fill; events arriving meanwhile get the slots it made.
     expect((await t.post('/v1/events', { batch: [{ event_name: 'e1', user_id: 'u7', properties: { a: 'ab', b: true }, timestamp: '2026-10-02T00:00:00Z' }] })).statusCode).toBe(200);
-    const typed = TypedColumns.of(t.store);
+    const typed = t.store.typed;
     await typed.settled();
     await typed.fill();
     expect(typed.lastError).toBeNull();

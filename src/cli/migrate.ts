@@ -5,7 +5,6 @@
 
 import { loadConfig } from '../config.js';
 import { rewriteStorage, type StorageRewrite } from '../store/duckdb/storage-format.js';
-import { TypedColumns } from '../store/duckdb/typed.js';
 import type { Command, Values } from './args.js';
 import { UsageError } from './errors.js';
 import type { Output } from './output.js';
@@ -53,7 +52,7 @@ async function migrate(_: string[], values: Values, out: Output): Promise<number
   try {
     version = await db.stores.control.schemaVersion();
     if (config.analyticsStore === 'duckdb' && db.stores.duckdb) {
-      const typed = TypedColumns.of(db.stores.duckdb);
+      const typed = db.stores.duckdb.typed;
       await typed.settled();
       filled = await typed.fill();
     }

@@ -3,10 +3,7 @@
 // persons) directly.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import {
-  type CompiledQuery, printBreakdown, printCount, printMembers, printOverlap, printRevenue, type PropertyCatalog, type ReportPlan, type SetPlan,
-  withTypedPaths,
-} from '../../criteria/index.js';
+import type { CompiledQuery, PropertyCatalog, SetPlan } from '../../criteria/index.js';
 import {
   type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type DiffMember, type EstimateStats, type EstimateTurn, type EventRecord,
   type FirstTouchChannels, type Member, type MemberRow, type PageviewRecord, type PaymentStateChanges, type PaymentStateKeys, RefusedValue,
@@ -14,7 +11,7 @@ import {
 } from '../analytics.js';
 import { NO_COPIES } from '../mirror.js';
 import type { DeliveryRow, SnapshotResult } from '../types.js';
-import { breakdownOf, countOf, overlapOf, revenueRow } from '../estimate-rows.js';
+import { CriteriaQueries } from '../query/queries.js';
 import { controlTx } from './control.js';
 import type { Store } from './db.js';
 import { appendEvents } from './events.js';
@@ -22,19 +19,9 @@ import { appendPageviews, firstTouchChannels, latestPageviews } from './pageview
 import { readPaymentState, writePaymentState } from './payments.js';
 import { propertyCatalog, recordPropertyPaths } from './properties.js';
 import { refusedValue } from './refused.js';
-import { TypedColumns } from './typed.js';
 import {
   acknowledgePage, arrowMembers, copyMembers, deliveryPage, dropSnapshots, finishDelivery, membersPage, startDelivery, writeSnapshot,
 } from './snapshots.js';
-
-/** The members of a criteria query by public ids: the same rows from a directory read in place and from its import. */
-function membersByIds(plan: SetPlan, ws: string): CompiledQuery {
-  const query = printMembers(plan, ws);
-  return {
-    sql: `SELECT person_id, visitor_id, external_id, email FROM (${query.sql}) AS members ORDER BY person_id NULLS LAST, visitor_id`,
-    params: query.params,
-  };
-}
 
 /** The analytical writes of a unit, on its transaction's connection. */
 class DuckDBWrites implements AnalyticsWrites {
@@ -42,7 +29,7 @@ class DuckDBWrites implements AnalyticsWrites {
 
   async appendEvents(ws: string, events: EventRecord[], receivedAt: Date): Promise<void> {
     if (events.length === 0) return;
-    const typed = await TypedColumns.of(this.store).rows(this.tx, ws, events);
+    const typed = await this.store.typed.rows(this.tx, ws, events);
     return appendEvents(this.tx, ws, events, receivedAt, typed);
   }
 
@@ -72,21 +59,13 @@ class DuckDBWrites implements AnalyticsWrites {
 }
 
 export class DuckDBAnalytics implements AnalyticsStore {
-  private readonly typed: TypedColumns;
+  /** The criteria queries, over the store's driver (its estimate connections, its typed payload columns). */
+  private readonly queries: CriteriaQueries<CompiledQuery>;
 
   /** Also starts filling typed payload columns left to fill (a migrated database, an interrupted fill). */
   constructor(private readonly store: Store) {
-    this.typed = TypedColumns.of(store);
-    this.typed.kick();
-  }
-
-  /** `plan` with the typed payload columns that are ready (a physical annotation: same rows). */
-  private async typedPlan(plan: SetPlan, ws: string): Promise<SetPlan> {
-    return withTypedPaths(plan, await this.typed.printable(ws));
-  }
-
-  private async typedReport(report: ReportPlan, ws: string): Promise<ReportPlan> {
-    return report.audience ? { ...report, audience: await this.typedPlan(report.audience, ws) } : report;
+    this.queries = new CriteriaQueries(store.driver);
+    store.typed.kick();
   }
 
   /**
@@ -112,47 +91,31 @@ export class DuckDBAnalytics implements AnalyticsStore {
   }
 
   estimateTurn(budgetMs: number): EstimateTurn {
-    const turn = this.store.estimateTurn(budgetMs);
-    const read = async <T>(query: CompiledQuery, as: (rows: Record<string, unknown>[]) => T, by?: number): Promise<T | null> => {
-      const rows = await turn.read(query.sql, query.params, by);
-      return rows === null ? null : as(rows);
-    };
-    return {
-      deadline: turn.deadline,
-      count: async (plan, ws, options) => read(printCount(await this.typedPlan(plan, ws), ws, options?.sample), countOf, options?.by),
-      breakdown: async (plan, ws, breakdown, options) => read(printBreakdown(await this.typedPlan(plan, ws), ws, breakdown), breakdownOf, options?.by),
-      overlap: async (plans, ws) => read(printOverlap(await Promise.all(plans.map((p) => this.typedPlan(p, ws))), ws), overlapOf),
-      revenue: async (report, ws) => read(printRevenue(await this.typedReport(report, ws), ws), (rows) => rows.map(revenueRow)),
-      end: () => turn.end(),
-    };
+    return this.queries.estimateTurn(budgetMs);
   }
 
-  async countWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<number | null> {
-    const query = printCount(await this.typedPlan(plan, ws), ws);
-    return this.store.countWithin(query.sql, query.params, budgetMs);
+  countWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<number | null> {
+    return this.queries.countWithin(plan, ws, budgetMs);
   }
 
   estimateStats(): EstimateStats {
-    return this.store.estimateStats();
+    return this.queries.estimateStats();
   }
 
-  async countQuery(plan: SetPlan, ws: string): Promise<CompiledQuery> {
-    return printCount(await this.typedPlan(plan, ws), ws);
+  countQuery(plan: SetPlan, ws: string): Promise<CompiledQuery> {
+    return this.queries.countQuery(plan, ws);
   }
 
-  async profileWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<string | null> {
-    const query = printCount(await this.typedPlan(plan, ws), ws);
-    return this.store.explainAnalyzeWithin(query.sql, query.params, budgetMs);
+  profileWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<string | null> {
+    return this.queries.profileWithin(plan, ws, budgetMs);
   }
 
-  async writeMembers(plan: SetPlan, ws: string, path: string, format: 'csv' | 'parquet'): Promise<number> {
-    const query = membersByIds(await this.typedPlan(plan, ws), ws);
-    return this.store.copyTo(query.sql, query.params, path, format);
+  writeMembers(plan: SetPlan, ws: string, path: string, format: 'csv' | 'parquet'): Promise<number> {
+    return this.queries.writeMembers(plan, ws, path, format);
   }
 
-  async listMembers(plan: SetPlan, ws: string): Promise<Member[]> {
-    const query = membersByIds(await this.typedPlan(plan, ws), ws);
-    return await this.store.query(query.sql, query.params) as unknown as Member[];
+  listMembers(plan: SetPlan, ws: string): Promise<Member[]> {
+    return this.queries.listMembers(plan, ws);
   }
 
   firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels> {
@@ -160,7 +123,7 @@ export class DuckDBAnalytics implements AnalyticsStore {
   }
 
   async refresh(input: SnapshotInput): Promise<SnapshotResult> {
-    return writeSnapshot(this.store, { ...input, plan: await this.typedPlan(input.plan, input.ws) });
+    return writeSnapshot(this.store, { ...input, plan: await this.store.driver.prepare(input.plan, input.ws) });
   }
 
   membersPage(ws: string, snapshotId: number, after: bigint | null, limit: number): Promise<MemberRow[]> {

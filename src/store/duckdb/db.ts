@@ -4,14 +4,16 @@
 
 import { mkdirSync } from 'node:fs';
 import { mkdtemp, open, rm } from 'node:fs/promises';
-import { availableParallelism, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
-import type { EstimateStats } from '../analytics.js';
-import { EstimateAdmission } from '../estimate-admission.js';
-import { countOf } from '../estimate-rows.js';
+import type { SqlParam } from '../../criteria/index.js';
+import { countWithin } from '../query/queries.js';
+import { DEFAULT_ESTIMATE_CONNECTIONS, DuckDBDriver } from './driver.js';
+import { interruptAfter, INTERRUPTED } from './interrupt.js';
 import { CHECKPOINT_BEFORE, MIGRATIONS } from './migrations.js';
 import { readAhead, tailFile } from './tail.js';
+import { TypedColumns } from './typed.js';
 
 export type Row = Record<string, unknown>;
 export type Params = DuckDBValue[];
@@ -27,116 +29,8 @@ class Lock {
   }
 }
 
-/**
- * An estimate's place, taken when its request starts: its budget runs from then, and a full queue
- * refuses it before any work. End it on every path.
- */
-export interface QueryTurn {
-  /** When the budget runs out (performance.now() time). */
-  readonly deadline: number;
-  /** The rows of a query run within what is left of the budget, or before `by` when earlier; null past it. */
-  read(sql: string, params: Params, by?: number): Promise<Row[] | null>;
-  /** Gives the place back (again is harmless). */
-  end(): void;
-}
-
-/**
- * Connections for estimates, reused (a connection whose query was interrupted comes back usable),
- * admitted as every engine admits estimates (store/estimate-admission.ts).
- */
-class EstimatePool {
-  private readonly idle: DuckDBConnection[] = [];
-  private readonly admission: EstimateAdmission<DuckDBConnection>;
-  private open = 0;
-
-  constructor(private readonly instance: DuckDBInstance, size: number, maxWaiting: number) {
-    this.admission = new EstimateAdmission(size, maxWaiting);
-  }
-
-  admit(deadline: number): { deadline: number } {
-    return this.admission.admit(deadline);
-  }
-
-  leave(place: { deadline: number }): void {
-    this.admission.leave(place);
-  }
-
-  /** A connection before `deadline`, or null once it has passed (the caller's query never runs). */
-  acquire(deadline: number): Promise<DuckDBConnection | null> {
-    return this.admission.acquire(deadline, () => this.idle.pop() ?? (this.open < this.admission.size ? this.connect() : undefined));
-  }
-
-  release(conn: DuckDBConnection): void {
-    if (!this.admission.release(conn)) this.idle.push(conn);
-  }
-
-  stats(): EstimateStats {
-    return this.admission.stats();
-  }
-
-  closeAll(): void {
-    for (const conn of this.idle.splice(0)) conn.closeSync();
-  }
-
-  private async connect(): Promise<DuckDBConnection> {
-    this.open++;
-    try {
-      return await this.instance.connect();
-    } catch (err) {
-      this.open--;
-      throw err;
-    }
-  }
-}
-
-const INTERRUPTED = Symbol('interrupted');
-
-/**
- * How often a spent budget interrupts again. DuckDB clears a connection's interrupt flag when a
- * statement or one of its phases begins (extract, prepare, execute: ClientContext::InitialCleanup),
- * so one interrupt that lands before execution starts is lost and the query runs to its end.
- */
-const INTERRUPT_REPEAT_MS = 5;
 /** The longest timer Node keeps (about 24.8 days): a statement with no limit of its own. */
 const NO_LIMIT_MS = 2 ** 31 - 1;
-
-/**
- * Runs `work` on `conn` within `limitMs`. From the deadline on, the connection is interrupted
- * every few ms until `work` has stopped; the answer is then INTERRUPTED, whether `work` failed or
- * its result came late. `work` may check `expired()` between phases to skip what is left.
- */
-async function interruptAfter<T>(
-  conn: DuckDBConnection, limitMs: number, work: (expired: () => boolean) => Promise<T>, signal?: AbortSignal,
-): Promise<T | typeof INTERRUPTED> {
-  const deadline = performance.now() + limitMs;
-  // A timer may fire a little before performance.now() reaches the deadline (Node starts it from
-  // the event loop's cached time): once it has fired, the work is interrupted whatever the clock says.
-  let interrupting = false;
-  const expired = () => interrupting || performance.now() >= deadline;
-  let repeat: NodeJS.Timeout | undefined;
-  const interrupt = () => {
-    if (interrupting) return;
-    interrupting = true;
-    conn.interrupt();
-    repeat = setInterval(() => conn.interrupt(), INTERRUPT_REPEAT_MS);
-  };
-  // An abort (the service stopping) ends the work as the deadline would.
-  if (signal?.aborted) interrupt();
-  signal?.addEventListener('abort', interrupt);
-  const timer = setTimeout(interrupt, limitMs);
-  try {
-    const result = await work(expired);
-    return expired() ? INTERRUPTED : result;
-  } catch (err) {
-    if (expired()) return INTERRUPTED;
-    throw err;
-  } finally {
-    clearTimeout(timer);
-    clearInterval(repeat);
-    signal?.removeEventListener('abort', interrupt);
-  }
-}
-
 
 export interface StoreOptions {
   /** DuckDB worker threads (default: one per core). */
@@ -147,15 +41,6 @@ export interface StoreOptions {
   estimateQueueMax?: number;
 }
 
-/**
- * Every call into DuckDB holds a thread of libuv's pool (UV_THREADPOOL_SIZE, 4 unless set) until it
- * returns. Estimates on all four made each ingest statement wait for one, several times longer
- * than on two (bench/RESULTS.md, "Estimates beside ingest"). So estimates leave two threads for the
- * writer and the other reads, and use no more connections than there are cores: each query is
- * already parallel inside DuckDB.
- */
-export const DEFAULT_ESTIMATE_CONNECTIONS = Math.max(1, Math.min(availableParallelism(), (Number(process.env.UV_THREADPOOL_SIZE) || 4) - 2));
-
 /** The storage format of the files the service makes (readable by DuckDB 1.5 and later). */
 export const STORAGE_VERSION = 'v1.5.0';
 
@@ -163,7 +48,10 @@ export class Store {
   private readonly writeLock = new Lock();
   /** Callbacks of the running `transaction`, run once it has committed (null outside one). */
   private commitHooks: (() => void)[] | null = null;
-  private readonly estimates: EstimatePool;
+  /** The criteria queries' driver, with the estimates' connections. */
+  readonly driver: DuckDBDriver;
+  /** The typed payload columns' slots, as committed. */
+  readonly typed: TypedColumns = new TypedColumns(this);
   private closed = false;
 
   private constructor(
@@ -172,7 +60,7 @@ export class Store {
     options: StoreOptions,
   ) {
     const connections = options.estimateConnections ?? DEFAULT_ESTIMATE_CONNECTIONS;
-    this.estimates = new EstimatePool(instance, connections, options.estimateQueueMax ?? 4 * connections);
+    this.driver = new DuckDBDriver(this, instance, connections, options.estimateQueueMax ?? 4 * connections);
   }
 
   static async open(path: string, options: StoreOptions = {}): Promise<Store> {
@@ -310,76 +198,12 @@ export class Store {
   }
 
   /**
-   * Takes an estimate's place; its budget of `budgetMs` starts now, so what the caller does before
-   * its query, and the wait for a connection, spend it. Throws EstimatesBusy at once when more
-   * than the estimate connections plus `estimateQueueMax` estimates are under way.
+   * Runs a `SELECT count(*) AS count` query within `budgetMs`, in an estimate's place of its own.
+   * Past the budget the query is interrupted inside DuckDB and awaited until it has stopped, or
+   * never starts if the budget ran out waiting for a connection; the answer is then null.
    */
-  estimateTurn(budgetMs: number): QueryTurn {
-    const place = this.estimates.admit(performance.now() + budgetMs);
-    return {
-      deadline: place.deadline,
-      read: (sql, params, by) => this.readBy(sql, params, Math.min(by ?? Infinity, place.deadline)),
-      end: () => this.estimates.leave(place),
-    };
-  }
-
-  /**
-   * Runs a `SELECT count(*) AS count` query within `budgetMs` (an estimateTurn of its own). Past the
-   * budget the query is interrupted inside DuckDB and awaited until it has stopped, or never starts
-   * if the budget ran out waiting for a connection; the answer is then null.
-   */
-  async countWithin(sql: string, params: Params, budgetMs: number): Promise<number | null> {
-    const rows = await this.readWithin(sql, params, budgetMs);
-    return rows === null ? null : countOf(rows);
-  }
-
-  /**
-   * DuckDB's EXPLAIN ANALYZE of a query, within `budgetMs` like countWithin: the physical plan as
-   * it ran, each operator with its time and rows. Null past the budget.
-   */
-  async explainAnalyzeWithin(sql: string, params: Params, budgetMs: number): Promise<string | null> {
-    const rows = await this.readWithin(`EXPLAIN ANALYZE ${sql}`, params, budgetMs);
-    return rows === null ? null : rows.map((r) => String(r.explain_value)).join('\n');
-  }
-
-  /** The estimates' state and counters. */
-  estimateStats(): EstimateStats {
-    return this.estimates.stats();
-  }
-
-  /** readBy in a place of its own, with a deadline `budgetMs` from now. */
-  private async readWithin(sql: string, params: Params, budgetMs: number): Promise<Row[] | null> {
-    const place = this.estimates.admit(performance.now() + budgetMs);
-    try {
-      return await this.readBy(sql, params, place.deadline);
-    } finally {
-      this.estimates.leave(place);
-    }
-  }
-
-  /**
-   * The rows of a query run on an estimate connection, or null once `deadline` has passed, whether
-   * waiting for the connection or running. Prepared and run as separate steps, so a budget spent
-   * while planning never starts the execution.
-   */
-  private async readBy(sql: string, params: Params, deadline: number): Promise<Row[] | null> {
-    const conn = await this.estimates.acquire(deadline);
-    if (!conn) return null;
-    try {
-      const rows = await interruptAfter(conn, deadline - performance.now(), async (expired) => {
-        const prepared = await conn.prepare(sql);
-        try {
-          if (expired()) return null;
-          prepared.bind(params);
-          return (await prepared.runAndReadAll()).getRowObjectsJS() as Row[];
-        } finally {
-          prepared.destroySync();
-        }
-      });
-      return rows === INTERRUPTED ? null : rows;
-    } finally {
-      this.estimates.release(conn);
-    }
+  countWithin(sql: string, params: SqlParam[], budgetMs: number): Promise<number | null> {
+    return countWithin(this.driver, { sql, params }, budgetMs);
   }
 
   /**
@@ -402,7 +226,7 @@ export class Store {
       await this.writer.run('CHECKPOINT').catch(() => undefined);
       this.writer.closeSync();
     });
-    this.estimates.closeAll();
+    this.driver.close();
     this.instance.closeSync();
   }
 }

@@ -11,7 +11,6 @@ import { propertyPaths } from '../property-paths.js';
 import { recordPropertyPaths, recordTraitPaths } from './properties.js';
 import { markAnonymousEvents } from './migrations.js';
 import { fillCustomerGrams, personGramRows, personSearch } from './search.js';
-import { TypedColumns } from './typed.js';
 import { timestamp } from './time.js';
 import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS, type LayoutType } from '../layout.js';
 
@@ -213,7 +212,7 @@ async function importEvents(store: Store, tx: DuckDBConnection, ws: string, src:
     done += Number(n);
     report(done, name);
   }
-  await TypedColumns.of(store).imported(tx, ws, names.map((r) => r.event_name));
+  await store.typed.imported(tx, ws, names.map((r) => r.event_name));
   return inserted;
 }
 
@@ -263,7 +262,7 @@ async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) 
       if (progress.events) await tx.run('RESET enable_progress_bar; RESET enable_progress_bar_print').catch(() => undefined);
     }
   });
-  await TypedColumns.of(store).fill(ws);
+  await store.typed.fill(ws);
 }
 
 /**

@@ -96,9 +96,7 @@ export interface TypedRows {
 
 const NO_TYPED_ROWS: TypedRows = { columns: [] };
 
-const stores = new WeakMap<Store, TypedColumns>();
-
-/** The typed slots of one DuckDB database, as committed (changes are applied once their transaction commits). */
+/** The typed slots of one DuckDB database (its Store's `typed`), as committed (changes are applied once their transaction commits). */
 export class TypedColumns {
   private columns: Column[] | null = null;
   private readonly workspaces = new Map<string, Map<string, NameSlots>>();
@@ -107,13 +105,7 @@ export class TypedColumns {
   /** The last backfill failure, if any (the next one starts over). */
   lastError: unknown = null;
 
-  private constructor(private readonly store: Store) {}
-
-  static of(store: Store): TypedColumns {
-    let typed = stores.get(store);
-    if (!typed) stores.set(store, (typed = new TypedColumns(store)));
-    return typed;
-  }
+  constructor(private readonly store: Store) {}
 
   /** The ready typed paths of each event name of `ws`, for the printer. */
   async printable(ws: string): Promise<(name: string) => TypedPaths | undefined> {
