@@ -2,7 +2,8 @@
 // events, visitor links, subscription and invoice state and audience snapshots, and of every query
 // over them (estimate, members, refresh, explain). One implementation per engine (store/duckdb/,
 // store/clickhouse/), chosen once by store/open.ts; features import this interface, never an
-// engine. Queries take the criteria plan: each engine prints it in its own dialect.
+// engine. Queries take the criteria plan: the query layer (store/query/) prints it in the engine's
+// dialect and runs it through the engine's driver.
 //
 // The other side of the seam is the control store (store/control/): workspaces, keys, persons and
 // the visitor registry, customers' link states, audience definitions and deliveries, read and
