@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { Bench } from 'tinybench';
 import { CLICKHOUSE_QUERY_SETTINGS, ClickHousePrinter, type ReportPlan } from '../src/criteria/index.js';
 import type { RevenueRow } from '../src/store/analytics.js';
-import { revenueRow } from '../src/store/estimate-rows.js';
+import { revenueRow } from '../src/store/query/rows.js';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import { clickhouseSchema } from '../src/store/clickhouse/schema.js';
 import { CriteriaQueries } from '../src/store/query/queries.js';

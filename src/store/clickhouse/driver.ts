@@ -4,7 +4,7 @@
 
 import { ClickHousePrinter, type ClickHouseQuery, type CompiledQuery, type SetPlan, type SqlParam } from '../../criteria/index.js';
 import type { EstimateStats } from '../analytics.js';
-import { EstimateAdmission } from '../estimate-admission.js';
+import { EstimateAdmission } from '../query/admission.js';
 import type { EstimatePlace, QueryDriver, Row } from '../query/driver.js';
 import type { ClickHouseContext } from './context.js';
 import { bounded, settings, STOPPED, writeRows } from './run.js';

@@ -1,13 +1,13 @@
 // The query layer's driver on DuckDB: statements of the DuckDB dialect (criteria/print/duckdb.ts)
 // over the plan annotated with the typed payload columns that are ready, estimates run on
 // connections of their own (reused: one whose query was interrupted comes back usable), admitted
-// as every engine admits estimates (store/estimate-admission.ts).
+// as every engine admits estimates (store/query/admission.ts).
 
 import { availableParallelism } from 'node:os';
 import type { DuckDBConnection, DuckDBInstance } from '@duckdb/node-api';
 import { type CompiledQuery, duckdbPrinter, type SetPlan, withTypedPaths } from '../../criteria/index.js';
 import type { EstimateStats } from '../analytics.js';
-import { EstimateAdmission } from '../estimate-admission.js';
+import { EstimateAdmission } from '../query/admission.js';
 import type { EstimatePlace, QueryDriver, Row } from '../query/driver.js';
 import type { Store } from './db.js';
 import { interruptAfter, INTERRUPTED } from './interrupt.js';

@@ -4,7 +4,7 @@
 
 import type { CompiledQuery, ReportPlan, SetPlan } from '../../criteria/index.js';
 import type { EstimateStats, EstimateTurn, Member } from '../analytics.js';
-import { breakdownOf, countOf, overlapOf, revenueRow } from '../estimate-rows.js';
+import { breakdownOf, countOf, overlapOf, revenueRow } from './rows.js';
 import type { QueryDriver, Row } from './driver.js';
 
 /** `read` in an estimate's place of its own, ending `budgetMs` from now. */

@@ -1,9 +1,8 @@
 // The rows of the estimate statements as the features read them, alike for every engine (each
 // returns its integers in its own way: bigint, number or decimal text).
 
-import type { BreakdownCounts, RevenueRow } from './analytics.js';
-
-type Row = Record<string, unknown>;
+import type { BreakdownCounts, RevenueRow } from '../analytics.js';
+import type { Row } from './driver.js';
 
 /** `SELECT count … AS count`: its one row's count. */
 export const countOf = (rows: Row[]): number => Number(rows[0]?.count ?? 0);

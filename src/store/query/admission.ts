@@ -2,7 +2,7 @@
 // more wait, each only until its deadline (the wait spends its budget); a full queue refuses at
 // once. What runs an estimate is the engine's: a DuckDB connection, a ClickHouse run slot.
 
-import { EstimatesBusy, type EstimateStats } from './analytics.js';
+import { EstimatesBusy, type EstimateStats } from '../analytics.js';
 
 interface Place {
   deadline: number;
