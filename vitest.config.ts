@@ -8,6 +8,9 @@ export default defineConfig({
     // Two test files at once on two cores (vitest's default is one fewer than the cores): much of
     // the suite waits on timers, sockets and child processes, and every suite passes at load 8–10.
     maxWorkers: 2,
+    // A worker's modules (Fastify, DuckDB, zod, chDB) are loaded once for all the files it runs:
+    // every suite builds its own app and stores, so no state crosses files.
+    isolate: false,
     // A guard against hangs, not a speed check: CLI and property suites take minutes on a loaded 2-core machine.
     testTimeout: 180_000,
     hookTimeout: 120_000,
