@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -8,9 +9,10 @@ export default defineConfig({
     // Two test files at once on two cores (vitest's default is one fewer than the cores): much of
     // the suite waits on timers, sockets and child processes, and every suite passes at load 8–10.
     maxWorkers: 2,
-    // A worker's modules (Fastify, DuckDB, zod, chDB) are loaded once for all the files it runs:
-    // every suite builds its own app and stores, so no state crosses files.
-    isolate: false,
+    // Without chDB a worker loads its modules (Fastify, DuckDB, zod) once for all the files it runs:
+    // every suite builds its own app and stores. chDB binds one data directory per process and a
+    // closed session can hold it past its file, so with chDB each file gets a process of its own.
+    isolate: existsSync(new URL('./node_modules/chdb', import.meta.url)),
     // A guard against hangs, not a speed check: CLI and property suites take minutes on a loaded 2-core machine.
     testTimeout: 180_000,
     hookTimeout: 120_000,
