@@ -10,8 +10,8 @@ export default defineConfig({
     // the suite waits on timers, sockets and child processes, and every suite passes at load 8–10.
     maxWorkers: 2,
     // Without chDB a worker loads its modules (Fastify, DuckDB, zod) once for all the files it runs:
-    // every suite builds its own app and stores. chDB binds one data directory per process and a
-    // closed session can hold it past its file, so with chDB each file gets a process of its own.
+    // every suite builds its own app and stores. With chDB each file still gets a process of its own
+    // until the CI tier passes without (bench/RESULTS.md, "Test suite times").
     isolate: existsSync(new URL('./node_modules/chdb', import.meta.url)),
     // A guard against hangs, not a speed check: CLI and property suites take minutes on a loaded 2-core machine.
     testTimeout: 180_000,

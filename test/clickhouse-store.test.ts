@@ -34,6 +34,8 @@ import { tierRuns } from './support/tier.js';
 
 const chdb = await openChdb();
 if (!chdb) console.warn(CHDB_MISSING);
+// chDB binds one data directory per process: the next file run in this worker opens its own.
+afterAll(() => chdb?.close());
 
 const DAY = 86_400_000;
 const ever = { kind: 'ever' as const };
