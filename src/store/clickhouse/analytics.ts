@@ -3,10 +3,11 @@
 // work (writes.ts), the criteria queries (the query layer, store/query/, over driver.ts), and
 // refresh, snapshots and deliveries (snapshots.ts).
 
-import type { ClickHouseQuery, CompiledQuery, PropertyCatalog, SetPlan } from '../../criteria/index.js';
+import type { ClickHouseQuery, PropertyCatalog } from '../../criteria/index.js';
 import type {
-  AnalyticsStore, DiffMember, EstimateStats, EstimateTurn, FirstTouchChannels, Member, MemberRow, SnapshotInput, Staged, UnitOfWork,
+  AnalyticsStore, DiffMember, FirstTouchChannels, MemberRow, SnapshotInput, Staged, UnitOfWork,
 } from '../analytics.js';
+import { QueriedStore } from '../query/forwarding.js';
 import { CriteriaQueries } from '../query/queries.js';
 import type { DeliveryRow, SnapshotResult } from '../types.js';
 import type { ClickHouseContext } from './context.js';
@@ -14,15 +15,13 @@ import { ClickHouseDriver, type EstimateOptions } from './driver.js';
 import { ClickHouseSnapshots } from './snapshots.js';
 import { ClickHouseUnits, type UnitsOptions } from './writes.js';
 
-export class ClickHouseAnalytics implements AnalyticsStore {
+export class ClickHouseAnalytics extends QueriedStore<ClickHouseQuery> implements AnalyticsStore {
   private readonly units: ClickHouseUnits;
-  /** The criteria queries and the estimate queue (tests hold its places with statements of their own). */
-  readonly queries: CriteriaQueries<ClickHouseQuery>;
   private readonly snapshots: ClickHouseSnapshots;
 
   constructor(readonly ctx: ClickHouseContext, estimates: EstimateOptions = {}, units: Omit<UnitsOptions, 'dropSnapshots'> = {}) {
+    super(new CriteriaQueries(new ClickHouseDriver(ctx, estimates)));
     this.units = new ClickHouseUnits(ctx, { ...units, dropSnapshots: (ws, audienceId) => this.snapshots.dropSnapshots(ws, audienceId) });
-    this.queries = new CriteriaQueries(new ClickHouseDriver(ctx, estimates));
     this.snapshots = new ClickHouseSnapshots(ctx);
   }
 
@@ -45,34 +44,6 @@ export class ClickHouseAnalytics implements AnalyticsStore {
 
   firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels> {
     return this.units.firstTouchChannels(ws, of);
-  }
-
-  estimateTurn(budgetMs: number): EstimateTurn {
-    return this.queries.estimateTurn(budgetMs);
-  }
-
-  countWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<number | null> {
-    return this.queries.countWithin(plan, ws, budgetMs);
-  }
-
-  estimateStats(): EstimateStats {
-    return this.queries.estimateStats();
-  }
-
-  countQuery(plan: SetPlan, ws: string): Promise<CompiledQuery> {
-    return this.queries.countQuery(plan, ws);
-  }
-
-  profileWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<string | null> {
-    return this.queries.profileWithin(plan, ws, budgetMs);
-  }
-
-  writeMembers(plan: SetPlan, ws: string, path: string, format: 'csv' | 'parquet'): Promise<number> {
-    return this.queries.writeMembers(plan, ws, path, format);
-  }
-
-  listMembers(plan: SetPlan, ws: string): Promise<Member[]> {
-    return this.queries.listMembers(plan, ws);
   }
 
   refresh(input: SnapshotInput): Promise<SnapshotResult> {

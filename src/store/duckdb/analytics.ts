@@ -3,14 +3,15 @@
 // persons) directly.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { CompiledQuery, PropertyCatalog, SetPlan } from '../../criteria/index.js';
+import type { CompiledQuery, PropertyCatalog } from '../../criteria/index.js';
 import {
-  type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type DiffMember, type EstimateStats, type EstimateTurn, type EventRecord,
-  type FirstTouchChannels, type Member, type MemberRow, type PageviewRecord, type PaymentStateChanges, type PaymentStateKeys, RefusedValue,
+  type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type DiffMember, type EventRecord,
+  type FirstTouchChannels, type MemberRow, type PageviewRecord, type PaymentStateChanges, type PaymentStateKeys, RefusedValue,
   type SnapshotInput, type Staged, type StoredPaymentState, type UnitOfWork,
 } from '../analytics.js';
 import { NO_COPIES } from '../mirror.js';
 import type { DeliveryRow, SnapshotResult } from '../types.js';
+import { QueriedStore } from '../query/forwarding.js';
 import { CriteriaQueries } from '../query/queries.js';
 import { controlTx } from './control.js';
 import type { Store } from './db.js';
@@ -58,13 +59,10 @@ class DuckDBWrites implements AnalyticsWrites {
   }
 }
 
-export class DuckDBAnalytics implements AnalyticsStore {
-  /** The criteria queries, over the store's driver (its estimate connections, its typed payload columns). */
-  private readonly queries: CriteriaQueries<CompiledQuery>;
-
+export class DuckDBAnalytics extends QueriedStore<CompiledQuery> implements AnalyticsStore {
   /** Also starts filling typed payload columns left to fill (a migrated database, an interrupted fill). */
   constructor(private readonly store: Store) {
-    this.queries = new CriteriaQueries(store.driver);
+    super(new CriteriaQueries(store.driver));
     store.typed.kick();
   }
 
@@ -88,34 +86,6 @@ export class DuckDBAnalytics implements AnalyticsStore {
 
   propertyCatalog(ws: string): Promise<PropertyCatalog> {
     return propertyCatalog(this.store, ws);
-  }
-
-  estimateTurn(budgetMs: number): EstimateTurn {
-    return this.queries.estimateTurn(budgetMs);
-  }
-
-  countWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<number | null> {
-    return this.queries.countWithin(plan, ws, budgetMs);
-  }
-
-  estimateStats(): EstimateStats {
-    return this.queries.estimateStats();
-  }
-
-  countQuery(plan: SetPlan, ws: string): Promise<CompiledQuery> {
-    return this.queries.countQuery(plan, ws);
-  }
-
-  profileWithin(plan: SetPlan, ws: string, budgetMs: number): Promise<string | null> {
-    return this.queries.profileWithin(plan, ws, budgetMs);
-  }
-
-  writeMembers(plan: SetPlan, ws: string, path: string, format: 'csv' | 'parquet'): Promise<number> {
-    return this.queries.writeMembers(plan, ws, path, format);
-  }
-
-  listMembers(plan: SetPlan, ws: string): Promise<Member[]> {
-    return this.queries.listMembers(plan, ws);
   }
 
   firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels> {
