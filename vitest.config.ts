@@ -1,4 +1,3 @@
-import { existsSync } from 'node:fs';
 import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
@@ -9,10 +8,9 @@ export default defineConfig({
     // Two test files at once on two cores (vitest's default is one fewer than the cores): much of
     // the suite waits on timers, sockets and child processes, and every suite passes at load 8–10.
     maxWorkers: 2,
-    // Without chDB a worker loads its modules (Fastify, DuckDB, zod) once for all the files it runs:
-    // every suite builds its own app and stores. With chDB each file still gets a process of its own
-    // until the CI tier passes without (bench/RESULTS.md, "Test suite times").
-    isolate: existsSync(new URL('./node_modules/chdb', import.meta.url)),
+    // A worker loads its modules (Fastify, DuckDB, zod, chDB) once for all the files it runs: every
+    // suite builds its own app and stores, and closes them (bench/RESULTS.md, "Test suite times").
+    isolate: false,
     // A guard against hangs, not a speed check: CLI and property suites take minutes on a loaded 2-core machine.
     testTimeout: 180_000,
     hookTimeout: 120_000,

@@ -5,7 +5,7 @@
 // example of docs/cli.md run as written; the fixture generator's command line. What only a real
 // process shows runs bin/audiences.js as a child: exit codes, a closed pipe, a terminal, the file lock.
 
-import { execFile } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
@@ -45,6 +45,11 @@ async function exec(file: string, args: string[], options: { cwd?: string; env?:
     return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
   }
 }
+
+/** A process that opens the DuckDB file named by its argument, says so on stdout, and holds it until its stdin ends. */
+const HOLD = `require('@duckdb/node-api').DuckDBInstance.create(process.argv[1]).then(async (db) => {
+  await db.connect(); process.stdout.write('open\\n'); process.stdin.resume(); process.stdin.on('end', () => process.exit(0));
+});`;
 
 /** bin/audiences.js as a child process. */
 const processCli = (...args: string[]) => exec(process.execPath, [BIN, ...args]);
@@ -604,19 +609,27 @@ describe('workspace and keys commands on the service database', () => {
   });
 
   it('while another process holds the database, one line says to stop the service', async () => {
-    const store = await Store.open(service);
+    // The holder is a process of its own, as the service is: DuckDB's lock is a POSIX record lock,
+    // which any handle of this worker (it runs other files' tests) closing on the same file would drop.
+    const holder = spawn(process.execPath, ['-e', HOLD, service], { cwd: ROOT, stdio: ['pipe', 'pipe', 'inherit'] });
+    const exited = new Promise((resolve) => holder.once('exit', resolve));
     try {
+      await new Promise<void>((resolve, reject) => {
+        holder.stdout.once('data', () => resolve());
+        holder.once('exit', (code) => reject(new Error(`the holder exited (${code}) before opening ${service}`)));
+      });
       const results = await Promise.all([
         processCli('workspace', 'list', '--data', service),
         processCli('workspace', 'create', 'hooli', '--data', service),
         processCli('keys', 'rotate', 'acme', '--data', service),
       ]);
       for (const res of results) {
-        expectOneLine(res, new RegExp(`open in another process \\(PID ${process.pid}\\), and DuckDB lets only one process open a database file: stop the service`));
+        expectOneLine(res, new RegExp(`open in another process \\(PID ${holder.pid}\\), and DuckDB lets only one process open a database file: stop the service`));
         expect(res.code).toBe(1);
       }
     } finally {
-      await store.close();
+      holder.stdin.end();
+      await exited;
     }
   });
 
