@@ -212,6 +212,38 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
       }
     });
 
+    it('finds a person by its exact email, external id or customer id right after the events that created it', async () => {
+      const live = await t.workspaces.create('live-exact');
+      // A lookup first: the search's state (DuckDB's indexes, PostgreSQL's sample) then predates the writes.
+      expect(await find('x@y.example', () => live.secret_key)).toEqual([]);
+      const batch = Array.from({ length: 200 }, (_, i) => ({ event_name: 'signup', user_id: `ext-${i}`, email: `member${i}@live.example`, visitor_id: `lv-${i}` }));
+      expect((await t.post('/v1/events', { batch }, live.secret_key)).statusCode).toBe(200);
+      const T = nowS();
+      expect((await deliver(t, notification('checkout.session.completed', checkoutSession('cus_live7', { tr_user_id: 'ext-7' }, 'member7@live.example'), T),
+        { workspaceId: live.workspace_id, secret: live.stripe_webhook_secret })).statusCode).toBe(200);
+      expect(await find('member123@live.example', () => live.secret_key)).toEqual(['ext-123']);
+      expect(await find('MEMBER7@LIVE.EXAMPLE', () => live.secret_key)).toEqual(['ext-7']);
+      expect(await find('ext-199', () => live.secret_key)).toEqual(['ext-199']);
+      expect(await find('cus_live7', () => live.secret_key)).toEqual(['ext-7']);
+      expect(await find('member1@live', () => live.secret_key)).toEqual(['ext-1']);
+    });
+
+    it('finds by rare and common terms what a substring test finds, on persons written after the search\'s state was made', async () => {
+      const live = await t.workspaces.create('live-steering');
+      await t.post('/v1/events', { batch: [{ event_name: 'signup', user_id: 'first', email: 'first@start.example', visitor_id: 'sv-0' }] }, live.secret_key);
+      expect(await find('first', () => live.secret_key)).toEqual(['first']);
+      const people = Array.from({ length: 300 }, (_, i) => ({ user_id: `u-${i}`, email: `n${(i * 7919) % 1000}.${i}@${['acme.io', 'mail.example', 'corp.net'][i % 3]}` }));
+      for (let i = 0; i < people.length; i += 100) {
+        const batch = people.slice(i, i + 100).map((p, j) => ({ event_name: 'signup', ...p, visitor_id: `sv-${i + j + 1}` }));
+        expect((await t.post('/v1/events', { batch }, live.secret_key)).statusCode).toBe(200);
+      }
+      const all = [{ user_id: 'first', email: 'first@start.example' }, ...people];
+      for (const term of ['n919.1@acme.io', 'acme', 'u-29', '.2@corp', 'n1', '@mail.example', 'zzz', '9.29', 'u-299', 'first@']) {
+        const expected = all.filter((p) => p.user_id.includes(term) || p.email.includes(term)).map((p) => p.user_id);
+        expect(await find(term, () => live.secret_key), term).toEqual(expected);
+      }
+    });
+
     it.runIf(engine === 'duckdb')('finds persons an import brought', async () => {
       const imported = await t.workspaces.create('imported');
       await importDataset(t.store, imported.workspace_id, {
@@ -267,79 +299,109 @@ async function migratedFrom(marker: string, insert: string, check: (control: Duc
   }
 }
 
-describe('the DuckDB trigram index of the persons', () => {
-  it('is filled by its migration for the persons stored before it, and answers through it', async () => {
-    await migratedFrom('CREATE TABLE person_grams', `INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, search, created_at, updated_at) VALUES
-        ('w1', 1, 'p1', 'Ext-1', 'ann@example.com', 'Ann', 'ann@example.com\next-1\nann', now(), now()),
-        ('w2', 2, 'p2', 'ann', NULL, NULL, 'ann', now(), now())`, async (control) => {
-      expect(await control.all(`SELECT workspace_id, person_key, list(gram ORDER BY gram) AS grams FROM person_grams GROUP BY ALL ORDER BY person_key`)).toEqual([
-        { workspace_id: 'w1', person_key: 1n, grams: ['.co', '@ex', 'amp', 'ann', 'com', 'e.c', 'exa', 'ext', 'le.', 'mpl', 'n@e', 'nn@', 'ple', 't-1', 'xam', 'xt-'] },
-        { workspace_id: 'w2', person_key: 2n, grams: ['ann'] },
-      ]);
-      expect(await control.all('SELECT workspace_id, gram, n FROM person_gram_counts WHERE gram = \'ann\' ORDER BY workspace_id'))
-        .toEqual([{ workspace_id: 'w1', gram: 'ann', n: 1n }, { workspace_id: 'w2', gram: 'ann', n: 1n }]);
-      expect((await lookupPeople(control, 'w1', 'EXAMPLE', '', 10)).map((r) => r.person_id)).toEqual(['p1']);
-      expect((await lookupPeople(control, 'w1', 'com\next', '', 10)).map((r) => r.person_id)).toEqual([]);
-      expect((await lookupPeople(control, 'w2', 'ann', '', 10)).map((r) => r.person_id)).toEqual(['p2']);
-    });
-  });
+/** The DuckDB search's candidates for `q` in the app's workspace (null: that side scanned). */
+const candidatesOf = (app: TestApp, q: string) => app.store.search.candidates(app.stores.control, app.ws.workspace_id, q.toLowerCase());
+const foundIn = (app: TestApp) => async (q: string) => (await app.app.inject({ method: 'GET', url: `/people?${new URLSearchParams({ q })}`,
+  headers: { authorization: `Bearer ${app.ws.secret_key}` } })).json().data.map((d: { external_id: string | null; customer_ids: string[] }) => d.external_id ?? d.customer_ids[0]);
 
-  it('keeps the trigrams of a person created, and of one whose email or name changes, not of one unchanged', async () => {
+describe('the DuckDB trigram indexes (in memory)', () => {
+  it('are kept by the writes of persons: a person created, given an email or a name is a candidate by it', async () => {
     const app = await startTestApp({ engine: 'duckdb' });
     try {
-      const grams = async () => (await app.stores.control.all(`SELECT count(*) AS n FROM person_grams g JOIN persons p USING (person_key)
-        WHERE p.workspace_id = $1`, [app.ws.workspace_id]))[0]!.n as bigint;
-      const found = async (q: string) => (await app.app.inject({ method: 'GET', url: `/people?q=${q}`, headers: { authorization: `Bearer ${app.ws.secret_key}` } }))
-        .json().data.map((d: { external_id: string }) => d.external_id);
+      expect(await app.store.search.ready(app.ws.workspace_id)).toBe(true);
       await app.post('/v1/persons', { external_id: 'eve', name: 'Eve' });
-      const created = await grams();
-      expect(created).toBeGreaterThan(0n);
-      await app.post('/v1/persons', { external_id: 'eve', name: 'Eve', traits: { plan: 'pro' } });
-      expect(await grams()).toBe(created);
+      const eve = Number((await app.stores.control.all('SELECT person_key FROM persons WHERE external_id = $1', ['eve']))[0]!.person_key);
+      expect((await candidatesOf(app, 'eve')).persons).toEqual([eve]);
+      expect((await candidatesOf(app, 'quokka')).persons).toEqual([]);
       await app.post('/v1/persons', { external_id: 'eve', email: 'eve@quux.example', name: 'Eve Quokka' });
-      expect(await grams()).toBeGreaterThan(created);
-      expect(await found('quokka')).toEqual(['eve']);
-      expect(await found('quux.ex')).toEqual(['eve']);
-      expect(await found('eve')).toEqual(['eve']);
+      expect((await candidatesOf(app, 'Quokka')).persons).toEqual([eve]);
+      expect((await candidatesOf(app, 'quux.ex')).persons).toEqual([eve]);
+      // The replaced name stays indexed; the lookup's check drops it.
+      expect((await candidatesOf(app, 'eve q')).persons).toEqual([eve]);
+      expect(await foundIn(app)('quokka')).toEqual(['eve']);
+      expect(await foundIn(app)('quux.ex')).toEqual(['eve']);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('are kept by the payment writes: a customer created or given another email is a candidate by it', async () => {
+    const app = await startTestApp({ engine: 'duckdb' });
+    try {
+      expect(await app.store.search.ready(app.ws.workspace_id)).toBe(true);
+      const T = nowS();
+      await deliver(app, notification('customer.created', customer('cus_Q1', { email: 'first@pay.example' }), T));
+      expect((await candidatesOf(app, 'cus_q1')).customers).toEqual(['cus_Q1']);
+      await deliver(app, notification('customer.updated', customer('cus_Q1', { email: 'Second@Elsewhere.example' }), T + 10));
+      expect((await candidatesOf(app, 'second@else')).customers).toEqual(['cus_Q1']);
+      expect(await foundIn(app)('SECOND@ELSE')).toEqual(['cus_Q1']);
+      expect(await foundIn(app)('first@pay')).toEqual([]);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('are filled from the rows at a workspace\'s first lookup, and made again after an import', async () => {
+    const app = await startTestApp({ engine: 'duckdb' });
+    try {
+      await app.post('/v1/persons', { external_id: 'before-1', email: 'early@bird.example' });
+      // The first lookup scans while the indexes are filled.
+      expect(await candidatesOf(app, 'early@bird')).toEqual({ persons: null, customers: null });
+      expect(await app.store.search.ready(app.ws.workspace_id)).toBe(true);
+      expect((await candidatesOf(app, 'early@bird')).persons).toHaveLength(1);
+      await importDataset(app.store, app.ws.workspace_id, {
+        persons: [{ person_id: 'per_imported', external_id: 'imp-1', email: ' Imported@Example.ORG ', name: 'Ímported Person', traits: '{}', created_at: new Date() }],
+        customers: [{ customer_id: 'cus_imported1', email: ' Payer@Imported.ORG ', person_id: null, visitor_id: null, link_state: 'unmatched' }],
+      });
+      expect(await app.store.search.ready(app.ws.workspace_id)).toBe(true);
+      expect((await candidatesOf(app, 'ÍMPORTED PERSON')).persons).toHaveLength(1);
+      expect((await candidatesOf(app, 'payer@imported')).customers).toEqual(['cus_imported1']);
+      expect(await foundIn(app)('imported@example.org')).toEqual(['imp-1']);
+      expect(await foundIn(app)('payer@imported')).toEqual(['cus_imported1']);
+      expect(await foundIn(app)('early@bird')).toEqual(['before-1']);
+    } finally {
+      await app.close();
+    }
+  });
+
+  it('answer what a scan of every person and customer answers, for persons and payers written through the API', async () => {
+    const app = await startTestApp({ engine: 'duckdb' });
+    try {
+      await app.post('/v1/persons', { external_id: 'seed', name: 'Ünïcode Ǆemal İstanbul ΣΑΣ' });
+      const events = Array.from({ length: 120 }, (_, i) => ({ event_name: 'signup', user_id: `live-${i}`, email: `p${(i * 7919) % 500}.${i}@${['acme.io', 'corp.net'][i % 2]}`, visitor_id: `v-${i}` }));
+      await app.post('/v1/events', { batch: events });
+      expect(await app.store.search.ready(app.ws.workspace_id)).toBe(true);
+      const terms = ['acme', 'p1', '.1@', 'live-11', 'live-119', 'ünï', 'ǆemal', 'ǅemal', 'istanbul', 'σας', 'ςας', 'zzz', '7.1', '@corp.net', 'e-1'];
+      const scanned = new Map<string, unknown>();
+      // The same lookups with the indexes forgotten and the fill held back: every side scanned.
+      for (const term of terms) scanned.set(term, await foundIn(app)(term));
+      app.store.search.forget(app.ws.workspace_id);
+      let release!: () => void;
+      const released = new Promise<void>((resolve) => { release = resolve; });
+      const hold = app.store.transaction(() => released);
+      for (const term of terms) {
+        expect(await candidatesOf(app, term)).toEqual({ persons: null, customers: null });
+        expect(await foundIn(app)(term), term).toEqual(scanned.get(term));
+      }
+      release();
+      await hold;
+      expect(await app.store.search.ready(app.ws.workspace_id)).toBe(true);
+      for (const term of terms) expect(await foundIn(app)(term), term).toEqual(scanned.get(term));
     } finally {
       await app.close();
     }
   });
 });
 
-describe('the DuckDB trigram index of the customers', () => {
-  it('is filled by its migration for the customers stored before it, and answers through it', async () => {
-    await migratedFrom('CREATE TABLE customer_grams', `INSERT INTO payment_customers (workspace_id, customer_id, email, link_state, updated_at) VALUES
-        ('w1', 'cus_A1', 'Ann@Example.com', 'unmatched', now()), ('w2', 'cus_b2', NULL, 'unmatched', now())`, async (control) => {
-      expect(await control.all(`SELECT workspace_id, customer_id, list(gram ORDER BY gram) AS grams FROM customer_grams GROUP BY ALL ORDER BY customer_id`)).toEqual([
-        { workspace_id: 'w1', customer_id: 'cus_A1', grams: ['.co', '@ex', '_a1', 'amp', 'ann', 'com', 'cus', 'e.c', 'exa', 'le.', 'mpl', 'n@e', 'nn@', 'ple', 's_a', 'us_', 'xam'] },
-        { workspace_id: 'w2', customer_id: 'cus_b2', grams: ['_b2', 'cus', 's_b', 'us_'] },
-      ]);
-      expect(await control.all('SELECT workspace_id, gram, n FROM customer_gram_counts WHERE gram = \'cus\' ORDER BY workspace_id'))
-        .toEqual([{ workspace_id: 'w1', gram: 'cus', n: 1n }, { workspace_id: 'w2', gram: 'cus', n: 1n }]);
-      const found = async (ws: string, q: string) => (await lookupPeople(control, ws, q, '', 10)).map((r) => r.customer_ids);
-      expect(await found('w1', 'ANN@EXAMPLE')).toEqual([['cus_A1']]);
-      expect(await found('w1', 'cus_a')).toEqual([['cus_A1']]);
-      expect(await found('w1', 'a1\nann')).toEqual([]);
-      expect(await found('w2', 'cus_')).toEqual([['cus_b2']]);
+describe('the DuckDB trigram tables', () => {
+  it('are dropped by their migration; the persons stored before it are found', async () => {
+    await migratedFrom('DROP TABLE person_grams', `INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, search, created_at, updated_at) VALUES
+        ('w1', 1, 'p1', 'Ext-1', 'ann@example.com', 'Ann', 'ann@example.com\next-1\nann', now(), now())`, async (control) => {
+      expect(await control.all(`SELECT table_name FROM duckdb_tables() WHERE table_name LIKE '%gram%'`)).toEqual([]);
+      expect(await control.search.ready('w1')).toBe(true);
+      expect((await lookupPeople(control, 'w1', 'EXAMPLE', '', 10)).map((r) => r.person_id)).toEqual(['p1']);
+      expect((await lookupPeople(control, 'w1', 'com\next', '', 10)).map((r) => r.person_id)).toEqual([]);
     });
-  });
-
-  it('holds the customers an import brought', async () => {
-    const app = await startTestApp({ engine: 'duckdb' });
-    try {
-      await importDataset(app.store, app.ws.workspace_id, {
-        customers: [{ customer_id: 'cus_imported1', email: ' Payer@Imported.ORG ', person_id: null, visitor_id: null, link_state: 'unmatched' }],
-      });
-      const found = async (q: string) => (await app.app.inject({ method: 'GET', url: `/people?q=${q}`, headers: { authorization: `Bearer ${app.ws.secret_key}` } }))
-        .json().data.map((d: { customer_ids: string[] }) => d.customer_ids);
-      expect(await found('payer@imported')).toEqual([['cus_imported1']]);
-      expect(await found('imported1')).toEqual([['cus_imported1']]);
-      expect(await app.stores.control.all('SELECT n FROM customer_gram_counts WHERE workspace_id = $1 AND gram = $2', [app.ws.workspace_id, 'ed1']))
-        .toEqual([{ n: 1n }]);
-    } finally {
-      await app.close();
-    }
   });
 });
 

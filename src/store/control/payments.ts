@@ -130,10 +130,8 @@ const CUSTOMERS: RowsTable = {
 };
 
 /**
- * Inserts `created` customers and overwrites `changed` ones, a statement each; where the people
- * lookup keeps trigrams of their text (DuckDB), those of the created and of `reemailed` (the changed
- * ones given another email) in one more. A replaced email's trigrams stay: they only make a
- * candidate that the lookup's check drops.
+ * Inserts `created` customers and overwrites `changed` ones, a statement each; the people search's
+ * own indexes (DuckDB's) learn the created and `reemailed` (the changed ones given another email).
  */
 export async function writeCustomers({ control: tx, mirror }: PaymentsWrites, ws: string, created: CustomerRecord[], changed: CustomerRecord[],
   reemailed: CustomerRecord[], now: Date): Promise<void> {
@@ -141,12 +139,7 @@ export async function writeCustomers({ control: tx, mirror }: PaymentsWrites, ws
   await insertRows(tx, CUSTOMERS, ws, created.map(row));
   await updateRows(tx, CUSTOMERS, ws, changed.map(row));
   await mirror.customers(ws, [...created, ...changed]);
-  const grams = tx.search.customerGrams;
-  const retexted = [...created, ...reemailed];
-  if (!grams || retexted.length === 0) return;
-  const { texts } = tx.dialect;
-  await tx.run(`INSERT INTO customer_grams ${grams.rows(`(SELECT ${texts('$2')} AS id, ${texts('$3')} AS email) AS u`, '$1', 'u.id', grams.search('u.id', 'u.email'))}`,
-    [ws, column(retexted.map((c) => c.customer_id)), column(retexted.map((c) => c.email))]);
+  tx.search.indexCustomers(ws, [...created, ...reemailed].map((c) => ({ key: c.customer_id, values: [c.customer_id, c.email] })));
 }
 
 /** Deferred customers of these visitors become linked (the visitor now has a person). */

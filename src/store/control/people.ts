@@ -100,8 +100,8 @@ export async function savePersons(
     column(people.map((p) => p.person_key)), column(people.map((p) => p.email)), column(people.map((p) => updates.get(p.person_key)?.name ?? null)),
     column(people.map((p) => JSON.stringify(updates.get(p.person_key)?.traits ?? {}))),
   ];
-  const { keys, texts, json, mergeObject, byKeys } = tx.dialect;
-  const { personSearch, personGrams } = tx.search;
+  const { keys, texts, json, mergeObject } = tx.dialect;
+  const { personSearch } = tx.search;
   // The instant is cast: in a select list nothing else gives a PostgreSQL parameter its type.
   if (created.length > 0) {
     await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at${personSearch ? ', search' : ''})
@@ -109,25 +109,16 @@ export async function savePersons(
       FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS email, ${texts('$5')} AS name,
         ${texts('$6')} AS traits, ${texts('$7')} AS id, ${texts('$8')} AS ext) AS c`,
     [ws, at, ...columns(created), column(created.map((p) => p.person_id)), column(created.map((p) => p.external_id))]);
-    if (personGrams && personSearch) {
-      await tx.run(`INSERT INTO person_grams ${personGrams.rows(`(SELECT ${keys('$2')} AS k, ${texts('$3')} AS email, ${texts('$4')} AS ext,
-        ${texts('$5')} AS name) AS c`, '$1', 'c.k', personSearch('c.email', 'c.ext', 'c.name'))}`,
-      [ws, column(created.map((p) => p.person_key)), column(created.map((p) => p.email)), column(created.map((p) => p.external_id)),
-        column(created.map((p) => updates.get(p.person_key)?.name ?? null))]);
-    }
   }
-  // Before the update, while the stored text is there to compare: the trigrams of a search text that
-  // changes. Only persons given an email or a name can change (traits alone, the common write, cost nothing).
-  const retexted = changed.filter((p) => updates.get(p.person_key)?.emailSet || updates.get(p.person_key)?.name !== undefined);
-  if (personGrams && personSearch && retexted.length > 0) {
-    await tx.run(`INSERT INTO person_grams ${personGrams.rows(`(SELECT u.k, u.s FROM (
-        SELECT u.k, ${personSearch('coalesce(p.email, u.email)', 'p.external_id', 'coalesce(u.name, p.name)')} AS s, p.search AS stored
-        FROM (SELECT ${keys('$2')} AS k, ${texts('$3')} AS email, ${texts('$4')} AS name) AS u
-          JOIN ${byKeys('persons', 'person_key', '$2', '$1', 'person_key, email, external_id, name, search')} AS p ON p.person_key = u.k
-      ) AS u WHERE u.s IS DISTINCT FROM u.stored) AS x`, '$1', 'x.k', 'x.s')}`,
-    [ws, column(retexted.map((p) => p.person_key)), column(retexted.map((p) => p.email)),
-      column(retexted.map((p) => updates.get(p.person_key)?.name ?? null))]);
-  }
+  // The values the search finds a person by: a created person's, and those a change stores (an
+  // email given, a name sent). Traits alone, the common write, give none.
+  tx.search.indexPersons(ws, [
+    ...created.map((p) => ({ key: p.person_key, values: [p.email, p.external_id, updates.get(p.person_key)?.name] })),
+    ...changed.flatMap((p) => {
+      const update = updates.get(p.person_key);
+      return update?.emailSet || update?.name !== undefined ? [{ key: p.person_key, values: [update.emailSet ? p.email : null, update.name] }] : [];
+    }),
+  ]);
   if (changed.length > 0) {
     // Stored traits that are not an object (an import may bring any JSON) are replaced.
     await tx.run(`UPDATE persons SET email = coalesce(persons.email, u.email), name = coalesce(u.name, persons.name),

@@ -39,19 +39,23 @@ export interface PeopleSearch {
    * engine that keeps one; null where the columns are indexed.
    */
   readonly personSearch: ((email: string, externalId: string, name: string) => string) | null;
-  /** The persons' trigram index, kept beside the search column by the writes of persons; null where none is kept. */
-  readonly personGrams: GramIndex | null;
-  /** The customers' trigram index, kept by the payment writes where the persons have one; null elsewhere. */
-  readonly customerGrams: CustomerGrams | null;
+  /**
+   * Persons created, or given values (email, name) a write stores, with those values: where the
+   * engine's indexes are its own, the writes of persons call this inside their transaction.
+   */
+  indexPersons(ws: string, persons: readonly IndexedRow<number>[]): void;
+  /** Customers created or given another email, with their id and email (as indexPersons). */
+  indexCustomers(ws: string, customers: readonly IndexedRow<string>[]): void;
+  /**
+   * Drops what the engine's own indexes hold of the workspace: they are made again from its stored
+   * rows at its next lookup. For writes that do not pass through indexPersons / indexCustomers (the
+   * import), or that remove rows whose values the indexes must no longer hold (a person deleted).
+   */
+  forget(ws: string): void;
 }
 
-/** A trigram index kept by the writes. */
-export interface GramIndex {
-  /** A SELECT of index rows for the rows of `from`, whose expressions `ws`, `key` and `search` give them. */
-  rows(from: string, ws: string, key: string, search: string): string;
-}
-
-export interface CustomerGrams extends GramIndex {
-  /** A customer's search text from its id and email expressions. */
-  search(customerId: string, email: string): string;
+/** A row's key (a person's, a customer's id) and the values the search finds it by (null: none). */
+export interface IndexedRow<Key> {
+  key: Key;
+  values: readonly (string | null | undefined)[];
 }

@@ -8,7 +8,7 @@ import type { ControlDialect, ControlRow, ControlSql, ControlStore, ControlTx, C
 import type { Store } from './db.js';
 import { DuckDBKnownIds } from './known-ids.js';
 import { refusedValue } from './refused.js';
-import { duckdbSearch } from './search.js';
+import { DuckDBSearch } from './search.js';
 import { runKept } from './statements.js';
 import { timestamp } from './time.js';
 
@@ -43,9 +43,8 @@ const bind = (params: readonly ControlValue[]): DuckDBValue[] =>
 /** Control statements on one DuckDB connection. */
 class DuckDBControlSql implements ControlSql {
   readonly dialect = duckdbDialect;
-  readonly search = duckdbSearch;
 
-  constructor(protected readonly conn: DuckDBConnection) {}
+  constructor(protected readonly conn: DuckDBConnection, readonly search: DuckDBSearch) {}
 
   async all(sql: string, params: readonly ControlValue[] = []): Promise<ControlRow[]> {
     return (await (await this.execute(sql, params)).getRowObjectsJS()) as ControlRow[];
@@ -62,7 +61,7 @@ class DuckDBControlSql implements ControlSql {
 
 class DuckDBControlTx extends DuckDBControlSql implements ControlTx {
   constructor(conn: DuckDBConnection, private readonly store: Store) {
-    super(conn);
+    super(conn, store.search);
   }
 
   afterCommit(hook: () => void): void {
@@ -70,20 +69,26 @@ class DuckDBControlTx extends DuckDBControlSql implements ControlTx {
   }
 }
 
-/** Control statements on a DuckDB connection of the caller's. */
-export const controlSql = (conn: DuckDBConnection): ControlSql => new DuckDBControlSql(conn);
+/** A search for the connections outside the database's transactions, which write no person or customer. */
+const OUTSIDE_WRITES = new DuckDBSearch(null);
+
+/** Control statements on a DuckDB connection of the caller's (no writes of persons or customers: controlTx). */
+export const controlSql = (conn: DuckDBConnection): ControlSql => new DuckDBControlSql(conn, OUTSIDE_WRITES);
 
 /** The control transaction on a connection inside Store.transaction (the DuckDB analytical store's units). */
 export const controlTx = (store: Store, conn: DuckDBConnection): ControlTx => new DuckDBControlTx(conn, store);
 
 export class DuckDBControl implements ControlStore {
   readonly dialect = duckdbDialect;
-  readonly search = duckdbSearch;
   readonly shared = false;
   private readonly keys = new KeyBlocks(this);
   readonly caches: ControlCaches = new ControlCaches(this.shared, () => new DuckDBKnownIds(this));
 
   constructor(readonly store: Store) {}
+
+  get search(): DuckDBSearch {
+    return this.store.search;
+  }
 
   nextKeys(sequence: KeySequence, n: number): Promise<number[]> {
     return this.keys.next(sequence, n);

@@ -12,6 +12,7 @@ import { countWithin } from '../query/queries.js';
 import { DEFAULT_ESTIMATE_CONNECTIONS, DuckDBDriver } from './driver.js';
 import { interruptAfter, INTERRUPTED } from './interrupt.js';
 import { CHECKPOINT_BEFORE, MIGRATIONS } from './migrations.js';
+import { DuckDBSearch } from './search.js';
 import { readAhead, tailFile } from './tail.js';
 import { TypedColumns } from './typed.js';
 
@@ -52,6 +53,8 @@ export class Store {
   readonly driver: DuckDBDriver;
   /** The typed payload columns' slots, as committed. */
   readonly typed: TypedColumns = new TypedColumns(this);
+  /** The people search's indexes of this database's persons and customers. */
+  readonly search: DuckDBSearch = new DuckDBSearch(this);
   private closed = false;
 
   private constructor(

@@ -10,7 +10,7 @@ import type { Store } from './db.js';
 import { propertyPaths } from '../property-paths.js';
 import { recordPropertyPaths, recordTraitPaths } from './properties.js';
 import { markAnonymousEvents } from './migrations.js';
-import { fillCustomerGrams, personGramRows, personSearch } from './search.js';
+import { personSearch } from './search.js';
 import { timestamp } from './time.js';
 import { DATASET_TABLES, type Dataset, type DatasetTable, LAYOUT_COLUMNS, type LayoutType } from '../layout.js';
 
@@ -216,26 +216,11 @@ async function importEvents(store: Store, tx: DuckDBConnection, ws: string, src:
   return inserted;
 }
 
-/** The workspace's greatest person key (0 without persons): the imported persons' keys are greater. */
-async function lastPersonKey(tx: DuckDBConnection, ws: string): Promise<number> {
-  const rows = (await tx.runAndReadAll('SELECT coalesce(max(person_key), 0) AS k FROM persons WHERE workspace_id = $1', [ws])).getRowObjectsJS();
-  return Number(rows[0]?.k ?? 0);
-}
-
-/**
- * The trigrams of the persons imported (keys past `after`), sorted so each trigram's rows sit
- * together, and the workspace's trigram counts made anew (store/duckdb/search.ts).
- */
-async function indexPersons(tx: DuckDBConnection, ws: string, after: number): Promise<void> {
-  const imported = '(SELECT workspace_id, person_key, search FROM persons WHERE workspace_id = $1 AND person_key > $2) AS p';
-  await tx.run(`INSERT INTO person_grams SELECT * FROM (${personGramRows(imported, 'p.workspace_id', 'p.person_key', 'p.search')}) ORDER BY workspace_id, gram`, [ws, after]);
-  await tx.run('DELETE FROM person_gram_counts WHERE workspace_id = $1', [ws]);
-  await tx.run('INSERT INTO person_gram_counts SELECT workspace_id, gram, count(*) FROM person_grams WHERE workspace_id = $1 GROUP BY ALL', [ws]);
-}
-
 async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) => string | null,
   before?: (tx: DuckDBConnection) => Promise<void>, progress: ImportProgress = {}): Promise<void> {
   await store.transaction(async (tx) => {
+    // The people search's indexes of the workspace are made again from its rows, the imported ones with them.
+    store.afterCommit(() => store.search.forget(ws));
     await before?.(tx);
     // DuckDB tracks a query's progress only with its progress bar on; never let it print.
     if (progress.events) await tx.run('SET enable_progress_bar = true; SET enable_progress_bar_print = false');
@@ -244,16 +229,10 @@ async function importFrom(store: Store, ws: string, relation: (t: DatasetTable) 
         const src = relation(table);
         if (src === null) continue;
         const t0 = performance.now();
-        const indexedTo = table === 'persons' ? await lastPersonKey(tx, ws) : 0;
         const inserted = table === 'events'
           ? await importEvents(store, tx, ws, src, progress)
           : (await tx.run(insertSql(table, src), [ws])).rowsChanged;
-        if (table === 'persons') {
-          await recordTraitDefinitions(tx, ws, src);
-          await indexPersons(tx, ws, indexedTo);
-        }
-        // The workspace's customers' trigrams and counts made anew (customers have no key to tell the imported ones).
-        if (table === 'customers') for (const sql of fillCustomerGrams('$1')) await tx.run(sql, [ws]);
+        if (table === 'persons') await recordTraitDefinitions(tx, ws, src);
         progress.table?.(table, inserted, performance.now() - t0);
       }
       if (relation('visitors') !== null || relation('events') !== null) await tx.run(markAnonymousEvents('$1'), [ws]);

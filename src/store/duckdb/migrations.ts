@@ -2,7 +2,7 @@
 // Persons and visitors have integer keys (positive) so the compiler can form one integer profile
 // per row: the person's key, or minus the key of an anonymous visitor (criteria/sql.ts).
 
-import { FILL_PERSON_GRAMS, fillCustomerGrams, personSearch } from './search.js';
+import { personSearch } from './search.js';
 
 /**
  * Marks the visitors of workspace `ws` (an expression), or of every workspace, that have events
@@ -417,18 +417,17 @@ export const MIGRATIONS: readonly string[] = [
   );
   INSERT INTO event_slot_names SELECT DISTINCT workspace_id, event_name, true, false FROM event_properties;
   `,
-  // People lookup: the persons' trigrams and their counts (store/duckdb/search.ts), filled sorted.
+  // People lookup: the persons' trigrams and their counts, in tables once; no longer filled (the
+  // indexes are in memory now: store/duckdb/search.ts) and dropped by a later migration.
   `
   CREATE TABLE person_grams (workspace_id VARCHAR NOT NULL, gram VARCHAR NOT NULL, person_key BIGINT NOT NULL);
   CREATE TABLE person_gram_counts (workspace_id VARCHAR NOT NULL, gram VARCHAR NOT NULL, n BIGINT NOT NULL);
-  ${FILL_PERSON_GRAMS}
   `,
-  // People lookup: the paying customers' trigrams and their counts (store/duckdb/search.ts), filled
-  // sorted; and their ids indexed alone, which the lookup reads its candidates by.
+  // People lookup: the paying customers' trigrams and their counts (as the persons'); and their ids
+  // indexed alone, which the lookup reads its candidates by.
   `
   CREATE TABLE customer_grams (workspace_id VARCHAR NOT NULL, gram VARCHAR NOT NULL, customer_id VARCHAR NOT NULL);
   CREATE TABLE customer_gram_counts (workspace_id VARCHAR NOT NULL, gram VARCHAR NOT NULL, n BIGINT NOT NULL);
-  ${fillCustomerGrams(null).join(';\n')};
   CREATE INDEX payment_customers_by_customer_id ON payment_customers (customer_id);
   `,
   // Visitors with events stored without a person (which follow the visitor's link): an event leaf
@@ -444,5 +443,12 @@ export const MIGRATIONS: readonly string[] = [
   `,
   `
   CREATE INDEX visitors_by_id ON visitors (workspace_id, visitor_id);
+  `,
+  // People lookup: the trigram tables go; their indexes are held in memory (store/duckdb/search.ts).
+  `
+  DROP TABLE person_grams;
+  DROP TABLE person_gram_counts;
+  DROP TABLE customer_grams;
+  DROP TABLE customer_gram_counts;
   `,
 ];

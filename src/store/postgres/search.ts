@@ -86,8 +86,6 @@ function termGrams(term: string): TermGram[] {
 export class PostgresSearch implements PeopleSearch {
   readonly unownedCustomersIndexed = true;
   readonly personSearch = null;
-  readonly personGrams = null;
-  readonly customerGrams = null;
   private kept: { at: number; sample: Promise<Sample> } | undefined;
 
   containsLower(column: string, term: string, grams?: readonly string[]): string {
@@ -102,6 +100,13 @@ export class PostgresSearch implements PeopleSearch {
   candidates(): Promise<Candidates> {
     return Promise.resolve(SCANNED);
   }
+
+  // PostgreSQL keeps its trigram indexes with the rows it stores, deletes included.
+  indexPersons(): void {}
+
+  indexCustomers(): void {}
+
+  forget(): void {}
 
   /**
    * The pieces of the term with its three rarest trigrams (the only ones pg_trgm indexes: of letters and

@@ -1,0 +1,124 @@
+// A trigram index held in memory: the owners (person keys, customer ids) under each trigram of their
+// lowercased values. Each owner's values are added under an ordinal of its own, and ordinals only
+// grow, so a trigram's list is ascending and kept as varint deltas (1–3 bytes an entry).
+
+/**
+ * Lowercased as DuckDB's lower() does it, a code point at a time (JavaScript's toLowerCase maps a
+ * few letters to two, or by context, as DuckDB does not): the check of a candidate is DuckDB's.
+ */
+export function lowerAsDuckDB(value: string): string {
+  // eslint-disable-next-line no-control-regex
+  if (/^[\x00-\x7f]*$/.test(value)) return value.toLowerCase();
+  let out = '';
+  for (const c of value) out += String.fromCodePoint(c.toLowerCase().codePointAt(0)!);
+  return out;
+}
+
+/** The distinct trigrams (three UTF-16 units, as a lowercased term is cut) of a lowercased text; none holds a line feed. */
+export function gramsOf(text: string, into = new Set<string>()): Set<string> {
+  for (let i = 0; i + 3 <= text.length; i++) {
+    const gram = text.slice(i, i + 3);
+    if (!gram.includes('\n')) into.add(gram);
+  }
+  return into;
+}
+
+/** Ascending ordinals as varint deltas. */
+class Postings {
+  private bytes = new Uint8Array(4);
+  private size = 0;
+  private last = -1;
+  count = 0;
+
+  add(ordinal: number): void {
+    let delta = ordinal - this.last;
+    this.last = ordinal;
+    this.count++;
+    if (this.size + 5 > this.bytes.length) {
+      const grown = new Uint8Array(this.bytes.length * 2);
+      grown.set(this.bytes);
+      this.bytes = grown;
+    }
+    while (delta >= 0x80) {
+      this.bytes[this.size++] = (delta & 0x7f) | 0x80;
+      delta = Math.floor(delta / 0x80);
+    }
+    this.bytes[this.size++] = delta;
+  }
+
+  /** Calls `fn` with each ordinal, in ascending order. */
+  each(fn: (ordinal: number) => void): void {
+    let ordinal = -1;
+    for (let i = 0; i < this.size;) {
+      let delta = 0;
+      let scale = 1;
+      let byte: number;
+      do {
+        byte = this.bytes[i++]!;
+        delta += (byte & 0x7f) * scale;
+        scale *= 0x80;
+      } while (byte & 0x80);
+      ordinal += delta;
+      fn(ordinal);
+    }
+  }
+
+  /** The ordinals of `sorted` (ascending) that this list holds too. */
+  keep(sorted: number[]): number[] {
+    const kept: number[] = [];
+    let j = 0;
+    this.each((ordinal) => {
+      while (j < sorted.length && sorted[j]! < ordinal) j++;
+      if (sorted[j] === ordinal) kept.push(ordinal);
+    });
+    return kept;
+  }
+}
+
+/** How many more entries than the candidates a trigram's list may hold and still be read to narrow them. */
+const NARROWING = 64;
+
+export class GramIndex<Owner> {
+  private readonly grams = new Map<string, Postings>();
+  private readonly owners: Owner[] = [];
+
+  /** Indexes `owner` under the trigrams of its values (null for a value it has not), lowercased here. */
+  add(owner: Owner, values: readonly (string | null | undefined)[]): void {
+    const grams = new Set<string>();
+    for (const value of values) if (value) gramsOf(lowerAsDuckDB(value), grams);
+    if (grams.size === 0) return;
+    const ordinal = this.owners.push(owner) - 1;
+    for (const gram of grams) {
+      let postings = this.grams.get(gram);
+      if (!postings) this.grams.set(gram, postings = new Postings());
+      postings.add(ordinal);
+    }
+  }
+
+  /**
+   * The owners whose values hold every one of `grams` (a term's), found by the rarest and narrowed by
+   * the next rarest while their lists are short; a superset of the owners holding the term, to be
+   * checked. Null where the rarest trigram has more than `common` entries or the candidates
+   * number more than `most`: scanning is then cheaper than checking each.
+   */
+  find(grams: ReadonlySet<string>, common: number, most: number): Owner[] | null {
+    const lists: Postings[] = [];
+    for (const gram of grams) {
+      const postings = this.grams.get(gram);
+      // A trigram nobody holds: nobody holds the term.
+      if (!postings) return [];
+      lists.push(postings);
+    }
+    lists.sort((a, b) => a.count - b.count);
+    const [rarest, ...others] = lists;
+    if (!rarest || rarest.count > common) return null;
+    let ordinals: number[] = [];
+    rarest.each((ordinal) => ordinals.push(ordinal));
+    for (const list of others) {
+      if (ordinals.length <= 1 || list.count > NARROWING * ordinals.length) break;
+      ordinals = list.keep(ordinals);
+    }
+    const owners = [...new Set(ordinals.map((ordinal) => this.owners[ordinal]!))];
+    return owners.length > most ? null : owners;
+  }
+}
