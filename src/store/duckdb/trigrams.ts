@@ -77,6 +77,8 @@ class Postings {
 
 /** How many more entries than the candidates a trigram's list may hold and still be read to narrow them. */
 const NARROWING = 64;
+/** Candidates few enough that the check of each costs less than reading another list. */
+const FEW = 32;
 
 export class GramIndex<Owner> {
   private readonly grams = new Map<string, Postings>();
@@ -115,7 +117,7 @@ export class GramIndex<Owner> {
     let ordinals: number[] = [];
     rarest.each((ordinal) => ordinals.push(ordinal));
     for (const list of others) {
-      if (ordinals.length <= 1 || list.count > NARROWING * ordinals.length) break;
+      if (ordinals.length <= FEW || list.count > NARROWING * ordinals.length) break;
       ordinals = list.keep(ordinals);
     }
     const owners = [...new Set(ordinals.map((ordinal) => this.owners[ordinal]!))];
