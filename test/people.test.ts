@@ -13,6 +13,7 @@ import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { Store } from '../src/store/duckdb/db.js';
 import { importDataset } from '../src/store/duckdb/import.js';
 import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
+import { lowerAsDuckDB } from '../src/store/duckdb/trigrams.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { checkoutSession, customer, deliver, invoice, notification, nowS, subscription } from './support/stripe.js';
@@ -389,6 +390,26 @@ describe('the DuckDB trigram indexes (in memory)', () => {
       for (const term of terms) expect(await foundIn(app)(term), term).toEqual(scanned.get(term));
     } finally {
       await app.close();
+    }
+  });
+});
+
+describe('the DuckDB trigram indexes\' lowercasing', () => {
+  it('lowers every letter of DuckDB\'s Unicode as its lower() does, a code point at a time', async () => {
+    const db = await DuckDBInstance.create(':memory:');
+    const conn = await db.connect();
+    try {
+      // Code points DuckDB lowers (its Unicode may lack letters newer than it: those it leaves, only adding a candidate).
+      const rows = (await conn.runAndReadAll(`SELECT i, lower(chr(CAST(i AS INTEGER))) AS l FROM range(1, 196608) t(i)
+        WHERE (i < 55296 OR i > 57343) AND lower(chr(CAST(i AS INTEGER))) <> chr(CAST(i AS INTEGER))`)).getRowObjectsJS();
+      expect(rows.length).toBeGreaterThan(1000);
+      const differ = rows.filter((r) => lowerAsDuckDB(String.fromCodePoint(Number(r.i))) !== r.l).map((r) => Number(r.i).toString(16));
+      expect(differ).toEqual([]);
+      // Where JavaScript maps to two code points or by context, DuckDB maps to one.
+      expect(lowerAsDuckDB('İΣΑΣ K')).toBe((await conn.runAndReadAll(`SELECT lower('İΣΑΣ K') AS l`)).getRowObjectsJS()[0]!.l);
+    } finally {
+      conn.closeSync();
+      db.closeSync();
     }
   });
 });
