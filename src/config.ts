@@ -46,8 +46,8 @@ export interface Config {
   allowPrivateDestinations: boolean;
   /** Requests per minute per key: ingest (events, persons, page views), and compile / everything else. */
   rateLimits: RateLimits;
-  metaBaseUrl?: string;
-  googleAdsBaseUrl?: string;
+  /** The ad platforms' URLs and API versions that are set (decisions §9); the rest keep PLATFORM_DEFAULTS. */
+  platforms: PlatformSettings;
   bootstrap: { secretKey?: string; publishableKey?: string; stripeWebhookSecret?: string };
 }
 
@@ -87,6 +87,33 @@ function engine(env: NodeJS.ProcessEnv): AnalyticsEngine {
   return found;
 }
 
+/** Each ad-platform setting and its variable; base URLs are taken without a trailing slash. */
+const PLATFORM_VARIABLES = {
+  metaBaseUrl: 'META_BASE_URL',
+  metaApiVersion: 'META_API_VERSION',
+  googleDataManagerBaseUrl: 'GOOGLE_DATA_MANAGER_BASE_URL',
+  googleAdsBaseUrl: 'GOOGLE_ADS_BASE_URL',
+  googleAdsApiVersion: 'GOOGLE_ADS_API_VERSION',
+  googleOauthTokenUrl: 'GOOGLE_OAUTH_TOKEN_URL',
+} as const;
+export type PlatformSettings = Partial<Record<keyof typeof PLATFORM_VARIABLES, string>>;
+
+function platformSettings(env: NodeJS.ProcessEnv): PlatformSettings {
+  const settings: PlatformSettings = {};
+  for (const [key, name] of Object.entries(PLATFORM_VARIABLES) as [keyof typeof PLATFORM_VARIABLES, string][]) {
+    const raw = env[name];
+    if (!raw) continue;
+    if (key.endsWith('Version')) {
+      if (!/^v\d+(\.\d+)?$/.test(raw)) throw new Error(`${name} must look like v25 or v27.0, got "${raw}"`);
+      settings[key] = raw;
+    } else {
+      if (!/^https?:\/\//.test(raw)) throw new Error(`${name} must be an http(s) URL, got "${raw}"`);
+      settings[key] = raw.replace(/\/+$/, '');
+    }
+  }
+  return settings;
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 3000);
   const host = env.HOST || '127.0.0.1';
@@ -119,8 +146,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       notificationsPerMinute: Math.max(1, integer(env, 'NOTIFICATION_RATE_LIMIT_PER_MINUTE', DEFAULT_RATE_LIMITS.notificationsPerMinute)),
       perMinute: Math.max(1, integer(env, 'RATE_LIMIT_PER_MINUTE', DEFAULT_RATE_LIMITS.perMinute)),
     },
-    metaBaseUrl: env.META_BASE_URL || undefined,
-    googleAdsBaseUrl: env.GOOGLE_ADS_BASE_URL || undefined,
+    platforms: platformSettings(env),
     bootstrap: {
       secretKey: env.BOOTSTRAP_SECRET_KEY || undefined,
       publishableKey: env.BOOTSTRAP_PUBLISHABLE_KEY || undefined,

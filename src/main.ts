@@ -58,8 +58,7 @@ const app = await buildApp({
       maxTries: config.deliveryMaxTries,
       requestTimeoutMs: config.deliveryTimeoutMs,
       allowPrivateDestinations: config.allowPrivateDestinations,
-      metaBaseUrl: config.metaBaseUrl ?? AUDIENCE_DEFAULTS.delivery.metaBaseUrl,
-      googleBaseUrl: config.googleAdsBaseUrl ?? AUDIENCE_DEFAULTS.delivery.googleBaseUrl,
+      ...config.platforms,
     },
   },
 });

@@ -72,7 +72,7 @@ describe('destinations when private addresses are not allowed', () => {
   let connections = 0;
   const get = (url: string) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${t.ws.secret_key}` } });
   const webhook = (url: string) => ({ type: 'webhook', url, secret: 'shh' });
-  const meta = { type: 'meta_custom_audience', audience_id: 'ca_1', access_token: 'token' };
+  const meta = { type: 'meta_custom_audience', audience_id: '101', access_token: 'token' };
 
   beforeAll(async () => {
     // A loopback receiver that counts connections: any packet reaching it is a failure.
@@ -139,7 +139,7 @@ describe('destinations when private addresses are not allowed', () => {
         { type: 'webhook', url: `http://127.0.0.1:${port}/hook`, secret: 'shh' },
         { type: 'webhook', url: `http://[::ffff:127.0.0.1]:${port}/hook`, secret: 'shh' },
         { type: 'webhook', url: `http://localhost:${port}/hook`, secret: 'shh' },
-        { type: 'meta_custom_audience', audience_id: 'ca_1', access_token: 'token' },
+        { type: 'meta_custom_audience', audience_id: '101', access_token: 'token' },
       ],
     });
     const refreshed = await t.app.audiences.refresher.refresh(t.ws.workspace_id, audience.id, AT);

@@ -14,9 +14,11 @@ import { getAudience, pendingDeliveries, recordAttempt } from '../store/control/
 import { type HeldLease, LEASE_DEFAULTS, type LeaseOptions, withLease } from '../store/control/leases.js';
 import type { Stores } from '../store/open.js';
 import type { DeliveryRow } from '../store/types.js';
-import { googleDriver, metaDriver } from './destinations/ads.js';
-import type { Driver, DriverConfig, HttpRequest, HttpResponse, Send } from './destinations/driver.js';
+import { byStatus, type DeliveryContext, type Driver, type DriverConfig, type HttpRequest, type HttpResponse, type Send } from './destinations/driver.js';
+import { googleDriver } from './destinations/google.js';
 import { DestinationClient, RequestFailed } from './destinations/http.js';
+import { metaDriver } from './destinations/meta.js';
+import { AccessTokens } from './destinations/oauth.js';
 import type { Destination, DestinationType } from './destinations/schema.js';
 import { webhookDriver } from './destinations/webhook.js';
 import { storedDestinations } from './resource.js';
@@ -56,8 +58,6 @@ export interface DeliveryConfig extends DriverConfig {
 /** The service is stopping, or the lease was lost: the delivery stays pending and resumes later (here or elsewhere). */
 class Stopped extends Error {}
 
-const retryable = (status: number) => status === 429 || status >= 500;
-
 /** The delivery of the latest snapshot (the latest queued among equals). */
 const latest = (deliveries: DeliveryRow[]) => deliveries.reduce((a, b) =>
   (b.snapshot_id > a.snapshot_id || (b.snapshot_id === a.snapshot_id && b.delivery_id > a.delivery_id) ? b : a));
@@ -74,10 +74,13 @@ export class Deliverer {
   private readonly stopping = new AbortController();
   /** This process in the leases table (its pid, for whoever looks at a lease held by a dead node). */
   private readonly holder = `deliverer:${process.pid}:${randomUUID()}`;
+  /** Google access tokens, shared by this process's deliveries. */
+  private readonly tokens: AccessTokens;
 
   constructor(private readonly stores: Stores, private readonly config: DeliveryConfig) {
     this.client = new DestinationClient({ timeoutMs: config.requestTimeoutMs, allowPrivate: config.allowPrivateDestinations ?? false });
     this.slots = new Slots(config.maxConcurrentRequests, config.maxConcurrentRequestsPerWorkspace);
+    this.tokens = new AccessTokens(config.clock);
   }
 
   private get stopped(): boolean {
@@ -150,15 +153,15 @@ export class Deliverer {
         return;
       }
       const driver = DRIVERS[destination.type] as Driver<Destination>;
-      const delivery = pending.find((d) => d.page_count !== null) ?? await this.start(latest(pending), driver);
+      const delivery = pending.find((d) => d.page_count !== null) ?? await this.start(latest(pending), driver.pageSize(destination, this.config));
       if (delivery) await this.deliverOne(destination, driver, delivery, lease);
     }
   }
 
   /** Starts a delivery; one whose work list cannot be made fails (the next refresh queues another). */
-  private async start(delivery: DeliveryRow, driver: Driver<Destination>): Promise<DeliveryRow | null> {
+  private async start(delivery: DeliveryRow, pageSize: number): Promise<DeliveryRow | null> {
     try {
-      return await this.stores.analytics.startDelivery(delivery, driver.pageSize(this.config), this.config.clock(), this.config.startLimitMs);
+      return await this.stores.analytics.startDelivery(delivery, pageSize, this.config.clock(), this.config.startLimitMs);
     } catch (err) {
       await this.finish(delivery, 'failed', err instanceof Error ? err.message : String(err));
       return null;
@@ -171,8 +174,12 @@ export class Deliverer {
       for (; page < delivery.page_count!; page++) {
         if (lease.lost) throw new Stopped();
         const members = await this.stores.analytics.deliveryPage(delivery, page);
-        const send = this.sender(delivery, page);
-        const result = await driver.deliverPage(destination, { audienceId: delivery.audience_id, snapshotId: delivery.snapshot_id, page, members }, send, this.config);
+        const position = {
+          workspaceId: delivery.workspace_id, deliveryId: delivery.delivery_id, pageSize: delivery.page_size!,
+          added: delivery.added_count ?? 0, removed: delivery.removed_count ?? 0,
+        };
+        const result = await driver.deliverPage(destination,
+          { audienceId: delivery.audience_id, snapshotId: delivery.snapshot_id, page, members, delivery: position }, this.context(delivery, page));
         skipped += result.skipped;
         await this.stores.analytics.acknowledgePage(delivery, page, skipped);
       }
@@ -187,22 +194,33 @@ export class Deliverer {
     return this.stores.analytics.finishDelivery(delivery, status, error, this.config.clock());
   }
 
+  private context(delivery: DeliveryRow, page: number): DeliveryContext {
+    return {
+      send: this.sender(delivery, page),
+      wait: (ms) => delay(ms, undefined, { signal: this.stopping.signal }).catch(() => {
+        throw new Stopped();
+      }),
+      tokens: this.tokens,
+      config: this.config,
+    };
+  }
+
   /**
-   * Sends with retries on network errors, timeouts, 429 and 5xx, logging each attempt; other 4xx
-   * and addresses the policy refuses give up at once.
+   * Sends with retries on network errors, timeouts, 429, 5xx and what the platform's judge calls
+   * throttling, logging each attempt; other 4xx and addresses the policy refuses give up at once.
    */
   private sender(delivery: DeliveryRow, page: number): Send {
     return async (build) => {
       let lastError = '';
       for (let attempt = 1; attempt <= this.config.maxTries; attempt++) {
         const now = this.config.clock();
-        const request = build(now);
+        const request = await build(now);
         const outcome = await this.slots.run(delivery.workspace_id, this.stopping.signal, () => this.attempt(request)).catch((err) => {
           throw this.stopped ? new Stopped() : err;
         });
         // An attempt cut short by stop() is not the receiver's doing: not logged, and the page stays unacknowledged.
         if (this.stopped) throw new Stopped();
-        const ok = outcome.response !== null && outcome.error === null;
+        const ok = outcome.response !== null && outcome.ok;
         await recordAttempt(this.stores.control, delivery.workspace_id, {
           delivery_id: delivery.delivery_id, page, request: request.label, attempt, ok,
           http_status: outcome.response?.status ?? null, error: outcome.error, attempted_at: now,
@@ -218,15 +236,18 @@ export class Deliverer {
     };
   }
 
-  private async attempt(request: HttpRequest): Promise<{ response: HttpResponse | null; error: string | null; retryable: boolean }> {
+  /** One exchange, judged; an accepted answer's note (rows the platform refused) is logged as its error. */
+  private async attempt(request: HttpRequest): Promise<{ response: HttpResponse | null; ok: boolean; error: string | null; retryable: boolean }> {
     try {
       const response = await this.client.send(request, this.stopping.signal);
-      const accepted = response.status >= 200 && response.status < 300;
-      return { response, error: accepted ? null : `HTTP ${response.status}`, retryable: retryable(response.status) };
+      const verdict = (request.judge ?? byStatus)(response);
+      return verdict.ok
+        ? { response, ok: true, error: verdict.note ?? null, retryable: false }
+        : { response, ok: false, error: verdict.error, retryable: verdict.retryable };
     } catch (err) {
-      if (err instanceof RequestFailed) return { response: null, error: err.message, retryable: err.retryable };
+      if (err instanceof RequestFailed) return { response: null, ok: false, error: err.message, retryable: err.retryable };
       // Not a failure of the exchange (a base URL that does not parse): retrying will not help.
-      return { response: null, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err), retryable: false };
+      return { response: null, ok: false, error: err instanceof Error ? `${err.name}: ${err.message}` : String(err), retryable: false };
     }
   }
 

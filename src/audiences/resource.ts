@@ -10,6 +10,7 @@ import {
 import type { AnalyticsStore } from '../store/analytics.js';
 import type { Stores } from '../store/open.js';
 import { refusedUrl } from './destinations/addresses.js';
+import { completeDestinations } from './destinations/credentials.js';
 import { type Destination, type DestinationInput, publicDestination } from './destinations/schema.js';
 import { DEFAULT_REFRESH_EVERY, durationMs } from './duration.js';
 import type { Audience, AudienceInput, AudiencePatch } from './schema.js';
@@ -70,10 +71,10 @@ function checkAddresses(inputs: DestinationInput[]): void {
 }
 
 /** Keeps the id of a destination whose configuration is unchanged, so its pending diffs still go out. */
-function withIds(inputs: DestinationInput[], previous: Destination[]): Destination[] {
+function withIds(inputs: Omit<Destination, 'id'>[], previous: Destination[]): Destination[] {
   return inputs.map((input) => {
     const same = previous.find(({ id, ...config }) => JSON.stringify(config) === JSON.stringify(input));
-    return { ...input, id: same?.id ?? newId('dst') };
+    return { ...input, id: same?.id ?? newId('dst') } as Destination;
   });
 }
 
@@ -98,7 +99,7 @@ export class AudienceResource {
       name: input.name,
       ...(await checkedCriteria(this.stores.analytics, ws, input.criteria_json)),
       ...cadence(input.refresh_every ?? DEFAULT_REFRESH_EVERY),
-      destinations: JSON.stringify(withIds(input.destinations ?? [], [])),
+      destinations: JSON.stringify(withIds(completeDestinations(input.destinations ?? [], []), [])),
       status: 'pending',
       snapshot_id: null,
       member_count: null,
@@ -144,13 +145,21 @@ export class AudienceResource {
       }
     }
     const previous = storedDestinations(row);
-    const destinations = patch.destinations === undefined ? previous : withIds(patch.destinations, previous);
+    const destinations = patch.destinations === undefined ? previous : withIds(completeDestinations(patch.destinations, previous), previous);
     if (patch.destinations !== undefined) changes.destinations = JSON.stringify(destinations);
     if (!(await updateAudience(this.stores.control, ws, id, changes))) throw new AppError('not_found', `no audience ${id}`);
     // A destination added to an audience that has members gets them all at the next scheduler tick.
     const added = destinations.filter((d) => !previous.some((p) => p.id === d.id)).map((d) => d.id);
     await queueDeliveries(this.stores.control, ws, id, added, now);
     return this.get(ws, id);
+  }
+
+  /** Queues a delivery of the current snapshot to one destination (Send now). */
+  async queueDelivery(ws: string, id: string, destinationId: string): Promise<void> {
+    const row = await this.row(ws, id);
+    if (!storedDestinations(row).some((d) => d.id === destinationId)) throw new AppError('not_found', `audience ${id} has no destination ${destinationId}`);
+    if (row.snapshot_id === null) throw new AppError('conflict', 'the audience has no snapshot yet: it is delivered after its first refresh');
+    await queueDeliveries(this.stores.control, ws, id, [destinationId], this.clock());
   }
 
   private checkDestinations(inputs: DestinationInput[] | undefined): void {

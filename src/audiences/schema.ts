@@ -79,6 +79,8 @@ export const delivery = z.object({
   snapshot_id: z.number().int(),
   status: z.enum(['pending', 'delivered', 'failed', 'canceled']),
   pages_delivered: z.number().int(),
+  added: z.number().int().nullable().describe('members the delivery adds (null until it starts)'),
+  removed: z.number().int().nullable().describe('members the delivery removes (null until it starts)'),
   skipped: z.number().int().describe('members without an email (ad platforms)'),
   last_error: z.string().nullable(),
   created_at: z.string(),

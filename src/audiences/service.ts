@@ -3,6 +3,7 @@
 import { LEASE_DEFAULTS, type LeaseOptions } from '../store/control/leases.js';
 import type { Stores } from '../store/open.js';
 import { Deliverer, type DeliveryConfig } from './delivery.js';
+import { PLATFORM_DEFAULTS } from './destinations/platforms.js';
 import { Refresher } from './refresh.js';
 import { AudienceResource } from './resource.js';
 import { Scheduler } from './scheduler.js';
@@ -28,8 +29,7 @@ export const AUDIENCE_DEFAULTS: AudienceServiceOptions = {
     maxConcurrentRequests: 16,
     maxConcurrentRequestsPerWorkspace: 4,
     startLimitMs: 10 * 60_000,
-    metaBaseUrl: 'https://graph.facebook.com/v21.0',
-    googleBaseUrl: 'https://googleads.googleapis.com/v21',
+    ...PLATFORM_DEFAULTS,
   },
 };
 

@@ -65,7 +65,8 @@ export class DestinationClient {
         // agent: false, so no pooled socket (connected under another policy) is ever reused.
         req = (url.protocol === 'https:' ? httpsRequest : httpRequest)(url, {
           method: request.method,
-          headers: request.headers,
+          // Node sends a DELETE's body only with a Content-Length (it does not chunk DELETE by default).
+          headers: { ...request.headers, 'content-length': String(Buffer.byteLength(request.body)) },
           agent: false,
           ...(this.options.allowPrivate ? {} : { lookup: publicLookup }),
         });

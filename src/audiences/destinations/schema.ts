@@ -1,39 +1,67 @@
-// Destination configurations as sent by clients; the stored form adds an id. Secrets (the webhook's
-// signing secret, the platforms' access tokens) are stored but never shown back.
+// Destination configurations (decisions §9). Credentials (the webhook's signing secret, Meta's
+// access token, Google's OAuth client and developer token) are write-only: stored, never shown. An
+// edit may leave them out and name the saved destination by `id`: its credentials are kept.
 
 import { z } from 'zod';
 
-const id = z.string().min(1).max(128);
 const secret = z.string().min(1).max(4096);
+const digits = (what: string) => z.string().trim().regex(/^\d{1,32}$/, `${what}: digits only`);
+/** Google shows account ids as 123-456-7890; the APIs take the digits. */
+const googleAccount = (what: string) => z.string().transform((v) => v.replaceAll('-', '').trim()).pipe(digits(what));
+const consentStatus = z.enum(['GRANTED', 'DENIED']);
 
-export const destinationInput = z.discriminatedUnion('type', [
-  z.object({
-    type: z.literal('webhook'),
-    url: z.url({ protocol: /^https?$/ }).max(2048),
-    secret: secret.describe('HMAC-SHA256 signing key of X-Signature'),
-  }),
-  z.object({
-    type: z.literal('meta_custom_audience'),
-    audience_id: id.describe('the custom audience id on the platform'),
-    access_token: secret,
-  }),
-  z.object({
-    type: z.literal('google_customer_match'),
-    customer_id: id,
-    user_list_id: id,
-    access_token: secret,
-    developer_token: secret.optional(),
-  }),
-]);
-export type DestinationInput = z.infer<typeof destinationInput>;
-export type Destination = DestinationInput & { id: string };
+export const GOOGLE_APIS = ['data_manager', 'google_ads'] as const;
+
+const webhook = z.object({
+  type: z.literal('webhook'),
+  url: z.url({ protocol: /^https?$/ }).max(2048),
+  secret: secret.describe('HMAC-SHA256 signing key of X-Signature'),
+});
+
+const meta = z.object({
+  type: z.literal('meta_custom_audience'),
+  audience_id: digits('the custom audience id').describe('the custom audience id on Meta (digits)'),
+  access_token: secret.describe('a system user access token with ads_management'),
+});
+
+const google = z.object({
+  type: z.literal('google_customer_match'),
+  customer_id: googleAccount('the Google Ads customer id').describe('the Google Ads account of the list (hyphens allowed)'),
+  user_list_id: digits('the user list id').describe('the Customer Match user list id'),
+  login_customer_id: googleAccount('the manager account id').optional().describe('the manager account the OAuth user signs in with, when not the customer itself'),
+  oauth: z.object({ client_id: z.string().min(1).max(512), client_secret: secret, refresh_token: secret })
+    .describe('an OAuth client and a refresh token with the datamanager (or, with api google_ads, adwords) scope'),
+  developer_token: secret.optional().describe('the Google Ads API developer token (api google_ads only)'),
+  consent: z.object({ ad_user_data: consentStatus, ad_personalization: consentStatus })
+    .describe('the EEA consent (Digital Markets Act) sent with every member: Google drops members without granted consent'),
+  api: z.enum(GOOGLE_APIS).default('data_manager').describe('data_manager (default) or google_ads (accounts Google allowlists for Customer Match)'),
+});
+
+/** A destination complete with its credentials, as stored. */
+export const storedDestination = z.discriminatedUnion('type', [webhook, meta, google]);
+export type Destination = z.infer<typeof storedDestination> & { id: string };
 export type DestinationType = Destination['type'];
 
-const SECRET_KEYS = new Set(['secret', 'access_token', 'developer_token']);
+/** The credentials of each type: write-only. */
+export const CREDENTIALS = {
+  webhook: ['secret'],
+  meta_custom_audience: ['access_token'],
+  google_customer_match: ['oauth', 'developer_token'],
+} as const satisfies { [T in DestinationType]: readonly (keyof Extract<Destination, { type: T }>)[] };
 
-/** A destination as the API shows it. */
+const savedId = z.string().min(1).max(128).optional().describe('the id of a saved destination: credentials left out are kept from it');
+
+export const destinationInput = z.discriminatedUnion('type', [
+  webhook.partial({ secret: true }).extend({ id: savedId }),
+  meta.partial({ access_token: true }).extend({ id: savedId }),
+  google.partial({ oauth: true }).extend({ id: savedId }),
+]);
+export type DestinationInput = z.infer<typeof destinationInput>;
+
+/** A destination as the API shows it: no credentials. */
 export function publicDestination(d: Destination): PublicDestination {
-  return { ...Object.fromEntries(Object.entries(d).filter(([key]) => !SECRET_KEYS.has(key))), id: d.id, type: d.type };
+  const hidden = new Set<string>(CREDENTIALS[d.type]);
+  return { ...Object.fromEntries(Object.entries(d).filter(([key]) => !hidden.has(key))), id: d.id, type: d.type };
 }
 
 export const publicDestinationSchema = z.object({ id: z.string(), type: z.string() }).catchall(z.unknown());

@@ -12,8 +12,8 @@ export function signature(secret: string, timestamp: number, body: string): stri
 }
 
 export const webhookDriver: Driver<Webhook> = {
-  pageSize: (config) => config.webhookPageSize,
-  async deliverPage(destination, page, send) {
+  pageSize: (_destination, config) => config.webhookPageSize,
+  async deliverPage(destination, page, { send }) {
     const body = JSON.stringify({
       audience_id: page.audienceId,
       snapshot_id: page.snapshotId,

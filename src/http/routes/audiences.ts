@@ -92,6 +92,22 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
     return resource.get(ws, id);
   });
 
+  app.post('/v1/audiences/:id/destinations/:destination_id/deliver', {
+    config: auth,
+    schema: {
+      tags: ['audiences'], summary: 'Send now: queue a delivery to one destination',
+      description: 'Brings the destination to the latest snapshot from what it has acknowledged (what it missed while failing, or nothing when it is up to date), in the background; read the outcome in the delivery log. 409 before the first refresh.',
+      params: idParams.extend({ destination_id: z.string().min(1).max(128) }),
+      response: { 202: z.object({ queued: z.literal(true), destination_id: z.string() }) },
+    },
+  }, async (request, reply) => {
+    const ws = request.workspaceId;
+    const { id, destination_id } = request.params;
+    await resource.queueDelivery(ws, id, destination_id);
+    void deliverer.deliver(ws, id);
+    return reply.code(202).send({ queued: true as const, destination_id });
+  });
+
   app.get('/v1/audiences/:id/members', {
     config: auth,
     schema: {
@@ -144,6 +160,8 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
         snapshot_id: d.snapshot_id,
         status: d.status,
         pages_delivered: d.next_page,
+        added: d.added_count,
+        removed: d.removed_count,
         skipped: d.skipped,
         last_error: d.last_error,
         created_at: d.created_at.toISOString(),

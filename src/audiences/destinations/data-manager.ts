@@ -1,0 +1,49 @@
+// Google's Data Manager API (googleapis google/ads/datamanager/v1 ingestion_service.proto):
+// `POST {GOOGLE_DATA_MANAGER_BASE_URL}/v1/audienceMembers:ingest` and `…:remove`, each with the
+// destination (the Google Ads account and its Customer Match list), `encoding: HEX` and at most
+// 10 000 members; ingest also carries the consent. The answer is `{ requestId }`.
+
+import type { DiffMember } from '../../store/analytics.js';
+import type { DeliveryContext } from './driver.js';
+import { judgeGoogle } from './google-errors.js';
+import type { Destination } from './schema.js';
+
+type Google = Extract<Destination, { type: 'google_customer_match' }>;
+
+/** IngestAudienceMembersRequest.audience_members: "At most 10000". */
+export const DATA_MANAGER_MEMBERS_PER_REQUEST = 10_000;
+
+const CONSENT = { GRANTED: 'CONSENT_GRANTED', DENIED: 'CONSENT_DENIED' } as const;
+
+const account = (accountId: string) => ({ accountType: 'GOOGLE_ADS', accountId });
+
+/** The Destination message: the list in the operating account, reached through the login account when given. */
+export const dataManagerDestination = (d: Google) => ({
+  operatingAccount: account(d.customer_id),
+  ...(d.login_customer_id ? { loginAccount: account(d.login_customer_id) } : {}),
+  productDestinationId: d.user_list_id,
+});
+
+/** Bearer headers with the cached access token; a 401 forgets it, and the retried attempt fetches another. */
+export async function googleAuthorization(destination: Google, context: DeliveryContext) {
+  const token = await context.tokens.get(context.config.googleOauthTokenUrl, destination.oauth, context.send);
+  return { headers: { authorization: `Bearer ${token}` }, judge: judgeGoogle(() => context.tokens.forget(token)) };
+}
+
+/** Sends hashed emails to the list: `added` with `:ingest`, `removed` with `:remove`. */
+export async function sendToDataManager(destination: Google, change: DiffMember['change'], hashes: string[], context: DeliveryContext): Promise<void> {
+  const verb = change === 'added' ? 'ingest' : 'remove';
+  const url = `${context.config.googleDataManagerBaseUrl}/v1/audienceMembers:${verb}`;
+  for (let from = 0; from < hashes.length; from += DATA_MANAGER_MEMBERS_PER_REQUEST) {
+    const body = {
+      destinations: [dataManagerDestination(destination)],
+      audienceMembers: hashes.slice(from, from + DATA_MANAGER_MEMBERS_PER_REQUEST).map((emailAddress) => ({ userData: { userIdentifiers: [{ emailAddress }] } })),
+      ...(change === 'added' ? { consent: { adUserData: CONSENT[destination.consent.ad_user_data], adPersonalization: CONSENT[destination.consent.ad_personalization] } } : {}),
+      encoding: 'HEX',
+    };
+    await context.send(async () => {
+      const { headers, judge } = await googleAuthorization(destination, context);
+      return { label: `POST audienceMembers:${verb}`, method: 'POST', url, headers: { 'content-type': 'application/json', ...headers }, body: JSON.stringify(body), judge };
+    });
+  }
+}
