@@ -1,9 +1,10 @@
-// Saved audiences: the list, and one audience with its members (paged, exports), destinations,
-// delivery log and a refresh-now button.
+// Saved audiences: the list, and one audience with its members (paged, exports), destinations
+// (destinations.ts), delivery log and a refresh-now button.
 
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
 import { type Audience, api, type Delivery, download, type Member } from './api.js';
+import { Destinations } from './destinations.js';
 import { ErrorNote, go, num, StatusBadge, useLoad, when } from './ui.js';
 
 export function AudienceList() {
@@ -86,14 +87,8 @@ export function AudienceDetail({ id }: { id: string }) {
     </dl>
     ${a.last_error && html`<p class="notice error">Last refresh failed: ${a.last_error}</p>`}
     <${Members} path=${path} id=${a.id} version=${`${version}:${a.last_refreshed_at}`} />
-    <h2>Destinations</h2>
-    ${a.destinations.length === 0
-      ? html`<p class="hint">None. Add a webhook, Meta or Google destination with PATCH ${path} (destinations).</p>`
-      : html`<div class="table-wrap"><table><caption class="sr-only">Destinations</caption>
-        <thead><tr><th scope="col">Type</th><th scope="col">Id</th><th scope="col">Settings</th></tr></thead>
-        <tbody>${a.destinations.map(({ id: destId, type, ...rest }) => html`<tr><td>${type}</td><td><code>${destId}</code></td>
-          <td>${Object.entries(rest).map(([k, v]) => html`<span class="kv">${k}: ${typeof v === 'string' ? v : JSON.stringify(v)}</span>`)}</td></tr>`)}
-        </tbody></table></div>`}
+    <${Destinations} path=${path} destinations=${a.destinations} version=${`${version}:${a.updated_at}`}
+      onChange=${() => { audience.reload(); setVersion((v) => v + 1); }} />
     <${Deliveries} path=${path} version=${version} />
   </section>`;
 }
