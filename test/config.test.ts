@@ -26,3 +26,11 @@ it('refuses PostgreSQL control with DuckDB analytics at open, in one line, befor
   await expect(opened).rejects.toThrow(StoreUnavailable);
   await expect(opened).rejects.toThrow(/^DATABASE_URL \(PostgreSQL control state, shared by API nodes\) needs ANALYTICS_STORE=clickhouse: [^\n]+$/);
 });
+
+it('reads the ad platforms\' base URLs without a trailing slash and their versions, refusing a version that is not one', () => {
+  expect(loadConfig({}).platforms).toEqual({});
+  expect(loadConfig({ META_BASE_URL: 'http://127.0.0.1:9/meta/', META_API_VERSION: 'v27.0', GOOGLE_ADS_API_VERSION: 'v25' }).platforms)
+    .toEqual({ metaBaseUrl: 'http://127.0.0.1:9/meta', metaApiVersion: 'v27.0', googleAdsApiVersion: 'v25' });
+  expect(() => loadConfig({ GOOGLE_ADS_API_VERSION: '25' })).toThrow('GOOGLE_ADS_API_VERSION must look like v25 or v27.0, got "25"');
+  expect(() => loadConfig({ GOOGLE_OAUTH_TOKEN_URL: 'oauth2.googleapis.com/token' })).toThrow('GOOGLE_OAUTH_TOKEN_URL must be an http(s) URL');
+});
