@@ -5,7 +5,7 @@
 
 import type { DiffMember } from '../../store/analytics.js';
 import type { DeliveryContext } from './driver.js';
-import { judgeGoogle } from './google-errors.js';
+import { googleAuthorization } from './google-auth.js';
 import type { Destination } from './schema.js';
 
 type Google = Extract<Destination, { type: 'google_customer_match' }>;
@@ -23,12 +23,6 @@ export const dataManagerDestination = (d: Google) => ({
   ...(d.login_customer_id ? { loginAccount: account(d.login_customer_id) } : {}),
   productDestinationId: d.user_list_id,
 });
-
-/** Bearer headers with the cached access token; a 401 forgets it, and the retried attempt fetches another. */
-export async function googleAuthorization(destination: Google, context: DeliveryContext) {
-  const token = await context.tokens.get(context.config.googleOauthTokenUrl, destination.oauth, context.send);
-  return { headers: { authorization: `Bearer ${token}` }, judge: judgeGoogle(() => context.tokens.forget(token)) };
-}
 
 /** Sends hashed emails to the list: `added` with `:ingest`, `removed` with `:remove`. */
 export async function sendToDataManager(destination: Google, change: DiffMember['change'], hashes: string[], context: DeliveryContext): Promise<void> {

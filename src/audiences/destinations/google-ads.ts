@@ -7,7 +7,7 @@
 
 import type { DiffMember } from '../../store/analytics.js';
 import { type DeliveryContext, type HttpRequest, jsonOf } from './driver.js';
-import { googleAuthorization } from './data-manager.js';
+import { googleAuthorization } from './google-auth.js';
 import { partialFailure } from './google-errors.js';
 import type { Destination } from './schema.js';
 
