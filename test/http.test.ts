@@ -60,6 +60,22 @@ describe.each(ENGINES_WITH_POSTGRES)('%s: HTTP API', (engine) => {
     expect(res.json()).toMatchObject({ error: 'invalid_json' });
   });
 
+  it('takes an empty body sent as application/json as no body on a body-less action', async () => {
+    const created = await t.post('/v1/audiences', { name: 'empty body', criteria_json: { version: 1, root: signedUp } });
+    const res = await t.app.inject({
+      method: 'POST', url: `/v1/audiences/${created.json().id}/refresh`, payload: '',
+      headers: { authorization: `Bearer ${t.ws.secret_key}`, 'content-type': 'application/json' },
+    });
+    expect(res.statusCode).toBe(200);
+    expect(res.json()).toMatchObject({ status: 'ready', member_count: 5 });
+  });
+
+  it('answers an empty body where a body is required with 400 invalid_request, not invalid_json', async () => {
+    const res = await t.post('/v1/audiences/compile', '');
+    expect(res.statusCode).toBe(400);
+    expect(res.json()).toMatchObject({ error: 'invalid_request', errors: [{ field: '' }] });
+  });
+
   it('answers a body over 1 MiB with 413 payload_too_large', async () => {
     const res = await t.post('/v1/audiences/compile', { criteria_json: 'x'.repeat(1024 * 1024 + 10) });
     expect(res.statusCode).toBe(413);

@@ -1,5 +1,6 @@
 // The JSON body parser (src/http/json-body.ts) reads plain bodies with JSON.parse alone: for every
-// text it gives what Fastify's default parser followed by the well-formed walk gives, value or error.
+// text it gives what Fastify's default parser followed by the well-formed walk gives, value or error,
+// except an empty text: no body rather than an error.
 
 import fc from 'fast-check';
 import Fastify, { type FastifyRequest } from 'fastify';
@@ -34,6 +35,11 @@ describe('the JSON body parser', () => {
       const actual = run(ours, text);
       // A refused key is worded by our parser (naming it); the default parser's code says the same.
       if ('error' in expected && 'error' in actual) return;
+      // An empty body is no body (the default parser refuses it).
+      if (text === '') {
+        expect(actual).toStrictEqual({ value: undefined });
+        return;
+      }
       expect(actual).toStrictEqual(expected);
     }), { numRuns: tierRuns(3000) });
   });

@@ -11,11 +11,13 @@ type BodyParser = (request: FastifyRequest, body: string | Buffer, done: (err: E
 
 /**
  * Fastify's own JSON parser (same limits, prototype-poisoning checks) followed by `wellFormedIn`;
- * a body refused for a `__proto__` or `constructor.prototype` key is answered saying where.
+ * a body refused for a `__proto__` or `constructor.prototype` key is answered saying where. An empty
+ * body is no body: many HTTP clients send `Content-Type: application/json` on a body-less POST.
  */
 export function jsonBodyParser(app: FastifyInstance): BodyParser {
   const parse = app.getDefaultJsonParser('error', 'error');
   return (request, body, done) => {
+    if (body.length === 0) return done(null, undefined);
     const plain = plainJson(body as string);
     if (plain !== NOT_PLAIN) return done(null, plain);
     parse(request, body as string, (err: Error | null, value?: unknown) => {
