@@ -60,6 +60,18 @@ export async function importDir(stores: Stores, ws: string, dir: string, progres
 }
 
 /**
+ * Whether workspace `ws` already holds people or their activity: an import into it would merge
+ * identities with what is there (a fixture's `u_42` taking over the real one), so loaders refuse.
+ */
+export async function holdsData(stores: Stores, ws: string): Promise<boolean> {
+  const held = await duckdbOf(stores).query(
+    `SELECT (SELECT count(*) FROM persons WHERE workspace_id = $1) + (SELECT count(*) FROM visitors WHERE workspace_id = $1)
+      + (SELECT count(*) FROM events WHERE workspace_id = $1) AS n`,
+    [ws]);
+  return Number(held[0]?.n ?? 0) > 0;
+}
+
+/**
  * The event names whose payload paths validating `criteria` looks up (product_event leaves with a
  * filter): the validator's own walk, over a catalog that records the names and accepts every path.
  */

@@ -6,7 +6,7 @@ import { Workspaces } from '../store/control/workspaces.js';
 import type { ImportProgress } from '../store/duckdb/import.js';
 import { duckdbOf, openStores } from '../store/open.js';
 import { type Command, stringOption } from './args.js';
-import { ANALYST_WORKSPACE, importDir, openDatabase } from './data.js';
+import { ANALYST_WORKSPACE, holdsData, importDir, openDatabase } from './data.js';
 import { CliError } from './errors.js';
 import { assertImportable, checkParquetDir, type DirCheck } from './layout-check.js';
 import { fmt, type Output, seconds } from './output.js';
@@ -112,10 +112,7 @@ async function run([dir]: string[], values: Record<string, string | boolean | un
   const stores = await openDatabase(into);
   try {
     const ws = await new Workspaces(stores.control).ensure(ANALYST_WORKSPACE, {});
-    const held = await duckdbOf(stores).query(
-      'SELECT (SELECT count(*) FROM persons WHERE workspace_id = $1) + (SELECT count(*) FROM events WHERE workspace_id = $1) AS n',
-      [ws.workspace_id]);
-    if (Number(held[0]?.n ?? 0) > 0) {
+    if (await holdsData(stores, ws.workspace_id)) {
       throw new CliError(`${into}: workspace ${ANALYST_WORKSPACE} (${ws.workspace_id}) already holds data; load into a new file`);
     }
     const loaded: { table: string; rows: number; ms: number }[] = [];

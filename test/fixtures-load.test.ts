@@ -1,0 +1,80 @@
+// `npm run fixtures:load` (fixtures/load.ts) refuses a workspace that already holds data, as
+// `audiences load` does: loading would merge the fixtures' people (u_42, cus_1…) with the real ones.
+
+import { execFile } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generateFixtures } from '../fixtures/generate.js';
+import { Workspaces } from '../src/store/control/workspaces.js';
+import { importDataset } from '../src/store/duckdb/import.js';
+import { duckdbOf, openStores } from '../src/store/open.js';
+
+const run = promisify(execFile);
+const LOAD = join(import.meta.dirname, '..', 'fixtures', 'load.ts');
+
+/** fixtures/load.ts as `npm run fixtures:load` runs it; a non-zero exit is a result. */
+async function load(...args: string[]): Promise<{ code: number; stderr: string }> {
+  try {
+    await run(process.execPath, ['--import', 'tsx', LOAD, ...args], { timeout: 120_000 });
+    return { code: 0, stderr: '' };
+  } catch (err) {
+    const e = err as { code?: number; stderr?: string };
+    return { code: typeof e.code === 'number' ? e.code : -1, stderr: e.stderr ?? '' };
+  }
+}
+
+/** A database whose `default` workspace holds `persons` people with ids u_<n>. */
+async function database(path: string, persons: number): Promise<void> {
+  const stores = await openStores({ analyticsStore: 'duckdb', databasePath: path });
+  try {
+    const ws = await new Workspaces(stores.control).create('default');
+    await importDataset(duckdbOf(stores), ws.workspace_id, {
+      persons: Array.from({ length: persons }, (_, i) => ({
+        person_id: `real_${i}`, external_id: `u_${i}`, email: `real${i}@example.com`, name: null, traits: null, created_at: new Date('2026-01-01T00:00:00Z'),
+      })),
+    });
+  } finally {
+    await stores.close();
+  }
+}
+
+async function personCount(path: string): Promise<number> {
+  const stores = await openStores({ analyticsStore: 'duckdb', databasePath: path });
+  try {
+    return Number((await duckdbOf(stores).query('SELECT count(*) AS n FROM persons'))[0]!.n);
+  } finally {
+    await stores.close();
+  }
+}
+
+describe('npm run fixtures:load', () => {
+  let dir: string;
+  let fixtures: string;
+  beforeAll(async () => {
+    dir = await mkdtemp(join(tmpdir(), 'fixtures-load-'));
+    fixtures = join(dir, 'fixtures');
+    await generateFixtures({ people: 200, events: 1_000, pageviews: 200, seed: 5, out: fixtures });
+  });
+  afterAll(() => rm(dir, { recursive: true, force: true }));
+
+  it('refuses a workspace that already holds people, saying so, and changes nothing', async () => {
+    const path = join(dir, 'used.duckdb');
+    await database(path, 3);
+    const res = await load('--dir', fixtures, '--database', path);
+    expect(res.code).toBe(1);
+    expect(res.stderr).toMatch(/^fixtures:load: .*already holds data.*workspace create/);
+    expect(await personCount(path)).toBe(3);
+  });
+
+  it('loads into an empty workspace', async () => {
+    const path = join(dir, 'empty.duckdb');
+    await database(path, 0);
+    const res = await load('--dir', fixtures, '--database', path);
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(0);
+    expect(await personCount(path)).toBeGreaterThan(0);
+  });
+});
