@@ -222,6 +222,19 @@ describe.each(ENGINES_WITH_POSTGRES)('%s: audiences', (engine) => {
     await send('DELETE', `/v1/audiences/${a.id}`);
   });
 
+  it('is pending and due at once after a PATCH that changes its criteria, ready with the new count after the refresh', async () => {
+    const a = await create({ name: 'to change', criteria_json: ever('signup') });
+    expect((await send('POST', `/v1/audiences/${a.id}/refresh`)).json()).toMatchObject({ status: 'ready', member_count: 6 });
+    const renamed = await send('PATCH', `/v1/audiences/${a.id}`, { name: 'same criteria', criteria_json: ever('signup') });
+    expect(renamed.json()).toMatchObject({ status: 'ready', member_count: 6 });
+
+    const patched = await send('PATCH', `/v1/audiences/${a.id}`, { criteria_json: ever('visit') });
+    expect(patched.json()).toMatchObject({ status: 'pending', next_refresh_at: now.toISOString() });
+    expect((await send('GET', `/v1/audiences/${a.id}`)).json()).toMatchObject({ status: 'pending' });
+    expect((await send('POST', `/v1/audiences/${a.id}/refresh`)).json()).toMatchObject({ status: 'ready', member_count: 2 });
+    await send('DELETE', `/v1/audiences/${a.id}`);
+  });
+
   it('rolls a last_n_days window with the clock and delivers the removal, retried past two 503s', async () => {
     const hook = await receiver(2);
     try {

@@ -127,7 +127,10 @@ export class AudienceResource {
     return toAudience(await this.row(ws, id));
   }
 
-  /** New criteria make the audience due at once; a new cadence counts from the last refresh. */
+  /**
+   * New criteria make the audience due at once and `pending` until that refresh (member_count stays
+   * the last snapshot's, whose members are still served); a new cadence counts from the last refresh.
+   */
   async update(ws: string, id: string, patch: AudiencePatch): Promise<Audience> {
     this.checkDestinations(patch.destinations);
     const row = await this.row(ws, id);
@@ -137,6 +140,7 @@ export class AudienceResource {
     if (patch.criteria_json !== undefined) {
       Object.assign(changes, await checkedCriteria(this.stores.analytics, ws, patch.criteria_json));
       changes.next_refresh_at = now;
+      if (changes.criteria !== row.criteria) Object.assign(changes, { status: 'pending', last_error: null });
     }
     if (patch.refresh_every !== undefined) {
       Object.assign(changes, cadence(patch.refresh_every));

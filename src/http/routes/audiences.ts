@@ -60,7 +60,7 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
     config: auth,
     schema: {
       tags: ['audiences'], summary: 'Change an audience',
-      description: 'New criteria make the audience due for refresh at once. destinations replaces the whole list.',
+      description: 'New criteria make the audience due for refresh at once: it is pending until then. destinations replaces the whole list.',
       params: idParams,
       body: audiencePatch,
       response: { 200: audience },
