@@ -44,6 +44,11 @@ if (secretKey || publishableKey || stripeWebhookSecret) {
       `  stripe webhook secret: ${ws.stripe_webhook_secret}`,
       `  stripe webhook URL:    ${webhookUrl(config.publicUrl, ws.workspace_id)}`,
     ].join('\n'));
+  } else {
+    // Every later start: the keys cannot be shown again, the webhook URLs can.
+    for (const known of await workspaces.list()) {
+      console.log(`workspace "${known.name}" (${known.workspace_id}) stripe webhook URL: ${webhookUrl(config.publicUrl, known.workspace_id)}`);
+    }
   }
 }
 

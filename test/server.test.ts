@@ -162,6 +162,9 @@ describe('the service process', () => {
 
     const second = await start({});
     expect(second.output()).not.toContain('secret key:');
+    // The webhook URL, unlike the keys, is printed at every start.
+    const workspace = /created workspace "default" \((ws_\S+)\)/.exec(first.output())?.[1];
+    expect(/stripe webhook URL:\s+(\S+)/.exec(second.output())?.[1]).toBe(`${second.url}/v1/webhooks/stripe/${workspace}`);
     expect((await compile(second.url, key!)).status).toBe(200);
     expect(await stop(second, 'SIGINT')).toBe(0);
   });
