@@ -76,6 +76,21 @@ describe.each(ENGINES_WITH_POSTGRES)('%s: HTTP API', (engine) => {
     expect(res.json()).toMatchObject({ error: 'invalid_request', errors: [{ field: '' }] });
   });
 
+  it('says what to fix: a tree sent without its criteria_json wrapper, a date not in ISO 8601, a URL that is not http(s)', async () => {
+    const unwrapped = await t.post('/v1/audiences/compile', { version: 1, root: signedUp });
+    expect(unwrapped.json()).toMatchObject({ valid: false, code: 'invalid_envelope', path: '', message: expect.stringContaining('criteria_json is missing') });
+
+    const report = await t.post('/v1/reports/revenue', { from: '11/01/2025', to: '2026-01-01', interval: 'month', group_by: 'channel_category' });
+    expect(report.statusCode).toBe(400);
+    expect(report.json().errors).toEqual([{ field: '/from', message: expect.stringContaining('ISO 8601 date such as 2025-11-01') }]);
+
+    const destination = await t.post('/v1/audiences', {
+      name: 'ftp', criteria_json: { version: 1, root: signedUp }, destinations: [{ type: 'webhook', url: 'ftp://hooks.example.com/a', secret: 's' }],
+    });
+    expect(destination.statusCode).toBe(400);
+    expect(destination.json().errors).toEqual([{ field: '/destinations/0/url', message: expect.stringContaining('http:// or https://') }]);
+  });
+
   it('answers a body over 1 MiB with 413 payload_too_large', async () => {
     const res = await t.post('/v1/audiences/compile', { criteria_json: 'x'.repeat(1024 * 1024 + 10) });
     expect(res.statusCode).toBe(413);

@@ -79,6 +79,9 @@ class Validator {
         return this.fail('invalid_envelope', null, 'criteria_json is a string that is not valid JSON');
       }
     }
+    if (doc === undefined) {
+      return this.fail('invalid_envelope', null, 'criteria_json is missing: send the tree wrapped as { "criteria_json": { "version": 1, "root": node } }');
+    }
     if (!isObject(doc)) {
       return this.fail('invalid_envelope', null, 'criteria must be an object { "version": 1, "root": node }');
     }

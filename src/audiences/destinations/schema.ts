@@ -14,7 +14,7 @@ export const GOOGLE_APIS = ['data_manager', 'google_ads'] as const;
 
 const webhook = z.object({
   type: z.literal('webhook'),
-  url: z.url({ protocol: /^https?$/ }).max(2048),
+  url: z.url({ protocol: /^https?$/, error: 'expected an http:// or https:// URL' }).max(2048, 'at most 2048 characters'),
   secret: secret.describe('HMAC-SHA256 signing key of X-Signature'),
 });
 
