@@ -118,7 +118,12 @@ describe('the web console, a newcomer\'s first minutes', () => {
 
     // The page view from an AI assistant.
     const first = node('/root/children/0');
+    // A new filter row starts with an empty value, and counts for nothing until it is filled.
+    const estimated = page.waitForResponse((r) => r.url().endsWith('/v1/audiences/compile'));
     await first.getByRole('button', { name: 'Add filter' }).click();
+    expect(await first.getByLabel('Value', { exact: true }).inputValue()).toBe('');
+    expect((await (await estimated).json() as { estimated_count: { count: number } }).estimated_count.count).toBe(6);
+    await expect.poll(count).toBe('6');
     await first.getByLabel('Field', { exact: true }).selectOption('channel_category');
     await first.getByLabel('Value', { exact: true }).selectOption('AI');
     await expect.poll(count).toBe('3');
@@ -160,6 +165,13 @@ describe('the web console, a newcomer\'s first minutes', () => {
   it('saves it, refreshes it now, pages its members and exports them as CSV', async () => {
     await page.getByRole('button', { name: 'Save audience' }).click();
     await page.getByRole('heading', { name: 'AI visitors who never signed up' }).waitFor();
+    // Pending until the scheduler refreshes it; the page follows without a reload.
+    expect(await page.locator('.facts-grid .badge').textContent()).toBe('pending');
+    const id = decodeURIComponent(new URL(page.url()).hash.replace('#/audiences/', ''));
+    const refreshed = await t.app.inject({ method: 'POST', url: `/v1/audiences/${id}/refresh`, headers: { authorization: `Bearer ${t.ws.secret_key}` } });
+    expect(refreshed.json()).toMatchObject({ status: 'ready', member_count: 2 });
+    await expect.poll(() => page.getByTestId('member-count').textContent()).toBe('2');
+    expect(await page.locator('.facts-grid .badge').textContent()).toBe('ready');
     await page.getByRole('button', { name: 'Refresh now' }).click();
     await expect.poll(() => page.getByTestId('member-count').textContent()).toBe('2');
     const members = page.locator('.members tbody tr');

@@ -2,7 +2,7 @@
 // (destinations.ts), delivery log and a refresh-now button.
 
 import { html } from 'htm/preact';
-import { useState } from 'preact/hooks';
+import { useEffect, useState } from 'preact/hooks';
 import { type Audience, api, type Delivery, download, type Member } from './api.js';
 import { Destinations } from './destinations.js';
 import { ErrorNote, go, num, StatusBadge, useLoad, when } from './ui.js';
@@ -34,6 +34,8 @@ export function AudienceList() {
 }
 
 const PAGE_SIZE = 50;
+/** How often an audience waiting for its refresh (saved, or its criteria changed) is asked for again. */
+const POLL_MS = 1000;
 
 export function AudienceDetail({ id }: { id: string }) {
   const path = `/v1/audiences/${encodeURIComponent(id)}`;
@@ -41,6 +43,13 @@ export function AudienceDetail({ id }: { id: string }) {
   const [refreshing, setRefreshing] = useState(false);
   const [actionError, setActionError] = useState<unknown>(null);
   const [version, setVersion] = useState(0);
+  // Pending until the scheduler refreshes it: asked again until the refresh is done.
+  const settling = audience.data?.status === 'pending' || audience.data?.status === 'refreshing';
+  useEffect(() => {
+    if (!settling) return;
+    const timer = setTimeout(audience.reload, POLL_MS);
+    return () => clearTimeout(timer);
+  }, [settling, audience.data]);
 
   const refresh = async () => {
     setRefreshing(true);

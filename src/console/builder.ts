@@ -4,7 +4,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { type Audience, api, ApiError, type BreakdownRow, type CompileAnswer, type CriteriaError, type Definitions, message } from './api.js';
-import { errorsByNode, isObj, newCriteria, type Path, setAt } from './criteria.js';
+import { errorsByNode, isObj, newCriteria, type Path, setAt, withoutUnfilled } from './criteria.js';
 import { NodeView, type TreeContext } from './tree.js';
 import { ErrorNote, go, num, valueOf } from './ui.js';
 
@@ -67,7 +67,7 @@ export function Builder({ audienceId, defs }: { audienceId?: string; defs: Defin
     setSaving(true);
     setSaveError(null);
     try {
-      const body = { name, criteria_json: criteria, refresh_every: refreshEvery };
+      const body = { name, criteria_json: withoutUnfilled(criteria), refresh_every: refreshEvery };
       const saved = audienceId
         ? await api<Audience>('PATCH', `/v1/audiences/${encodeURIComponent(audienceId)}`, body)
         : await api<Audience>('POST', '/v1/audiences', body);
@@ -125,7 +125,7 @@ function useEstimate(criteria: unknown, breakdown: string): EstimateState {
     const id = ++latest.current;
     const controller = new AbortController();
     const timer = setTimeout(() => {
-      api<CompileAnswer>('POST', '/v1/audiences/compile', { criteria_json: criteria, ...(breakdown ? { breakdown } : {}) }, { signal: controller.signal })
+      api<CompileAnswer>('POST', '/v1/audiences/compile', { criteria_json: withoutUnfilled(criteria), ...(breakdown ? { breakdown } : {}) }, { signal: controller.signal })
         .then((answer) => { if (id === latest.current) setState({ answer, error: null, for: request }); },
           (error: unknown) => { if (id === latest.current && !controller.signal.aborted) setState((s) => ({ ...s, error, for: request })); });
     }, ESTIMATE_DELAY_MS);

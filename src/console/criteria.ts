@@ -173,3 +173,19 @@ export function withOp(pred: Obj, op: string): Obj {
   if (isList(op)) return { op, value: Array.isArray(value) ? value : value === undefined || value === '' ? [] : [value] };
   return { op, value: Array.isArray(value) ? (value[0] ?? '') : (value ?? '') };
 }
+
+const unfilled = (pred: unknown) => isObj(pred) && takesValue(pred.op)
+  && (pred.value === undefined || pred.value === '' || (Array.isArray(pred.value) && pred.value.length === 0));
+
+/**
+ * The tree as sent to the API: a filter row whose value box is still empty (a new "Add filter") is
+ * left out until it is filled, rather than matching `path is ""` and no one.
+ */
+export function withoutUnfilled(node: unknown): unknown {
+  if (Array.isArray(node)) return node.map(withoutUnfilled);
+  if (!isObj(node)) return node;
+  return Object.fromEntries(Object.entries(node).map(([key, value]) => {
+    const predicates = (key === 'filter' || key === 'predicate') && isObj(value) && typeof node.source === 'string';
+    return [key, predicates ? Object.fromEntries(Object.entries(value).filter(([, pred]) => !unfilled(pred))) : withoutUnfilled(value)];
+  }));
+}
