@@ -68,6 +68,9 @@ async function seed() {
   const bobAt = nowS() - 6 * 7 * 86_400;
   await ok(await deliver(t, notification('checkout.session.completed',
     checkoutSession('cus_bob', { tr_user_id: 'u_bob' }, 'bob@example.com', { mode: 'payment', amount: 9900, created: bobAt }))));
+  // Zed paid a little in another currency, with no page view to attribute it to.
+  await ok(await deliver(t, notification('checkout.session.completed',
+    checkoutSession('cus_zed', undefined, 'zed@example.com', { mode: 'payment', amount: 500, currency: 'aud' }))));
 }
 
 async function axeViolations(): Promise<string[]> {
@@ -217,8 +220,23 @@ describe('the web console, a newcomer\'s first minutes', () => {
     await page.locator('.chart canvas').first().waitFor();
     const table = page.locator('table.revenue');
     await expect.poll(() => table.locator('tbody tr').count()).toBeGreaterThan(0);
+    // The currency with the most revenue first; only the groups that had money in it.
+    expect(await page.getByLabel('Currency').inputValue()).toBe('usd');
     expect(await table.locator('tfoot').textContent()).toContain('$303.00');
     expect(await page.locator('.legend li').allTextContents()).toEqual(['AI', 'Organic Search', 'Email']); // largest first
+    const swatches = await page.locator('.legend .swatch').evaluateAll((ss) => ss.map((s) => getComputedStyle(s).backgroundColor));
+    expect(new Set(swatches).size).toBe(swatches.length);
+    // The table grouped by bucket, each headed by its day in the pages' one date format.
+    const heads = await table.locator('tbody th[scope="rowgroup"]').allTextContents();
+    expect(heads.length).toBe(await table.locator('tbody').count());
+    expect(heads.length).toBeGreaterThan(1);
+    for (const head of heads) expect(head).toMatch(/^\d{1,2} [A-Z][a-z]{2,3} \d{4}$/);
+    expect(new Set(heads).size).toBe(heads.length);
+
+    await page.getByLabel('Currency').selectOption('aud');
+    await expect.poll(() => page.locator('.legend li').allTextContents()).toEqual(['Non-attributed']);
+    expect(await table.locator('tfoot').textContent()).toContain('A$5.00');
+    await page.getByLabel('Currency').selectOption('usd');
     expect(await axeViolations()).toEqual([]);
     await page.screenshot({ path: join(SCREENSHOTS, 'console-revenue.png'), fullPage: true });
   });

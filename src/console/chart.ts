@@ -11,11 +11,27 @@ export interface ChartSeries { label: string; values: number[]; color: string }
 /** Colours with at least 3:1 contrast on white, told apart by people with common colour blindness (Okabe–Ito). */
 export const PALETTE = ['#0072B2', '#D55E00', '#009E73', '#CC79A7', '#8a6d00', '#56B4E9', '#E69F00', '#5b3f8f', '#a33', '#2f6f4f'];
 
-export function StackedBars({ buckets, series, format, label }: {
+/** The i-th colour: the palette, then hues a golden angle apart, dark enough for 3:1 on white; never a repeat. */
+export const colorAt = (i: number): string =>
+  i < PALETTE.length ? PALETTE[i]! : `hsl(${Math.round(((i - PALETTE.length) * 137.508 + 20) % 360)} 75% 32%)`;
+
+const AXIS_FONT = '12px sans-serif';
+let measure: CanvasRenderingContext2D | null = null;
+/** Room for the widest tick label, so `$150,000.00` is not cut to `150,000.00`. */
+function labelsWidth(values: string[] | null): number {
+  measure ??= document.createElement('canvas').getContext('2d');
+  if (!measure || !values) return 60;
+  measure.font = AXIS_FONT;
+  return Math.ceil(Math.max(0, ...values.map((v) => measure!.measureText(v).width))) + 24;
+}
+
+export function StackedBars({ buckets, series, format, formatBucket, label }: {
   /** Bucket starts, ISO dates. */
   buckets: string[];
   series: ChartSeries[];
   format: (v: number) => string;
+  /** A bucket's tick label. */
+  formatBucket: (iso: string) => string;
   label: string;
 }) {
   const box = useRef<HTMLDivElement>(null);
@@ -39,8 +55,18 @@ export function StackedBars({ buckets, series, format, label }: {
         y: { range: (_u, _min, max) => [0, max > 0 ? max * 1.1 : 1] },
       },
       axes: [
-        { stroke: '#333', grid: { show: false } },
-        { stroke: '#333', size: 80, values: (_u, ticks) => ticks.map((t) => format(t)), grid: { stroke: '#e4e4e4' } },
+        {
+          // A tick on each bucket; labels on every k-th when they would not fit side by side.
+          stroke: '#333', font: AXIS_FONT, grid: { show: false }, splits: () => xs,
+          values: (u, ticks) => {
+            const every = Math.max(1, Math.ceil((ticks.length * 96) / Math.max(1, u.width - 100)));
+            return ticks.map((_t, i) => (i % every === 0 ? formatBucket(buckets[i]!) : ''));
+          },
+        },
+        {
+          stroke: '#333', font: AXIS_FONT, size: (_u, values) => labelsWidth(values),
+          values: (_u, ticks) => ticks.map((t) => format(t)), grid: { stroke: '#e4e4e4' },
+        },
       ],
       series: [
         {},

@@ -4,9 +4,9 @@
 import { html } from 'htm/preact';
 import { useMemo, useState } from 'preact/hooks';
 import { type Audience, api, ApiError, type Definitions, type Money, type RevenueReport } from './api.js';
-import { PALETTE, StackedBars } from './chart.js';
+import { colorAt, StackedBars } from './chart.js';
 import { OP_LABELS, opsFor, parseValue, takesValue } from './criteria.js';
-import { ErrorNote, minorUnits, money, num, useLoad, valueOf } from './ui.js';
+import { day, ErrorNote, minorUnits, money, num, useLoad, valueOf } from './ui.js';
 
 const GROUPS: [string, string][] = [
   ['channel_category', 'channel category'], ['channel', 'channel'], ['campaign', 'campaign'], ['medium', 'medium'],
@@ -40,7 +40,9 @@ export function Revenue({ defs }: { defs: Definitions }) {
   const request = JSON.stringify(body);
   const report = useLoad((signal) => api<RevenueReport>('POST', '/v1/reports/revenue', body, { signal }), [request]);
   const data = report.data;
-  const shown = data && (currency && data.currencies.includes(currency) ? currency : data.currencies[0]);
+  // By default the currency with the most revenue, not the alphabetically first.
+  const currencies = data ? byRevenue(data) : [];
+  const shown = data && (currency && currencies.includes(currency) ? currency : currencies[0]);
 
   const traitKeys = defs.traits.map((t) => `traits.${t}`);
   const setFilter = (i: number, change: Partial<TraitFilter>) => setFilters(filters.map((f, j) => (j === i ? { ...f, ...change } : f)));
@@ -81,7 +83,7 @@ export function Revenue({ defs }: { defs: Definitions }) {
           : html`<p class="hint">No traits seen yet.</p>`}
       </fieldset>
       ${data && data.currencies.length > 1 && html`<label>Currency <select value=${shown} onChange=${(e: Event) => setCurrency(valueOf(e))}>
-        ${data.currencies.map((c) => html`<option value=${c}>${c.toUpperCase()}</option>`)}
+        ${currencies.map((c) => html`<option value=${c}>${c.toUpperCase()}</option>`)}
       </select></label>`}
     </form>
     ${report.error && html`<${ErrorNote} error=${report.error instanceof ApiError && report.error.status === 404
@@ -110,35 +112,53 @@ export function bucketsBetween(from: string, to: string, interval: RevenueReport
   return out;
 }
 
+/** The report's currencies, the one with the most revenue first. */
+function byRevenue(report: RevenueReport): string[] {
+  const total = (c: string) => report.totals?.revenue[c] ?? report.rows.reduce((s, r) => s + (r.revenue[c] ?? 0), 0);
+  return [...report.currencies].sort((a, b) => total(b) - total(a) || (a < b ? -1 : 1));
+}
+
+/** Groups without a value and payers without a touch: two greys told apart, never a palette colour. */
+const NEUTRAL: Record<string, string> = { '(none)': '#767676', 'Non-attributed': '#2b2b2b' };
+
 function Report({ report, currency }: { report: RevenueReport; currency: string }) {
   const amount = (m: Money | undefined) => m?.[currency] ?? 0;
   const major = 10 ** minorUnits(currency);
+  // Only the rows with money in this currency: a group that had none is not listed.
+  const rows = useMemo(() => report.rows.filter((r) => amount(r.revenue) !== 0 || amount(r.refunds) !== 0), [report, currency]);
   const { buckets, series } = useMemo(() => {
     // Every bucket of the range, those without money too, so the bars sit on an even time axis.
-    const buckets = [...new Set([...bucketsBetween(report.from, report.to, report.interval), ...report.rows.map((r) => r.bucket.slice(0, 10))])].sort();
+    const buckets = [...new Set([...bucketsBetween(report.from, report.to, report.interval), ...rows.map((r) => r.bucket.slice(0, 10))])].sort();
     const totals = new Map<string, number>();
-    for (const r of report.rows) totals.set(r.group ?? '(none)', (totals.get(r.group ?? '(none)') ?? 0) + amount(r.revenue));
+    for (const r of rows) totals.set(r.group ?? '(none)', (totals.get(r.group ?? '(none)') ?? 0) + amount(r.revenue));
     const groups = [...totals.keys()].sort((a, b) => totals.get(b)! - totals.get(a)!);
-    const series = groups.map((g, i) => ({
+    let next = 0;
+    const series = groups.map((g) => ({
       label: g,
-      color: g === '(none)' || g === 'Non-attributed' ? '#767676' : PALETTE[i % PALETTE.length]!,
-      values: buckets.map((b) => report.rows.filter((r) => r.bucket.slice(0, 10) === b && (r.group ?? '(none)') === g).reduce((s, r) => s + amount(r.revenue), 0) / major),
+      color: NEUTRAL[g] ?? colorAt(next++),
+      values: buckets.map((b) => rows.filter((r) => r.bucket.slice(0, 10) === b && (r.group ?? '(none)') === g).reduce((s, r) => s + amount(r.revenue), 0) / major),
     }));
     return { buckets, series };
-  }, [report, currency]);
+  }, [rows]);
+  const byBucket = useMemo(() => {
+    const out = new Map<string, RevenueReport['rows']>();
+    for (const r of rows) out.set(r.bucket, [...(out.get(r.bucket) ?? []), r]);
+    return [...out];
+  }, [rows]);
   const fmt = (v: number) => money(Math.round(v * major), currency);
   return html`
-    <${StackedBars} buckets=${buckets} series=${series} format=${fmt}
+    <${StackedBars} buckets=${buckets} series=${series} format=${fmt} formatBucket=${day}
       label=${`Revenue in ${currency.toUpperCase()} per ${report.interval} by ${report.group_by.replace('_', ' ')}`} />
     <div class="table-wrap"><table class="revenue">
       <caption>Revenue in ${currency.toUpperCase()} per ${report.interval} by ${report.group_by}, ${report.model.replace('_', ' ')} attribution</caption>
       <thead><tr><th scope="col">${report.interval}</th><th scope="col">${report.group_by}</th><th scope="col" class="num">Revenue</th>
         <th scope="col" class="num">Refunds</th><th scope="col" class="num">Refund count</th><th scope="col" class="num">Paying customers</th>
         <th scope="col" class="num">New paying</th></tr></thead>
-      <tbody>${report.rows.map((r) => html`<tr><td>${r.bucket}</td><td>${r.group ?? '(none)'}</td>
+      ${byBucket.map(([bucket, group]) => html`<tbody class="bucket">${group.map((r, i) => html`<tr>
+        ${i === 0 && html`<th scope="rowgroup" rowspan=${group.length}>${day(bucket)}</th>`}<td>${r.group ?? '(none)'}</td>
         <td class="num">${money(amount(r.revenue), currency)}</td><td class="num">${money(amount(r.refunds), currency)}</td>
         <td class="num">${num(r.refund_count)}</td><td class="num">${num(r.paying_customers)}</td><td class="num">${num(r.new_paying_customers)}</td></tr>`)}
-      </tbody>
+      </tbody>`)}
       ${report.totals && html`<tfoot><tr><th scope="row" colspan="2">Total</th>
         <td class="num">${money(amount(report.totals.revenue), currency)}</td><td class="num">${money(amount(report.totals.refunds), currency)}</td>
         <td class="num">${num(report.totals.refund_count)}</td><td class="num">${num(report.totals.paying_customers)}</td>

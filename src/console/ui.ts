@@ -9,10 +9,20 @@ export const valueOf = (e: Event): string => (e.currentTarget as HTMLInputElemen
 const numbers = new Intl.NumberFormat('en-US');
 export const num = (n: number | null | undefined): string => (n === null || n === undefined ? '—' : numbers.format(n));
 
+// One date format on every page: `28 Nov 2026`, with `, 14:05 UTC` for an instant.
+const dates = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeZone: 'UTC' });
+const instants = new Intl.DateTimeFormat('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' });
+
 export function when(iso: string | null | undefined): string {
   if (!iso) return '—';
   const d = new Date(iso);
-  return Number.isNaN(d.getTime()) ? iso : d.toLocaleString('en-GB', { dateStyle: 'medium', timeStyle: 'short', timeZone: 'UTC' }) + ' UTC';
+  return Number.isNaN(d.getTime()) ? iso : `${instants.format(d)} UTC`;
+}
+
+/** A day (an ISO date, or the date of an instant) in the pages' date format. */
+export function day(iso: string): string {
+  const d = new Date(`${iso.slice(0, 10)}T00:00:00Z`);
+  return Number.isNaN(d.getTime()) ? iso : dates.format(d);
 }
 
 /** Money in minor units of `currency`, formatted with that currency's decimals (JPY has none). */
