@@ -136,7 +136,11 @@ describe('the web console, a newcomer\'s first minutes', () => {
     const second = node('/root/children/1');
     expect(await page.locator('datalist option').evaluateAll((os) => os.map((o) => (o as HTMLOptionElement).value)))
       .toEqual(expect.arrayContaining(['signup', 'checkout_started']));
+    // A name never received is valid, and the page says so: a typo would count no one.
+    await second.getByLabel('Event', { exact: true }).fill('sigup');
+    await expect.poll(() => page.getByTestId('warnings').textContent()).toContain('unknown_event at /root/children/1/name');
     await second.getByLabel('Event', { exact: true }).fill('signup');
+    await expect.poll(() => page.getByTestId('warnings').count()).toBe(0);
     await second.getByRole('button', { name: 'Exclude' }).click();
     await node('/root/children/1/child').waitFor();
     await expect.poll(count).toBe('2'); // v_ai_2 (anonymous) and Dee

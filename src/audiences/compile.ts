@@ -70,6 +70,7 @@ export async function compileCriteria(
       is_time_windowed: isTimeWindowed(validation.criteria.root),
       estimated_count: estimated,
       ...(rows === undefined ? {} : { breakdown: rows }),
+      ...(validation.warnings.length > 0 ? { warnings: validation.warnings } : {}),
     };
   } finally {
     turn.end();

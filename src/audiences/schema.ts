@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { BREAKDOWN_NAMES, BREAKDOWN_TOP } from '../criteria/index.js';
 import { criteriaJson, savedCriteria } from '../criteria/envelope.js';
-import { criteriaError } from '../criteria/errors.js';
+import { criteriaError, criteriaWarning } from '../criteria/errors.js';
 import { OTHER_VALUES } from './compile.js';
 import { destinationInput, publicDestinationSchema } from './destinations/schema.js';
 import { durationMs, MAX_REFRESH_MS, MIN_REFRESH_MS } from './duration.js';
@@ -120,6 +120,8 @@ const validCompile = z.object({
   estimated_count: estimate,
   breakdown: z.array(breakdownRow).nullable().optional()
     .describe(`with a breakdown: the ${BREAKDOWN_TOP} most frequent values, most first, then "${OTHER_VALUES}" for the rest (the counts add up to the count); null past the budget`),
+  warnings: z.array(criteriaWarning).optional()
+    .describe('present when the valid tree names what the workspace has not seen yet (unknown_event): likely a typo, it counts no one until such data arrives'),
 });
 
 const invalidCompile = z.object({

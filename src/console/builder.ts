@@ -163,7 +163,11 @@ function EstimatePanel({ state, errors, breakdown, setBreakdown, defs }: {
             : html`<p class="big">— <span class="unit">too large to count in time</span></p>`}
         ${estimate.hit_limit && html`<p class="notice warn" data-testid="over-budget">Over the estimate budget: the exact count is
           computed when the audience refreshes. Narrow the criteria for an exact estimate.</p>`}
-        <p class="facts"><span data-testid="windowed">${answer.is_time_windowed ? 'Time-windowed: membership changes as days pass' : 'Not time-windowed'}</span></p>`}
+        <p class="facts"><span data-testid="windowed">${answer.is_time_windowed ? 'Time-windowed: membership changes as days pass' : 'Not time-windowed'}</span></p>
+        ${answer.warnings && html`<ul class="notice warn warning-list" data-testid="warnings">
+          ${answer.warnings.map((w) => html`<li><button type="button" class="link" onClick=${() => focusNode(w.path)}>
+            <strong>${w.code}</strong> at <code>${w.path}</code></button>: ${w.message}</li>`)}
+        </ul>`}`}
       ${answer && !answer.valid && html`<p class="notice error" data-testid="invalid">${errors.length} problem${errors.length === 1 ? '' : 's'} to fix</p>`}
     </div>
     ${errors.length > 0 && html`<ul class="error-list">

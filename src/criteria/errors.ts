@@ -25,6 +25,16 @@ export const criteriaError = z.object({
 });
 export type CriteriaError = z.infer<typeof criteriaError>;
 
+/** What a valid tree may still get wrong: it is compiled, and the caller told. */
+export const CRITERIA_WARNING_CODES = ['unknown_event'] as const;
+
+export const criteriaWarning = z.object({
+  code: z.enum(CRITERIA_WARNING_CODES).describe('unknown_event: no event of this name has been received in the workspace yet (a typo matches no one)'),
+  path: criteriaError.shape.path,
+  message: z.string(),
+});
+export type CriteriaWarning = z.infer<typeof criteriaWarning>;
+
 export function pointer(base: string, key: string | number): string {
   return `${base}/${String(key).replace(/~/g, '~0').replace(/\//g, '~1')}`;
 }

@@ -162,6 +162,8 @@ export interface PropertyCatalog {
   readonly events: ReadonlyMap<string, ReadonlySet<string>>;
   /** Trait paths seen on the workspace's persons (`a.b` for `traits.a.b`): the person leaf's whitelist. */
   readonly traits: ReadonlySet<string>;
+  /** Every event name received, with properties or not; absent where not known (parquet read in place): no warning then. */
+  readonly eventNames?: ReadonlySet<string>;
 }
 
 export const PAYLOAD_PREFIX = 'payload.';

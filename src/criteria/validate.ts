@@ -1,7 +1,7 @@
 // Validation: raw JSON → typed criteria, or every fault in document order (docs/criteria.md).
 // Faults of a node come first (missing fields, anchoring), then its keys in the order written.
 
-import { type CriteriaError, type CriteriaErrorCode, pointer } from './errors.js';
+import { type CriteriaError, type CriteriaErrorCode, type CriteriaWarning, pointer } from './errors.js';
 import { normalizeHost } from './host.js';
 import type { Breakdown } from './plan.js';
 import {
@@ -11,7 +11,7 @@ import {
 } from './schema.js';
 
 export type ValidationResult =
-  | { ok: true; criteria: AudienceCriteria }
+  | { ok: true; criteria: AudienceCriteria; warnings: CriteriaWarning[] }
   | { ok: false; errors: CriteriaError[] };
 
 type Json = Record<string, unknown>;
@@ -61,6 +61,7 @@ interface Parent {
 
 class Validator {
   readonly errors: CriteriaError[] = [];
+  readonly warnings: CriteriaWarning[] = [];
   private nodes = 0;
 
   constructor(private readonly catalog: PropertyCatalog) {}
@@ -189,8 +190,13 @@ class Validator {
     for (const key of this.keys(raw, path, 'product_event leaf', ['name', 'occurrence'], ['name', 'filter', 'occurrence'])) {
       const at = step(path, key);
       if (key === 'name') {
-        if (typeof raw.name === 'string' && raw.name.length >= 1 && raw.name.length <= 200) name = raw.name;
-        else this.fail('invalid_node', at, 'name must be an event name of 1 to 200 characters');
+        if (typeof raw.name === 'string' && raw.name.length >= 1 && raw.name.length <= 200) {
+          name = raw.name;
+          // Valid (the events may come later), but a typo would silently count no one.
+          if (this.catalog.eventNames && !this.catalog.eventNames.has(name) && this.warnings.length < MAX_ERRORS) {
+            this.warnings.push({ code: 'unknown_event', path: render(at), message: `no event named "${name}" has been received in this workspace yet: the leaf matches no one until one is` });
+          }
+        } else this.fail('invalid_node', at, 'name must be an event name of 1 to 200 characters');
       } else if (key === 'filter') {
         const paths = typeof raw.name === 'string' ? this.catalog.events.get(raw.name) : undefined;
         filter = this.predicates(raw.filter, at, { prefix: PAYLOAD_PREFIX, paths }, 'payload.<path> with a property path seen on this event name');
@@ -467,7 +473,7 @@ export function validateCriteria(raw: unknown, catalog: PropertyCatalog): Valida
   if (v.errors.length > 0 || !criteria) {
     return { ok: false, errors: v.errors.length > 0 ? v.errors : [{ code: 'invalid_envelope', path: '', message: 'invalid criteria' }] };
   }
-  return { ok: true, criteria };
+  return { ok: true, criteria, warnings: v.warnings };
 }
 
 /** What `breakdown` may name: every kind of Breakdown, spelled as the caller writes it. */

@@ -161,6 +161,8 @@ export class Ingest {
     const ids = newIds('evt', stored.length);
     const rows: EventRecord[] = [];
     const newPaths: { event_name: string; path: string }[] = [];
+    const newNames: string[] = [];
+    // A name is known once it is a key of `known`, with or without paths.
     const recorded: KnownPaths = new Map();
     stored.forEach(({ input: e, ts, paths, properties }, i) => {
       const who = resolved[i]!;
@@ -176,6 +178,10 @@ export class Ingest {
         payload: e.properties,
       });
       const knownOfName = known.get(e.event_name);
+      if (!knownOfName && !recorded.has(e.event_name)) {
+        recorded.set(e.event_name, new Set());
+        newNames.push(e.event_name);
+      }
       for (const path of paths) {
         if (knownOfName?.has(path) || !addPath(recorded, e.event_name, path)) continue;
         newPaths.push({ event_name: e.event_name, path });
@@ -183,8 +189,14 @@ export class Ingest {
     });
     await work.analytics.appendEvents(ws, rows, now);
     await work.analytics.recordPropertyPaths(ws, newPaths);
+    await work.analytics.recordEventNames(ws, newNames);
     // Known once committed: a rolled-back or re-run transaction records them again.
-    work.control.afterCommit(() => { for (const [name, paths] of recorded) for (const path of paths) addPath(known, name, path); });
+    work.control.afterCommit(() => {
+      for (const [name, paths] of recorded) {
+        if (!known.has(name)) known.set(name, new Set());
+        for (const path of paths) addPath(known, name, path);
+      }
+    });
     let next = 0;
     const results = inputs.map((_, i): EventResult => {
       if (!kept[i]) return { event_id: null, person_id: null, duplicate: true };
@@ -238,7 +250,9 @@ export class Ingest {
     let known = this.knownPaths.get(ws);
     if (!known) {
       known = new Map();
-      for (const [name, paths] of (await this.stores.analytics.propertyCatalog(ws)).events) for (const path of paths) addPath(known, name, path);
+      const catalog = await this.stores.analytics.propertyCatalog(ws);
+      for (const [name, paths] of catalog.events) for (const path of paths) addPath(known, name, path);
+      for (const name of catalog.eventNames ?? []) if (!known.has(name)) known.set(name, new Set());
       this.knownPaths.set(ws, known);
     }
     return known;

@@ -220,6 +220,8 @@ export interface AnalyticsWrites {
   appendEvents(ws: string, events: EventRecord[], receivedAt: Date): Promise<void>;
   /** Records property paths seen on event names (the compiler's payload whitelist); known ones stay. */
   recordPropertyPaths(ws: string, paths: { event_name: string; path: string }[]): Promise<void>;
+  /** Records event names received, with properties or not (for the compile's unknown_event warning); known ones stay. */
+  recordEventNames(ws: string, names: string[]): Promise<void>;
   /** Each visitor's latest stored page view: its time and channel fields. */
   latestPageviews(ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>>;
   appendPageviews(ws: string, rows: PageviewRecord[]): Promise<void>;

@@ -19,14 +19,15 @@ export const definitionRoutes: FastifyPluginAsyncZod<{ analytics: AnalyticsStore
     config: { auth: 'secret' },
     schema: {
       tags: ['workspace'], summary: 'Event names, their payload paths and the trait paths criteria may name',
-      description: 'A product_event filter key is payload.<path> with a path of that event; a person leaf\'s is traits.<path>. '
+      description: 'Every event name received, with or without properties. A product_event filter key is payload.<path> with a path of that event; a person leaf\'s is traits.<path>. '
         + 'Paths are kept current at ingest; a path once seen stays defined.',
       response: { 200: definitions },
     },
   }, async (request) => {
     const catalog = await analytics.propertyCatalog(request.workspaceId);
+    const names = new Set([...catalog.eventNames ?? [], ...catalog.events.keys()]);
     return {
-      events: [...catalog.events].map(([name, paths]) => ({ name, paths: [...paths].sort(byName) })).sort((a, b) => byName(a.name, b.name)),
+      events: [...names].map((name) => ({ name, paths: [...catalog.events.get(name) ?? []].sort(byName) })).sort((a, b) => byName(a.name, b.name)),
       traits: [...catalog.traits].sort(byName),
     };
   });

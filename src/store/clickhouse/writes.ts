@@ -20,7 +20,7 @@ import {
 import type { CustomerRecord, StoredPayment } from '../control/payments.js';
 import { type PersonRecord, personTraits, type VisitorRecord } from '../control/people.js';
 import { columnOf, type ControlTx } from '../control/store.js';
-import { propertyCatalog, recordPropertyPaths } from '../control/properties.js';
+import { propertyCatalog, recordEventNames, recordPropertyPaths } from '../control/properties.js';
 import type { ControlMirror } from '../mirror.js';
 import { RisingClock } from './clock.js';
 import type { ClickHouseContext } from './context.js';
@@ -215,6 +215,10 @@ class ClickHouseWrites implements AnalyticsWrites, ControlMirror {
 
   recordPropertyPaths(ws: string, paths: { event_name: string; path: string }[]): Promise<void> {
     return recordPropertyPaths(this.tx, ws, paths);
+  }
+
+  recordEventNames(ws: string, names: string[]): Promise<void> {
+    return recordEventNames(this.tx, ws, names);
   }
 
   async latestPageviews(ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>> {

@@ -13,7 +13,15 @@ export async function propertyCatalog(store: ControlSql, workspaceId: string): P
     paths.add(row.path);
   }
   const traits = await store.all('SELECT path FROM trait_definitions WHERE workspace_id = $1', [workspaceId]);
-  return { events, traits: new Set(traits.map((r) => r.path as string)) };
+  const names = await store.all('SELECT event_name FROM event_names WHERE workspace_id = $1', [workspaceId]);
+  return { events, traits: new Set(traits.map((r) => r.path as string)), eventNames: new Set(names.map((r) => r.event_name as string)) };
+}
+
+/** Records event names received (with properties or not); names already known are kept as they are. */
+export async function recordEventNames(tx: ControlSql, ws: string, names: string[]): Promise<void> {
+  if (names.length === 0) return;
+  await tx.run(`INSERT INTO event_names (workspace_id, event_name) SELECT $1, ${tx.dialect.texts('$2')} ON CONFLICT DO NOTHING`,
+    [ws, columnOf(names)]);
 }
 
 /** Records property paths; paths already known are kept as they are. */

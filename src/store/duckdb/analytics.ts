@@ -18,7 +18,7 @@ import type { Store } from './db.js';
 import { appendEvents } from './events.js';
 import { appendPageviews, firstTouchChannels, latestPageviews } from './pageviews.js';
 import { readPaymentState, writePaymentState } from './payments.js';
-import { propertyCatalog, recordPropertyPaths } from './properties.js';
+import { propertyCatalog, recordEventNames, recordPropertyPaths } from './properties.js';
 import { refusedValue } from './refused.js';
 import {
   acknowledgePage, arrowMembers, copyMembers, deliveryPage, dropSnapshots, finishDelivery, membersPage, startDelivery, writeSnapshot,
@@ -36,6 +36,10 @@ class DuckDBWrites implements AnalyticsWrites {
 
   recordPropertyPaths(ws: string, paths: { event_name: string; path: string }[]): Promise<void> {
     return recordPropertyPaths(this.tx, ws, paths);
+  }
+
+  recordEventNames(ws: string, names: string[]): Promise<void> {
+    return recordEventNames(this.tx, ws, names);
   }
 
   latestPageviews(ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>> {

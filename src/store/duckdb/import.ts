@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import type { DuckDBAppender, DuckDBConnection } from '@duckdb/node-api';
 import type { Store } from './db.js';
 import { propertyPaths } from '../property-paths.js';
-import { recordPropertyPaths, recordTraitPaths } from './properties.js';
+import { recordEventNames, recordPropertyPaths, recordTraitPaths } from './properties.js';
 import { markAnonymousEvents } from './migrations.js';
 import { personSearch } from './search.js';
 import { timestamp } from './time.js';
@@ -155,6 +155,7 @@ async function structurePaths(tx: DuckDBConnection, sql: string, src: string, pa
 export async function recordEventProperties(tx: DuckDBConnection, ws: string, src: string, name: string): Promise<void> {
   const paths = await structurePaths(tx, PROPERTY_STRUCTURE, src, [name]);
   await recordPropertyPaths(tx, ws, paths.map((path) => ({ event_name: name, path })));
+  await recordEventNames(tx, ws, [name]);
 }
 
 /** Records the trait paths of the persons in `src`: the person leaf's whitelist. */

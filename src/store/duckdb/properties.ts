@@ -12,5 +12,8 @@ export const propertyCatalog = (store: Store, ws: string): Promise<PropertyCatal
 export const recordPropertyPaths = (tx: DuckDBConnection, ws: string, paths: { event_name: string; path: string }[]): Promise<void> =>
   definitions.recordPropertyPaths(controlSql(tx), ws, paths);
 
+export const recordEventNames = (tx: DuckDBConnection, ws: string, names: string[]): Promise<void> =>
+  definitions.recordEventNames(controlSql(tx), ws, names);
+
 export const recordTraitPaths = (tx: DuckDBConnection, ws: string, paths: string[]): Promise<void> =>
   definitions.recordTraitPaths(controlSql(tx), ws, paths);
