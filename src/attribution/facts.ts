@@ -57,6 +57,14 @@ export function planOf(n: Notification): Plan | null {
   };
 }
 
+/** A charge's `amount_refunded`: the total refunded of it so far, in minor units of `currency`. */
+export interface RefundedLevel {
+  charge_id: string;
+  payment_intent_id: string | null;
+  level: number;
+  currency: string | null;
+}
+
 /** What a notification says about payments, besides its customer. */
 export interface Facts {
   /** Payment objects it is or names (payment intent, charge): a payer found for one is the payer of all. */
@@ -64,6 +72,8 @@ export interface Facts {
   /** The key of a new payer for a paid guest payment (no Customer): its payment intent, else the object. */
   guestKey: string | null;
   refunds: Omit<RefundState, 'customer_id'>[];
+  /** A charge's cumulative `amount_refunded` as this notification reports it (refunds.ts). */
+  refunded: RefundedLevel | null;
   payment: Omit<PaymentState, 'customer_id'> | null;
   /** Payments it names as paying an invoice. */
   invoiceLink: { invoice: string; payments: string[] } | null;
@@ -72,7 +82,7 @@ export interface Facts {
 function factsOf(n: Notification, family: string): Facts {
   const o = n.object;
   const id = one(o.id);
-  const none: Facts = { related: [], guestKey: null, refunds: [], payment: null, invoiceLink: null };
+  const none: Facts = { related: [], guestKey: null, refunds: [], refunded: null, payment: null, invoiceLink: null };
   switch (family) {
     case 'checkout.session': {
       const intent = one(o.payment_intent);
@@ -111,12 +121,15 @@ function factsOf(n: Notification, family: string): Facts {
       const captured = int(o.amount_captured);
       const amount = captured !== null && captured > 0 ? captured : int(o.amount);
       const list = field(o, 'refunds', 'data');
+      const refunded = int(o.amount_refunded);
       return {
         ...none,
         related: ids(id, intent),
         guestKey: paid ? paymentId : null,
-        // A charge.refunded of API versions before 2022-11-15 lists its refunds (later ones announce each refund itself).
+        // A charge.refunded of API versions before 2022-11-15 lists its refunds.
         refunds: Array.isArray(list) ? list.flatMap((r) => refundOf(r, n.created, { charge: id, payment_intent: intent })) : [],
+        // Later versions send no list: the cumulative amount is all a charge says of its refunds.
+        refunded: id && refunded !== null && refunded >= 0 ? { charge_id: id, payment_intent_id: intent, level: refunded, currency: str(o.currency) } : null,
         payment: paid && paymentId && amount !== null && amount > 0
           ? { payment_id: paymentId, amount, currency: str(o.currency), paid_at: timeOf(o.created) ?? n.created, source: 'charge', invoice_id: one(o.invoice) }
           : null,

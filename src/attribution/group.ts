@@ -17,7 +17,8 @@ import {
 } from '../store/control/payments.js';
 import { personsBy, visitorsById } from '../store/control/people.js';
 import type { ControlStore } from '../store/control/store.js';
-import { PAID_INVOICE_TYPES, type Plan } from './facts.js';
+import { PAID_INVOICE_TYPES, type Plan, type RefundedLevel } from './facts.js';
+import { levelOf, standInAmounts, standInId } from './refunds.js';
 
 /** A refund stops counting when the processor reports it failed or canceled. */
 const issued = (status: unknown) => status !== 'failed' && status !== 'canceled';
@@ -52,6 +53,13 @@ class Rows<T> {
     this.changed.add(key);
   }
 
+  /** Forgets a row the group created: it is not written. */
+  discard(key: string): void {
+    if (this.stored.has(key)) throw new Error(`payment group: ${this.what} ${key} is stored`);
+    this.now.delete(key);
+    this.changed.delete(key);
+  }
+
   /** Changed rows: new ones and stored ones, by key. */
   split(): { created: T[]; changed: T[] } {
     const rows = (stored: boolean) => byKey(new Map([...this.changed].filter((k) => this.stored.has(k) === stored).map((k) => [k, this.now.get(k)!])));
@@ -71,6 +79,8 @@ export class PaymentGroup {
   private emailPersons: Map<string, number> | null = null;
   private readonly emailsRead = new Set<string>();
   private readonly newObjects = new Map<string, string>();
+  /** Charges whose refunds changed: their stand-ins are reconciled before the group is written. */
+  private readonly chargesToReconcile = new Set<string>();
   private readonly loadedEvents: PaymentEventState[];
   private events: PaymentEventState[];
 
@@ -95,6 +105,8 @@ export class PaymentGroup {
     stored: StoredPaymentState,
     private readonly eventKeys: Set<string>,
     private readonly firstPaidOf: Set<string>,
+    /** Charges whose refunds were all loaded. */
+    private readonly chargesLoaded: Set<string>,
   ) {
     this.storedEmails = new Map([...customers.now].map(([id, c]) => [id, c.email]));
     this.loadedEvents = stored.events;
@@ -115,8 +127,12 @@ export class PaymentGroup {
     // remembered by an earlier payer or from a stored invoice).
     const payers = unique([...plans.flatMap((p) => [p.customerId, p.facts.guestKey]), ...objects.values(), ...owners]);
     const customers = await readCustomers(tx, ws, payers);
-    const refundIds = unique(plans.flatMap((p) => p.facts.refunds.map((r) => r.refund_id)));
-    const refunds = new Map((await readRefunds(tx, ws, refundIds, objectIds)).map((r) => [r.refund_id, r]));
+    const refundIds = unique(plans.flatMap((p) => [
+      ...p.facts.refunds.map((r) => r.refund_id), p.facts.refunded && p.facts.refunded.level > 0 ? standInId(p.facts.refunded.charge_id, p.facts.refunded.level) : null,
+    ]));
+    // Every refund of a charge a refund names too: the charge's refunds are reconciled together.
+    const charges = unique([...objectIds, ...plans.flatMap((p) => p.facts.refunds.map((r) => r.charge_id))]);
+    const refunds = new Map((await readRefunds(tx, ws, refundIds, charges)).map((r) => [r.refund_id, r]));
     const paymentIds = unique(plans.flatMap((p) => [
       p.facts.payment?.payment_id, ...p.facts.invoiceLink?.payments ?? [], ...p.invoicePayment?.payments ?? [],
     ]));
@@ -149,7 +165,7 @@ export class PaymentGroup {
       new Rows('subscription', new Set(subscriptionIds), state.subscriptions),
       new Rows('invoice', new Set(invoiceIds), state.invoices),
       seen, emails, state,
-      new Set(events.map((e) => `${e.kind}\0${e.object_id}`)), new Set(firstPaidOf),
+      new Set(events.map((e) => `${e.kind}\0${e.object_id}`)), new Set(firstPaidOf), new Set(charges),
     );
   }
 
@@ -275,8 +291,59 @@ export class PaymentGroup {
     }
   }
 
+  /**
+   * A charge's `amount_refunded` as announced at `at`: a level not known yet becomes a stand-in
+   * refund (its amount set when the charge is reconciled); known levels above it that were
+   * announced before stop counting (a refund failed or was canceled since).
+   */
+  recordRefundedLevel(l: RefundedLevel & { customer_id: string | null }, at: Date): void {
+    for (const r of this.refunds.now.values()) {
+      const level = r.charge_id === l.charge_id ? levelOf(r.refund_id) : null;
+      if (level !== null && level > l.level && r.created_at.getTime() < at.getTime() && r.status !== 'canceled') {
+        this.refunds.set(r.refund_id, { ...r, status: 'canceled', source_created: at });
+      }
+    }
+    this.chargesToReconcile.add(l.charge_id);
+    if (l.level === 0) return;
+    const id = standInId(l.charge_id, l.level);
+    const found = this.refunds.get(id);
+    // A level is reached at its earliest announcement.
+    const created = found && found.created_at.getTime() < at.getTime() ? found.created_at : at;
+    this.refunds.set(id, {
+      refund_id: id, customer_id: found?.customer_id ?? l.customer_id, charge_id: l.charge_id, payment_intent_id: found?.payment_intent_id ?? l.payment_intent_id,
+      amount: found?.amount ?? 0, currency: found?.currency ?? l.currency, created_at: created,
+      // Reached again after a lower level was announced: it counts again.
+      status: found?.status === 'canceled' && !isOlder(found.source_created, at) ? 'canceled' : 'succeeded',
+      source_created: found && !isOlder(found.source_created, at) ? found.source_created : at,
+    });
+  }
+
+  /** Sets the amount and event of each stand-in refund of the charges whose refunds changed. */
+  private reconcileCharges(): void {
+    for (const charge of this.chargesToReconcile) {
+      // Only a charge whose refunds were all loaded (a refund without its charge in the notification keeps its stand-ins as they are).
+      if (!this.chargesLoaded.has(charge)) continue;
+      const refunds = [...this.refunds.now.values()].filter((r) => r.charge_id === charge);
+      for (const [id, amount] of standInAmounts(refunds)) {
+        const r = this.refunds.get(id)!;
+        // A new level the refunds with ids already cover says nothing more: it is not kept.
+        if (amount === 0 && !this.refunds.stored.has(id)) {
+          this.refunds.discard(id);
+          continue;
+        }
+        const next = r.amount === amount ? r : { ...r, amount };
+        if (next !== r) this.refunds.set(id, next);
+        if (next.customer_id === null) continue;
+        this.withdrawPaymentEvent('refund_issued', id);
+        if (amount > 0 && next.status !== 'canceled') this.addPaymentEvent(next.customer_id, 'refund_issued', next.created_at, id, { amount, currency: next.currency });
+      }
+    }
+    this.chargesToReconcile.clear();
+  }
+
   private syncRefundEvent(r: StoredRefund): void {
-    if (r.customer_id === null) return;
+    if (r.charge_id !== null) this.chargesToReconcile.add(r.charge_id);
+    if (r.customer_id === null || levelOf(r.refund_id) !== null) return;
     if (issued(r.status)) this.addPaymentEvent(r.customer_id, 'refund_issued', r.created_at, r.refund_id, { amount: r.amount, currency: r.currency });
     else this.withdrawPaymentEvent('refund_issued', r.refund_id);
   }
@@ -359,6 +426,7 @@ export class PaymentGroup {
   /** Writes what the group changed: a statement or two per table. */
   async save(): Promise<void> {
     await this.resolveQueued();
+    this.reconcileCharges();
     const tx = this.work.control;
     // Deferred customers of visitors the group linked (after deciding them: a visitor linked before
     // would have linked them at once, and a link is never undone), here and in the store.

@@ -114,6 +114,7 @@ async function applyEffects(group: PaymentGroup, p: Plan, now: Date): Promise<vo
   if (family === 'invoice_payment') return applyInvoicePayment(group, p.invoicePayment);
   const payer = p.customerId ?? group.customerOfObject(facts.related) ?? facts.guestKey;
   for (const refund of facts.refunds) group.saveRefund({ ...refund, customer_id: payer }, n.created);
+  if (facts.refunded) group.recordRefundedLevel({ ...facts.refunded, customer_id: payer }, n.created);
   if (facts.invoiceLink) group.linkPaymentsToInvoice(facts.invoiceLink.payments, facts.invoiceLink.invoice);
   if (payer === null) return; // a refund of a payment not seen yet waits for it; an unpaid guest is no payer
 

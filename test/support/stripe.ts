@@ -201,6 +201,11 @@ export function invoicePayment(invoiceId: string, paymentIntentId: string, amoun
   return p as StripeObject;
 }
 
+/**
+ * A Charge as the current API version sends it: without its `refunds` list (not sent since
+ * 2022-11-15, `refunds?` in the stripe package's Charge type) unless `refunds` is given, as
+ * earlier versions sent it.
+ */
 export function charge(customer: string | null, opts: {
   id?: string; payment_intent?: string; metadata?: Meta; refunded?: boolean; amount?: number; amount_refunded?: number;
   refunds?: Json[]; email?: string | null; created?: number;
@@ -215,9 +220,13 @@ export function charge(customer: string | null, opts: {
     created: opts.created ?? nowS(),
   });
   (c.billing_details as Json).email = opts.email ?? null;
-  const list = c.refunds as Json;
-  list.data = opts.refunds ?? [];
-  list.url = `/v1/charges/${id}/refunds`;
+  if (opts.refunds === undefined) {
+    delete c.refunds;
+  } else {
+    const list = c.refunds as Json;
+    list.data = opts.refunds;
+    list.url = `/v1/charges/${id}/refunds`;
+  }
   return c as StripeObject;
 }
 

@@ -155,17 +155,20 @@ export interface StoredRefund extends RefundState {
   source_created: Date;
 }
 
-/** The refunds of these ids, and those without a payer whose charge or payment intent is one of `waitingOn`. */
-export async function readRefunds(tx: ControlSql, ws: string, refundIds: string[], waitingOn: string[]): Promise<StoredRefund[]> {
-  if (refundIds.length === 0 && waitingOn.length === 0) return [];
+/**
+ * The refunds of these ids, every refund of a charge among `objects` (a charge's refunds are
+ * reconciled together, attribution/refunds.ts), and those without a payer whose payment intent is one of `objects`.
+ */
+export async function readRefunds(tx: ControlSql, ws: string, refundIds: string[], objects: string[]): Promise<StoredRefund[]> {
+  if (refundIds.length === 0 && objects.length === 0) return [];
   const { texts } = tx.dialect;
-  // Only the parts asked for: PostgreSQL answers each from an index (004_waiting_refunds.sql for the waiting ones).
+  // Only the parts asked for: PostgreSQL answers each from an index (004_waiting_refunds.sql, 007_refunds_by_charge.sql).
   const params: string[] = [ws];
   const parts: string[] = [];
   if (refundIds.length > 0) parts.push(`refund_id IN (SELECT ${texts(`$${params.push(column(refundIds))}`)})`);
-  if (waitingOn.length > 0) {
-    const objects = `$${params.push(column(waitingOn))}`;
-    parts.push(`customer_id IS NULL AND (charge_id IN (SELECT ${texts(objects)}) OR payment_intent_id IN (SELECT ${texts(objects)}))`);
+  if (objects.length > 0) {
+    const named = `$${params.push(column(objects))}`;
+    parts.push(`charge_id IN (SELECT ${texts(named)}) OR customer_id IS NULL AND payment_intent_id IN (SELECT ${texts(named)})`);
   }
   const found = await rows(tx, `SELECT refund_id, customer_id, charge_id, payment_intent_id, amount, currency, status, created_at, source_created
     FROM refunds WHERE workspace_id = $1 AND (${parts.join(' OR ')})`, params);
