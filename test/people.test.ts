@@ -26,8 +26,8 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
   beforeAll(async () => {
     t = await startTestApp({ engine });
     const T = nowS();
-    // An organic visitor who pays with metadata.
-    await t.post('/v1/pageviews', { visitor_id: 'v-org', url: 'https://shop.example/', referrer: 'https://www.google.com/' });
+    // An organic visitor who pays with metadata (a touch counts at or before the first payment).
+    await t.post('/v1/pageviews', { visitor_id: 'v-org', url: 'https://shop.example/', referrer: 'https://www.google.com/', timestamp: new Date((T - 60) * 1000).toISOString() });
     await deliver(t, notification('checkout.session.completed', checkoutSession('cus_org', { tr_user_id: 'alice', tr_visitor_id: 'v-org' }, 'alice@example.com'), T));
     await deliver(t, notification('customer.subscription.created', subscription('cus_org', { metadata: { tr_user_id: 'alice' } }), T));
     await deliver(t, notification('invoice.paid', invoice('cus_org'), T));

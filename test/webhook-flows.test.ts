@@ -56,8 +56,10 @@ const oneTimePayments = () => storedOneTimePayments(t);
 const refunds = () => query('SELECT refund_id, customer_id, amount, currency, status FROM refunds WHERE workspace_id = $1 ORDER BY refund_id');
 const at = (s: number) => new Date(s * 1000);
 
+/** A visit an hour ago: before the flows' payments (a touch counts at or before the first payment, decisions §10). */
 const pageview = async (visitorId: string, referrer: string) => {
-  const res = await t.post('/v1/pageviews', { visitor_id: visitorId, url: 'https://shop.example/pricing', referrer }, t.ws.publishable_key);
+  const timestamp = new Date((nowS() - 3600) * 1000).toISOString();
+  const res = await t.post('/v1/pageviews', { visitor_id: visitorId, url: 'https://shop.example/pricing', referrer, timestamp }, t.ws.publishable_key);
   expect(res.statusCode, res.body).toBe(200);
 };
 
@@ -80,6 +82,8 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
         ['invoice_payment', invoicePayment('in_1', 'pi_1')],
       ];
       for (const [name, object] of built.slice(0, -1)) expect(layoutDifferences(object, fixture(name)), name).toEqual([]);
+      // Since API version 2022-11-15 a charge comes without its refunds (the fixture shows the list expanded).
+      expect(layoutDifferences(charge('cus_1'), fixture('charge'))).toEqual(['/refunds: missing']);
       // The fixture's invoice payment shows only the payment's type; the API reference adds its id.
       expect(layoutDifferences(built.at(-1)![1], fixture('invoice_payment'))).toEqual(['/payment/payment_intent: not in the fixture']);
       // The envelope's own fields (its object is the invoice's, not the fixture event's plan).

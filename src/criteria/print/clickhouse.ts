@@ -417,17 +417,9 @@ function print(
 function breakdownValues(breakdown: Breakdown, set: string, w: string, params: Params): string {
   switch (breakdown.kind) {
     case 'first_touch_channel':
-      // The page views of the audience's visitors only: an anonymous profile's own, and those linked
-      // to its persons now (finding every profile's first touch grew with the workspace). The set
-      // is read again for them (a CTE is not kept between its uses).
-      return `SELECT x.profile AS profile, argMin(pv.channel_category, pv.ts) AS value
-    FROM ${params.table('pageviews')} AS pv
-      JOIN (SELECT -profile AS visitor_key, profile FROM (${set}) WHERE profile < 0
-        UNION ALL
-        SELECT visitor_key, person_key AS profile FROM ${params.table('visitors')} FINAL
-        WHERE workspace_id = ${w} AND person_key != 0 AND person_key IN (SELECT profile FROM (${set}))) AS x ON x.visitor_key = pv.visitor_key
-    WHERE pv.workspace_id = ${w}
-    GROUP BY x.profile`;
+      // The page views of the audience's visitors only (finding every profile's first touch grew
+      // with the workspace). The set is read again for them (a CTE is not kept between its uses).
+      return firstTouches(`SELECT profile FROM (${set})`, w, params);
     case 'trait':
       return `SELECT x.person_key AS profile, ${traitValue(breakdown.path, params)} AS value
     FROM ${current('persons', 'person_key', ['traits'], w, params)} AS x`;
@@ -446,18 +438,56 @@ function breakdownValues(breakdown: Breakdown, set: string, w: string, params: P
 // printRevenue gives them. Subqueries in place of DuckDB's CTEs (ClickHouse runs a CTE again at
 // each reference); state tables read FINAL (a withdrawn refund is left out by it).
 
-/** The money of the workspace, every row once: paid invoices, one-time payments (the payments mirror), refunds. */
-function revenueMoney(w: string, params: Params): string {
+/** The payments of the workspace, every one once: paid invoices, one-time payments (the payments mirror). */
+function paymentsMoney(w: string, params: Params): string {
   const invoices = `${params.table('invoices')} FINAL WHERE workspace_id = ${w}`;
   return `SELECT customer_id, assumeNotNull(paid_at) AS ts, amount_paid AS amount, lower(currency) AS currency, 1 AS is_payment
       FROM ${invoices} AND amount_paid > 0 AND paid_at IS NOT NULL
       UNION ALL
       SELECT assumeNotNull(customer_id), assumeNotNull(paid_at), assumeNotNull(amount), lower(assumeNotNull(currency)), 1
       FROM ${params.table('payments')} FINAL WHERE workspace_id = ${w} AND customer_id IS NOT NULL AND amount IS NOT NULL
-        AND currency IS NOT NULL AND paid_at IS NOT NULL AND (invoice_id IS NULL OR invoice_id NOT IN (SELECT invoice_id FROM ${invoices}))
+        AND currency IS NOT NULL AND paid_at IS NOT NULL AND (invoice_id IS NULL OR invoice_id NOT IN (SELECT invoice_id FROM ${invoices}))`;
+}
+
+/** The money of the workspace, every row once: payments, and refunds. */
+function revenueMoney(w: string, params: Params): string {
+  return `${paymentsMoney(w, params)}
       UNION ALL
       SELECT customer_id, ts, assumeNotNull(amount), lower(assumeNotNull(currency)), 0
       FROM ${params.table('payment_events')} FINAL WHERE workspace_id = ${w} AND kind = 'refund_issued' AND amount IS NOT NULL AND currency IS NOT NULL`;
+}
+
+/** Customers with their person (its own, else its visitor's) and profile; a LEFT JOIN miss reads 0 or NULL alike. */
+function customersSql(w: string, params: Params): string {
+  return `SELECT c.customer_id AS customer_id, if(c.person_key != 0, c.person_key, ifNull(v.person_key, 0)) AS person_key,
+          if(person_key != 0, person_key, -c.visitor_key) AS profile
+        FROM ${current('payment_customers', 'customer_id', ['person_key', 'visitor_key'], w, params)} AS c
+          LEFT JOIN ${current('visitors', 'visitor_key', ['person_key'], w, params)} AS v ON v.visitor_key = c.visitor_key`;
+}
+
+/** Each paying profile's first payment, over its customers (decisions §10: no touch after it counts). */
+function firstPayments(w: string, params: Params): string {
+  return `SELECT c.profile AS profile, min(m.ts) AS first_paid
+      FROM (${paymentsMoney(w, params)}) AS m JOIN (${customersSql(w, params)}) AS c ON c.customer_id = m.customer_id
+      WHERE c.profile != 0 GROUP BY c.profile`;
+}
+
+/**
+ * Rows (profile, value) for the profiles of `profiles` (a statement): the channel category of the
+ * first touch, the earliest page view of the profile's visitors (an anonymous profile's own, those
+ * linked to its person now) at or before its first payment; none without one.
+ */
+function firstTouches(profiles: string, w: string, params: Params): string {
+  return `SELECT x.profile AS profile, argMin(pv.channel_category, tuple(pv.ts, pv.pageview_id)) AS value
+    FROM ${params.table('pageviews')} AS pv
+      JOIN (SELECT l.visitor_key AS visitor_key, l.profile AS profile, ifNull(fp.profile, 0) != 0 AS paid, fp.first_paid AS until
+        FROM (SELECT -profile AS visitor_key, profile FROM (${profiles}) WHERE profile < 0
+          UNION ALL
+          SELECT visitor_key, person_key AS profile FROM ${params.table('visitors')} FINAL
+          WHERE workspace_id = ${w} AND person_key != 0 AND person_key IN (${profiles})) AS l
+          LEFT JOIN (${firstPayments(w, params)}) AS fp ON fp.profile = l.profile) AS x ON x.visitor_key = pv.visitor_key
+    WHERE pv.workspace_id = ${w} AND (NOT x.paid OR pv.ts <= x.until)
+    GROUP BY x.profile`;
 }
 
 const CLICKHOUSE_BUCKET: Record<ReportInterval, string> = { day: 'toDate', week: 'toMonday', month: 'toStartOfMonth' };
@@ -470,7 +500,10 @@ function revenueGroups(report: ReportPlan, w: string, payers: string, params: Pa
       FROM (${payers}) AS p LEFT JOIN ${current('persons', 'person_key', ['traits'], w, params)} AS x ON x.person_key = p.person_key`;
   }
   const column = `pv.${quote(TOUCH_DIMENSIONS[report.group.touch])}`;
-  const counts = `ifNull(x.matched, 0) = 1${report.model === 'last_touch' ? ' AND (p.first_paid IS NULL OR x.ts < p.first_paid)' : ''}`;
+  // No touch after the payment counts: last_touch's are before the customer's first payment, the
+  // first touch at or before its profile's (decisions §10).
+  const counts = `ifNull(x.matched, 0) = 1 AND ${report.model === 'last_touch'
+    ? '(p.first_paid IS NULL OR x.ts < p.first_paid)' : '(p.touch_until IS NULL OR x.ts <= p.touch_until)'}`;
   const touch = report.model === 'first_touch'
     ? `argMinIf(tuple(x.value), tuple(x.ts, x.pageview_id), ${counts}).1`
     : `argMaxIf(tuple(x.value), tuple(x.channel_category != 'Direct', x.ts, x.pageview_id), ${counts}).1`;
@@ -502,18 +535,17 @@ function revenueSql(report: ReportPlan, ws: string, params: Params): string {
   const w = params.add(ws, 'String');
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
   const bucket = (ts: string) => `${CLICKHOUSE_BUCKET[report.interval]}(${ts})`;
-  // A customer's person (its own, else its visitor's) and profile; a LEFT JOIN miss reads 0 or NULL alike.
-  const customers = `SELECT c.customer_id AS customer_id, if(c.person_key != 0, c.person_key, ifNull(v.person_key, 0)) AS person_key,
-          if(person_key != 0, person_key, -c.visitor_key) AS profile
-        FROM ${current('payment_customers', 'customer_id', ['person_key', 'visitor_key'], w, params)} AS c
-          LEFT JOIN ${current('visitors', 'visitor_key', ['person_key'], w, params)} AS v ON v.visitor_key = c.visitor_key`;
-  const inRange = `SELECT m.customer_id AS customer_id, m.ts AS ts, m.amount AS amount, m.currency AS currency, m.is_payment AS is_payment,
-        m.first_paid AS first_paid, ifNull(c.person_key, 0) AS person_key, ifNull(c.profile, 0) AS profile
-      FROM (SELECT *, min(if(is_payment = 1, ts, NULL)) OVER (PARTITION BY customer_id) AS first_paid FROM (
-      ${revenueMoney(w, params)})) AS m
-        LEFT JOIN (${customers}) AS c ON c.customer_id = m.customer_id
-      WHERE m.ts >= ${from} AND m.ts < ${to}${audience}`;
-  const payers = `SELECT customer_id, any(person_key) AS person_key, any(profile) AS profile, any(first_paid) AS first_paid
+  // first_paid: the customer's first payment ever; touch_until: its profile's (a customer without one: its own).
+  const inRange = `SELECT customer_id, ts, amount, currency, is_payment, first_paid, touch_until, person_key, profile FROM (
+      SELECT m.customer_id AS customer_id, m.ts AS ts, m.amount AS amount, m.currency AS currency, m.is_payment AS is_payment,
+        ifNull(c.person_key, 0) AS person_key, ifNull(c.profile, 0) AS profile,
+        min(if(m.is_payment = 1, m.ts, NULL)) OVER (PARTITION BY m.customer_id) AS first_paid,
+        min(if(m.is_payment = 1, m.ts, NULL)) OVER (PARTITION BY profile, if(profile = 0, m.customer_id, '')) AS touch_until
+      FROM (${revenueMoney(w, params)}) AS m
+        LEFT JOIN (${customersSql(w, params)}) AS c ON c.customer_id = m.customer_id)
+      WHERE ts >= ${from} AND ts < ${to}${audience}`;
+  const payers = `SELECT customer_id, any(person_key) AS person_key, any(profile) AS profile, any(first_paid) AS first_paid,
+        any(touch_until) AS touch_until
       FROM (${inRange}) GROUP BY customer_id`;
   return `SELECT grouping(bucket, grp, currency) AS level, bucket, grp, currency,
   sumIf(amount, is_payment = 1) AS paid, sumIf(amount, is_payment = 0) AS refunded, countIf(is_payment = 0) AS refund_count,
@@ -609,6 +641,12 @@ SETTINGS join_use_nulls = 1`;
   revenue(report: ReportPlan, workspaceId: string): ClickHouseQuery {
     const params = new Params(this.database);
     return { sql: revenueSql(report, workspaceId, params), params: params.values };
+  }
+
+  firstTouches(workspaceId: string, profiles: number[]): ClickHouseQuery {
+    const params = new Params(this.database);
+    const listed = `SELECT arrayJoin(${params.add(profiles, 'Array(Int64)')}) AS profile`;
+    return { sql: firstTouches(listed, params.add(workspaceId, 'String'), params), params: params.values };
   }
 }
 

@@ -385,16 +385,10 @@ export function printCount(plan: SetPlan, workspaceId: string, sample?: Sample):
 function breakdownValue(breakdown: Breakdown, w: string, params: Params): { join: string; value: string } {
   switch (breakdown.kind) {
     case 'first_touch_channel':
-      // The page views of the audience's visitors only: an anonymous profile's own, and those
-      // linked to its persons now (finding every profile's first touch grew with the workspace, not the audience).
+      // The page views of the audience's visitors only (finding every profile's first touch grew with the workspace, not the audience).
       return {
-        join: `LEFT JOIN (SELECT x.profile, arg_min(pv.channel_category, pv.ts) AS category
-    FROM (SELECT -profile AS visitor_key, profile FROM audience WHERE profile < 0
-      UNION ALL
-      SELECT visitor_key, person_key FROM visitors WHERE workspace_id = ${w} AND person_key IN (SELECT profile FROM audience)) AS x
-      JOIN pageviews pv ON pv.visitor_key = x.visitor_key
-    WHERE pv.workspace_id = ${w} GROUP BY x.profile) AS t ON t.profile = a.profile`,
-        value: `coalesce(t.category, ${params.add(NON_ATTRIBUTED)})`,
+        join: `LEFT JOIN (${firstTouches('SELECT profile FROM audience', w)}) AS t ON t.profile = a.profile`,
+        value: `coalesce(t.value, ${params.add(NON_ATTRIBUTED)})`,
       };
     case 'trait': {
       const path = params.add(jsonPointer(breakdown.path));
@@ -471,13 +465,54 @@ export function printProfiles(plan: SetPlan, workspaceId: string): CompiledQuery
 
 // The revenue report (criteria/report.ts): payments and refunds per bucket and group.
 
-/** The money of the workspace, every row once: paid invoices, one-time payments (no stored invoice), refunds not withdrawn. */
-function revenueMoney(w: string): string {
+/** A customer's profile: its person, else its visitor's person, else minus its visitor (as customerRows). */
+const CUSTOMER_PROFILE = 'coalesce(c.person_key, v.person_key, -c.visitor_key)';
+
+/** Each paying profile's first payment, over its customers (decisions §10: no touch after it counts). */
+function firstPayments(w: string): string {
+  return `SELECT ${CUSTOMER_PROFILE} AS profile, min(m.ts) AS first_paid
+      FROM (${paymentsMoney(w)}) m
+        JOIN payment_customers c ON c.workspace_id = ${w} AND c.customer_id = m.customer_id
+        LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key
+      GROUP BY 1`;
+}
+
+/**
+ * Rows (profile, value) for the profiles of `profiles` (a statement): the channel category of
+ * the first touch, the earliest page view of the profile's visitors (an anonymous profile's own,
+ * those linked to its person now) at or before its first payment; none without one.
+ */
+function firstTouches(profiles: string, w: string): string {
+  return `SELECT x.profile, arg_min(pv.channel_category, (pv.ts, pv.pageview_id)) AS value
+    FROM (SELECT -profile AS visitor_key, profile FROM (${profiles}) WHERE profile < 0
+      UNION ALL
+      SELECT visitor_key, person_key FROM visitors WHERE workspace_id = ${w} AND person_key IN (${profiles})) AS x
+      JOIN pageviews pv ON pv.visitor_key = x.visitor_key
+      LEFT JOIN (${firstPayments(w)}) fp ON fp.profile = x.profile
+    WHERE pv.workspace_id = ${w} AND (fp.first_paid IS NULL OR pv.ts <= fp.first_paid)
+    GROUP BY x.profile`;
+}
+
+/** GET /people's first touches (Printer.firstTouches). */
+export function printFirstTouches(workspaceId: string, profiles: number[]): CompiledQuery {
+  const params = new Params();
+  const w = params.add(workspaceId);
+  const listed = `SELECT unnest(CAST(CAST(${params.add(JSON.stringify(profiles))} AS JSON) AS BIGINT[])) AS profile`;
+  return { sql: firstTouches(listed, w), params: params.values };
+}
+
+/** The payments of the workspace, every one once: paid invoices, one-time payments (no stored invoice). */
+function paymentsMoney(w: string): string {
   return `SELECT customer_id, paid_at AS ts, amount_paid AS amount, lower(currency) AS currency, true AS is_payment
     FROM invoices WHERE workspace_id = ${w} AND amount_paid > 0 AND paid_at IS NOT NULL
     UNION ALL
     SELECT customer_id, paid_at, amount, lower(currency), true
-    FROM one_time_payments WHERE workspace_id = ${w} AND paid_at IS NOT NULL AND currency IS NOT NULL
+    FROM one_time_payments WHERE workspace_id = ${w} AND paid_at IS NOT NULL AND currency IS NOT NULL`;
+}
+
+/** The money of the workspace, every row once: payments, and refunds not withdrawn. */
+function revenueMoney(w: string): string {
+  return `${paymentsMoney(w)}
     UNION ALL
     SELECT customer_id, ts, amount, lower(currency), false
     FROM payment_events WHERE workspace_id = ${w} AND kind = 'refund_issued' AND amount IS NOT NULL AND currency IS NOT NULL`;
@@ -486,8 +521,9 @@ function revenueMoney(w: string): string {
 const DUCKDB_TRUNC: Record<ReportInterval, string> = { day: "'day'", week: "'week'", month: "'month'" };
 
 /**
- * Each paying customer's group: its touch's column (the earliest page view of its profile, or the
- * last non-Direct one before its first payment), or its person's trait; `found` false: Non-attributed.
+ * Each paying customer's group: its touch's column (the earliest page view of its profile at or
+ * before the profile's first payment, or the last non-Direct one before the customer's first
+ * payment), or its person's trait; `found` false: Non-attributed.
  */
 function revenueGroups(report: ReportPlan, w: string, params: Params): string {
   if ('trait' in report.group) {
@@ -499,15 +535,19 @@ function revenueGroups(report: ReportPlan, w: string, params: Params): string {
   const touch = report.model === 'first_touch'
     ? `arg_min({'v': ${column}}, (pv.ts, pv.pageview_id))`
     : `arg_max({'v': ${column}}, (pv.channel_category <> 'Direct', pv.ts, pv.pageview_id))`;
-  const before = report.model === 'last_touch' ? '\n      AND (t.first_paid IS NULL OR pv.ts < t.first_paid)' : '';
+  // No touch after the payment counts: last_touch's are before the customer's first payment, the
+  // first touch at or before its profile's (decisions §10).
+  const before = report.model === 'last_touch' ? 'pv.ts < t.first_paid' : 'pv.ts <= t.touch_until';
+  const until = report.model === 'last_touch' ? 't.first_paid' : 't.touch_until';
   return `SELECT p.customer_id, t.touch IS NOT NULL AS found, t.touch.v AS grp
     FROM payers p LEFT JOIN (
       SELECT t.customer_id, ${touch} AS touch
       FROM pageviews pv JOIN (
-        SELECT p.customer_id, p.first_paid, v.visitor_key FROM payers p
+        SELECT p.customer_id, p.first_paid, p.touch_until, v.visitor_key FROM payers p
           JOIN (SELECT visitor_key, coalesce(person_key, -visitor_key) AS profile FROM visitors WHERE workspace_id = ${w}) v ON v.profile = p.profile
       ) t ON t.visitor_key = pv.visitor_key
-      WHERE pv.workspace_id = ${w}${before}
+      WHERE pv.workspace_id = ${w}
+      AND (${until} IS NULL OR ${before})
       GROUP BY t.customer_id
     ) t ON t.customer_id = p.customer_id`;
 }
@@ -524,24 +564,26 @@ export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQ
   const printer = report.audience
     ? new SetPrinter(report.audience, (scan, within) => leafSql(scan, workspaceId, params, links, undefined, within), DUCKDB_SET_OPERATORS, { restrict: true })
     : null;
-  const audience = printer && report.audience ? `\n      AND c.profile IN (${printer.set(report.audience)})` : '';
+  const audience = printer && report.audience ? `\n      AND m.profile IN (${printer.set(report.audience)})` : '';
   const w = params.add(workspaceId);
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
   const bucket = (ts: string) => `date_trunc(${DUCKDB_TRUNC[report.interval]}, ${ts})`;
   const ctes = [...links.ctes(), ...(printer?.ctes ?? []),
     `customers AS (
-    SELECT c.customer_id, coalesce(c.person_key, v.person_key) AS person_key, coalesce(c.person_key, v.person_key, -c.visitor_key) AS profile
+    SELECT c.customer_id, coalesce(c.person_key, v.person_key) AS person_key, ${CUSTOMER_PROFILE} AS profile
     FROM payment_customers c LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key
     WHERE c.workspace_id = ${w}
   )`,
+    // first_paid: the customer's first payment ever; touch_until: its profile's (a customer without one: its own).
     `in_range AS MATERIALIZED (
-    SELECT m.customer_id, m.ts, m.amount, m.currency, m.is_payment, m.first_paid, c.person_key, c.profile
-    FROM (SELECT *, min(ts) FILTER (WHERE is_payment) OVER (PARTITION BY customer_id) AS first_paid FROM (
-    ${revenueMoney(w)})) m
-      LEFT JOIN customers c ON c.customer_id = m.customer_id
+    SELECT m.customer_id, m.ts, m.amount, m.currency, m.is_payment, m.first_paid, m.touch_until, m.person_key, m.profile
+    FROM (SELECT m.*, c.person_key, c.profile,
+        min(m.ts) FILTER (WHERE m.is_payment) OVER (PARTITION BY m.customer_id) AS first_paid,
+        min(m.ts) FILTER (WHERE m.is_payment) OVER (PARTITION BY c.profile, CASE WHEN c.profile IS NULL THEN m.customer_id END) AS touch_until
+      FROM (${revenueMoney(w)}) m LEFT JOIN customers c ON c.customer_id = m.customer_id) m
     WHERE m.ts >= ${from} AND m.ts < ${to}${audience}
   )`,
-    'payers AS (SELECT DISTINCT customer_id, person_key, profile, first_paid FROM in_range)',
+    'payers AS (SELECT DISTINCT customer_id, person_key, profile, first_paid, touch_until FROM in_range)',
     `report_rows AS (
     SELECT r.customer_id, r.amount, r.currency, r.is_payment, strftime(${bucket('r.ts')}, '%Y-%m-%d') AS bucket,
       CASE WHEN g.found THEN g.grp ELSE ${params.add(NON_ATTRIBUTED)} END AS grp,
@@ -571,4 +613,5 @@ export const duckdbPrinter: Printer<CompiledQuery> = {
   membersByIds: printMembersByIds,
   profiles: printProfiles,
   revenue: printRevenue,
+  firstTouches: printFirstTouches,
 };

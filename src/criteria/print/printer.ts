@@ -23,4 +23,9 @@ export interface Printer<Q> {
   profiles(plan: SetPlan, workspaceId: string): Q;
   /** The revenue report's rows at four levels (level = grouping(bucket, grp, currency)). */
   revenue(report: ReportPlan, workspaceId: string): Q;
+  /**
+   * `{ profile, value }` of these profiles (persons, and minus the key of anonymous visitors)
+   * that have a first touch: its channel category (decisions §10, GET /people's first_touch_channel).
+   */
+  firstTouches(workspaceId: string, profiles: number[]): Q;
 }

@@ -5,7 +5,7 @@
 
 import type { ClickHouseQuery, PropertyCatalog } from '../../criteria/index.js';
 import type {
-  AnalyticsStore, DiffMember, FirstTouchChannels, MemberRow, SnapshotInput, Staged, UnitOfWork,
+  AnalyticsStore, DiffMember, MemberRow, SnapshotInput, Staged, UnitOfWork,
 } from '../analytics.js';
 import { QueriedStore } from '../query/forwarding.js';
 import { CriteriaQueries } from '../query/queries.js';
@@ -40,10 +40,6 @@ export class ClickHouseAnalytics extends QueriedStore<ClickHouseQuery> implement
 
   propertyCatalog(ws: string): Promise<PropertyCatalog> {
     return this.units.propertyCatalog(ws);
-  }
-
-  firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels> {
-    return this.units.firstTouchChannels(ws, of);
   }
 
   refresh(input: SnapshotInput): Promise<SnapshotResult> {

@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import type { PropertyCatalog } from '../../criteria/index.js';
 import { stringifyWellFormed, wellFormedIn } from '../../well-formed.js';
 import {
-  type AnalyticsWrites, type ChannelFields, type EventRecord, type FirstTouchChannels, type PageviewRecord, type PaymentEventKind, type PaymentEventState,
+  type AnalyticsWrites, type ChannelFields, type EventRecord, type PageviewRecord, type PaymentEventKind, type PaymentEventState,
   type PaymentStateChanges, type PaymentStateKeys, RefusedValue, type Staged, type StoredPaymentState, type UnitOfWork,
 } from '../analytics.js';
 import type { CustomerRecord, StoredPayment } from '../control/payments.js';
@@ -439,28 +439,6 @@ export class ClickHouseUnits {
   /** Property paths live in the control store, written by the units' control transactions. */
   propertyCatalog(ws: string): Promise<PropertyCatalog> {
     return propertyCatalog(this.ctx.control, ws);
-  }
-
-  async firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels> {
-    const visitors = new Map<number, string>();
-    const persons = new Map<number, string>();
-    const pageviews = table(this.ctx, 'pageviews');
-    if (of.visitorKeys?.length) {
-      const rows = await select(this.ctx, `SELECT visitor_key, argMin(channel_category, ts) AS category FROM ${pageviews}
-        WHERE workspace_id = {ws:String} AND visitor_key IN {keys:Array(Int64)} GROUP BY visitor_key`, { ws, keys: of.visitorKeys });
-      for (const r of rows) visitors.set(Number(r.visitor_key), r.category as string);
-    }
-    if (of.personKeys?.length) {
-      // Over the visitors linked to each person now: the newest link of each visitor.
-      const rows = await select(this.ctx, `SELECT l.person_key AS person_key, argMin(pv.channel_category, pv.ts) AS category
-        FROM ${pageviews} AS pv
-          JOIN (SELECT visitor_key, person_key FROM (SELECT visitor_key, argMax(person_key, version) AS person_key
-              FROM ${table(this.ctx, 'visitors')} WHERE workspace_id = {ws:String} GROUP BY visitor_key)
-            WHERE person_key IN {keys:Array(Int64)}) AS l ON l.visitor_key = pv.visitor_key
-        WHERE pv.workspace_id = {ws:String} GROUP BY l.person_key`, { ws, keys: of.personKeys });
-      for (const r of rows) persons.set(Number(r.person_key), r.category as string);
-    }
-    return { visitors, persons };
   }
 
   /** Inserts what is left in the outbox now (the sweeper does it periodically). */

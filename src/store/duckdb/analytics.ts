@@ -6,7 +6,7 @@ import type { DuckDBConnection } from '@duckdb/node-api';
 import type { CompiledQuery, PropertyCatalog } from '../../criteria/index.js';
 import {
   type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type DiffMember, type EventRecord,
-  type FirstTouchChannels, type MemberRow, type PageviewRecord, type PaymentStateChanges, type PaymentStateKeys, RefusedValue,
+  type MemberRow, type PageviewRecord, type PaymentStateChanges, type PaymentStateKeys, RefusedValue,
   type SnapshotInput, type Staged, type StoredPaymentState, type UnitOfWork,
 } from '../analytics.js';
 import { NO_COPIES } from '../mirror.js';
@@ -16,7 +16,7 @@ import { CriteriaQueries } from '../query/queries.js';
 import { controlTx } from './control.js';
 import type { Store } from './db.js';
 import { appendEvents } from './events.js';
-import { appendPageviews, firstTouchChannels, latestPageviews } from './pageviews.js';
+import { appendPageviews, latestPageviews } from './pageviews.js';
 import { readPaymentState, writePaymentState } from './payments.js';
 import { propertyCatalog, recordEventNames, recordPropertyPaths } from './properties.js';
 import { refusedValue } from './refused.js';
@@ -90,10 +90,6 @@ export class DuckDBAnalytics extends QueriedStore<CompiledQuery> implements Anal
 
   propertyCatalog(ws: string): Promise<PropertyCatalog> {
     return propertyCatalog(this.store, ws);
-  }
-
-  firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels> {
-    return firstTouchChannels(this.store, ws, of);
   }
 
   async refresh(input: SnapshotInput): Promise<SnapshotResult> {

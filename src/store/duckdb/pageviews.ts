@@ -1,10 +1,9 @@
 // Page view writes, and the visitors' latest views (an internal navigation carries their channel).
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { ChannelFields, FirstTouchChannels, PageviewRecord } from '../analytics.js';
+import type { ChannelFields, PageviewRecord } from '../analytics.js';
 import { appendRows, type ChunkColumn, constantText, instant, int64, text } from './chunks.js';
 import { column, keys } from './columns.js';
-import type { Store } from './db.js';
 
 /** Each visitor's latest page view: its time and channel fields. */
 export async function latestPageviews(tx: DuckDBConnection, ws: string, visitorKeys: number[]): Promise<Map<number, ChannelFields & { ts: Date }>> {
@@ -48,26 +47,4 @@ const pageviewColumns = (ws: string): ChunkColumn<PageviewRecord>[] => [
 
 export async function appendPageviews(tx: DuckDBConnection, ws: string, rows: PageviewRecord[]): Promise<void> {
   await appendRows(tx, 'pageviews', pageviewColumns(ws), rows);
-}
-
-/** First-touch channels (AnalyticsStore.firstTouchChannels): a person's over its visitors linked now. */
-export async function firstTouchChannels(
-  store: Store, ws: string, of: { visitorKeys?: number[]; personKeys?: number[] },
-): Promise<FirstTouchChannels> {
-  const visitors = new Map<number, string>();
-  const persons = new Map<number, string>();
-  if (of.visitorKeys?.length) {
-    const rows = await store.query(`SELECT visitor_key, arg_min(channel_category, ts) AS category FROM pageviews
-      WHERE workspace_id = $1 AND visitor_key IN (SELECT unnest(${keys('$2')})) GROUP BY visitor_key`,
-    [ws, column(of.visitorKeys)]);
-    for (const r of rows) visitors.set(Number(r.visitor_key), r.category as string);
-  }
-  if (of.personKeys?.length) {
-    const rows = await store.query(`SELECT v.person_key, arg_min(pv.channel_category, pv.ts) AS category
-      FROM pageviews pv JOIN visitors v ON v.visitor_key = pv.visitor_key
-      WHERE pv.workspace_id = $1 AND v.workspace_id = $1 AND v.person_key IN (SELECT unnest(${keys('$2')})) GROUP BY v.person_key`,
-    [ws, column(of.personKeys)]);
-    for (const r of rows) persons.set(Number(r.person_key), r.category as string);
-  }
-  return { visitors, persons };
 }

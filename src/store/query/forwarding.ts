@@ -2,7 +2,7 @@
 // its driver's CriteriaQueries, so the forwarding is written once.
 
 import type { CompiledQuery, SetPlan } from '../../criteria/index.js';
-import type { EstimateStats, EstimateTurn, Member } from '../analytics.js';
+import type { EstimateStats, EstimateTurn, FirstTouchChannels, Member } from '../analytics.js';
 import type { CriteriaQueries } from './queries.js';
 
 export abstract class QueriedStore<Q> {
@@ -35,5 +35,9 @@ export abstract class QueriedStore<Q> {
 
   listMembers(plan: SetPlan, ws: string): Promise<Member[]> {
     return this.queries.listMembers(plan, ws);
+  }
+
+  firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels> {
+    return this.queries.firstTouchChannels(ws, of);
   }
 }

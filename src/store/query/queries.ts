@@ -3,7 +3,7 @@
 // statement (criteria/print/) run by its engine's driver (driver.ts).
 
 import type { CompiledQuery, ReportPlan, SetPlan } from '../../criteria/index.js';
-import type { EstimateStats, EstimateTurn, Member } from '../analytics.js';
+import type { EstimateStats, EstimateTurn, FirstTouchChannels, Member } from '../analytics.js';
 import { breakdownOf, countOf, overlapOf, revenueRow } from './rows.js';
 import type { QueryDriver, Row } from './driver.js';
 
@@ -81,6 +81,20 @@ export class CriteriaQueries<Q> {
 
   estimateStats(): EstimateStats {
     return this.driver.stats();
+  }
+
+  /** First-touch channels per person and per anonymous visitor (AnalyticsStore.firstTouchChannels). */
+  async firstTouchChannels(ws: string, of: { visitorKeys?: number[]; personKeys?: number[] }): Promise<FirstTouchChannels> {
+    const profiles = [...of.personKeys ?? [], ...(of.visitorKeys ?? []).map((k) => -k)];
+    const persons = new Map<number, string>();
+    const visitors = new Map<number, string>();
+    if (profiles.length === 0) return { persons, visitors };
+    for (const r of await this.driver.rows(this.driver.printer.firstTouches(ws, profiles))) {
+      const profile = Number(r.profile);
+      if (profile > 0) persons.set(profile, r.value as string);
+      else visitors.set(-profile, r.value as string);
+    }
+    return { persons, visitors };
   }
 
   private async printCount(plan: SetPlan, ws: string): Promise<Q> {
