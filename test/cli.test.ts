@@ -222,6 +222,21 @@ describe('cli against the HTTP compile', () => {
       const { elapsed_ms: _, ...report } = JSON.parse(out.stdout) as Record<string, unknown>;
       expect(report).toEqual(http);
     }
+    // Printed: major units with the currency, the currencies in one (sorted) order on every line.
+    const printed = await cli('report', '--data', db, ...args.slice(0, -1));
+    expect(printed.code, printed.stderr).toBe(0);
+    const lines = printed.stdout.split('\n').filter((l) => l.includes(' revenue '));
+    const rows = [...(http.rows as { revenue: Record<string, number> }[]), (http as unknown as { totals: { revenue: Record<string, number> } }).totals];
+    expect(lines).toHaveLength(rows.length);
+    for (const [i, line] of lines.entries()) {
+      const shown = /revenue ([^;]*);/.exec(line)![1]!.split(', ').map((m) => {
+        const [, amount, currency] = /^(-?[\d,]+\.\d{2}) ([A-Z]{3})$/.exec(m) ?? [];
+        expect(amount, line).toBeDefined();
+        return [currency!.toLowerCase(), Math.round(Number(amount!.replaceAll(',', '')) * 100)] as const;
+      });
+      expect(shown.map(([c]) => c)).toEqual(shown.map(([c]) => c).sort());
+      expect(Object.fromEntries(shown)).toEqual(rows[i]!.revenue);
+    }
     const fault = await cli('report', '--data', db, '--from', body.from, '--to', body.to, '--group-by', 'traits.nope');
     expect(fault.code).toBe(1);
     expect(fault.stdout).toMatch(/^unknown_field\s+\/group_by/);

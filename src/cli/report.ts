@@ -2,6 +2,7 @@
 
 import { AppError, type FieldError } from '../errors.js';
 import { revenueRequest } from '../reports/request.js';
+import { majorUnits } from '../reports/money.js';
 import type { Amounts } from '../reports/response.js';
 import { type RevenueRequest, revenueReport } from '../reports/revenue.js';
 import { atOption, type Command, integerOption, stringOption, type Values } from './args.js';
@@ -9,14 +10,14 @@ import { readCriteriaFile } from './criteria-file.js';
 import { DATA_HELP, DATA_OPTIONS, openData } from './data.js';
 import { DEFAULT_BUDGET_MS } from './estimate.js';
 import { CliError, UsageError } from './errors.js';
-import { fmt, type Output, seconds } from './output.js';
+import { type Output, seconds } from './output.js';
 
 const HELP = `usage: audiences report --data <dir|file.duckdb> --from <date> --to <date> [--interval day|week|month]
        [--group-by <dimension>] [--model first_touch|last_touch] [--filter <json>] [--criteria <file.json>]
        [--at <timestamp>] [--budget <ms>] [--json]
 
-Prints revenue (paid invoices and one-time payments minus refunds, in minor units, one figure per
-currency) per bucket and group, with refunds, paying and new paying customers: the same report as
+Prints revenue (paid invoices and one-time payments minus refunds, in major units with the
+currency, e.g. 157.00 USD, currencies in alphabetical order; --json keeps minor units) per bucket and group, with refunds, paying and new paying customers: the same report as
 POST /v1/reports/revenue on the same data (docs/reports.md). Customers without a touch are the
 group Non-attributed. Faults print and exit 1; a report past its budget is cancelled and reported
 as over budget (hit_limit true in --json), exit 0.
@@ -68,7 +69,9 @@ function requestOf(values: Values): RevenueRequest {
   return parsed.data;
 }
 
-const money = (amounts: Amounts) => Object.entries(amounts).map(([c, v]) => `${fmt(v)} ${c}`).join(', ') || '0';
+/** The amounts in the report's currency order (sorted), so a currency keeps its place on every line. */
+const moneyIn = (currencies: string[]) => (amounts: Amounts) =>
+  currencies.filter((c) => amounts[c] !== undefined).map((c) => majorUnits(amounts[c]!, c)).join(', ') || '0';
 
 async function run(_: string[], values: Values, out: Output): Promise<number> {
   const request = requestOf(values);
@@ -93,6 +96,7 @@ async function run(_: string[], values: Values, out: Output): Promise<number> {
     } else if (report.hit_limit) {
       out.print(`over budget: the report took longer than ${budgetMs} ms and was cancelled (raise --budget)`);
     } else {
+      const money = moneyIn(report.currencies);
       out.print(`revenue by ${report.group_by}, ${report.model}, per ${report.interval}, ${report.from} to ${report.to} (${seconds(elapsed)})`);
       for (const r of report.rows) {
         out.print(`${r.bucket}  ${String(r.group).padEnd(20)} revenue ${money(r.revenue)}; refunds ${money(r.refunds)} (${r.refund_count}); `
