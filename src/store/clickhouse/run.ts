@@ -11,6 +11,7 @@ import { createWriteStream } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import type { ClickHouseSettings } from '@clickhouse/client';
 import { CLICKHOUSE_QUERY_SETTINGS } from '../../criteria/index.js';
+import { FORMULA_START } from '../csv-cells.js';
 import type { ClickHouseContext } from './context.js';
 import { CLUSTER_QUERY_SETTINGS } from './schema.js';
 
@@ -120,6 +121,18 @@ export async function rows<T>(ctx: ClickHouseContext, query: string, params: Rec
 /** A number of a JSON row: 64-bit integers come quoted from a server, bare from chDB. */
 export const num = (value: unknown): number => Number(value);
 
+/**
+ * The statement with each cell neutralized for a CSV (store/csv-cells.ts), each column under its
+ * own name: the names are read first (DESCRIBE analyses the statement, runs nothing).
+ */
+async function neutralizedCells(ctx: ClickHouseContext, query: { sql: string; params: Record<string, unknown> }): Promise<{ sql: string; params: Record<string, unknown> }> {
+  const columns = await rows<{ name: string; type: string }>(ctx, `DESCRIBE TABLE (${query.sql})`, query.params);
+  // The pattern bound, not spelled: ClickHouse string literals read backslash escapes.
+  const cells = columns.map(({ name, type }) => (/String/.test(type)
+    ? `if(match(${quote(name)}, {csv_formula_start:String}), concat('''', ${quote(name)}), ${quote(name)}) AS ${quote(name)}` : quote(name)));
+  return { sql: `SELECT ${cells.join(', ')} FROM (${query.sql})`, params: { ...query.params, csv_formula_start: FORMULA_START } };
+}
+
 const CSV_SETTINGS = { format_csv_null_representation: '', output_format_csv_crlf_end_of_line: 0 } as const;
 
 /**
@@ -129,9 +142,10 @@ const CSV_SETTINGS = { format_csv_null_representation: '', output_format_csv_crl
  * the same rows to a CSV reader).
  */
 export async function writeRows(ctx: ClickHouseContext, query: { sql: string; params: Record<string, unknown> }, path: string, format: 'csv' | 'parquet'): Promise<number> {
+  const written = format === 'csv' ? await neutralizedCells(ctx, query) : query;
   const result = await ctx.client.exec({
-    query: `${query.sql}\nFORMAT ${format === 'csv' ? 'CSVWithNames' : 'Parquet'}`,
-    query_params: query.params,
+    query: `${written.sql}\nFORMAT ${format === 'csv' ? 'CSVWithNames' : 'Parquet'}`,
+    query_params: written.params,
     clickhouse_settings: { ...settings(ctx), ...(format === 'csv' ? CSV_SETTINGS : {}), wait_end_of_query: 1 },
   });
   await pipeline(result.stream, createWriteStream(path));

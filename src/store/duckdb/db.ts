@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { DuckDBConnection, DuckDBInstance, type DuckDBType, type DuckDBValue } from '@duckdb/node-api';
 import type { SqlParam } from '../../criteria/index.js';
+import { FORMULA_START } from '../csv-cells.js';
 import { countWithin } from '../query/queries.js';
 import { DEFAULT_ESTIMATE_CONNECTIONS, DuckDBDriver } from './driver.js';
 import { interruptAfter, INTERRUPTED } from './interrupt.js';
@@ -159,7 +160,10 @@ export class Store {
   async copyTo(sql: string, params: Params, path: string, format: 'csv' | 'parquet'): Promise<number> {
     const options = format === 'csv' ? 'FORMAT csv, HEADER true' : 'FORMAT parquet';
     const target = `'${path.replace(/'/g, "''")}'`;
-    return this.withConnection(async (conn) => (await conn.run(`COPY (${sql}) TO ${target} (${options})`, params)).rowsChanged);
+    // A CSV's cells are neutralized (store/csv-cells.ts): every column, as text, under its own name.
+    const cell = 'CAST(COLUMNS(*) AS VARCHAR)';
+    const rows = format === 'csv' ? `SELECT CASE WHEN regexp_matches(${cell}, '${FORMULA_START}') THEN '''' || ${cell} ELSE ${cell} END FROM (${sql})` : sql;
+    return this.withConnection(async (conn) => (await conn.run(`COPY (${rows}) TO ${target} (${options})`, params)).rowsChanged);
   }
 
   /**
