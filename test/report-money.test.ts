@@ -25,3 +25,13 @@ describe('majorUnits', () => {
     expect(majorUnits(Number.MAX_SAFE_INTEGER, 'usd')).toBe('90,071,992,547,409.91 USD');
   });
 });
+
+describe('the console\'s money', () => {
+  it('uses the same exponents: ISK and HUF at two decimals as Stripe sends them, JPY whole, USD in cents', async () => {
+    const { money } = await import('../src/console/ui.js');
+    expect(money(10_000, 'isk')).toBe('ISK\u00a0100.00');
+    expect(money(123_456, 'huf')).toBe('HUF\u00a01,234.56');
+    expect(money(500, 'jpy')).toBe('¥500');
+    expect(money(15_700, 'usd')).toBe('$157.00');
+  });
+});

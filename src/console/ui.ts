@@ -3,6 +3,7 @@
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
 import { message } from './api.js';
+import { minorDigits } from '../reports/money.js';
 
 export const valueOf = (e: Event): string => (e.currentTarget as HTMLInputElement | HTMLSelectElement | HTMLTextAreaElement).value;
 
@@ -25,15 +26,14 @@ export function day(iso: string): string {
   return Number.isNaN(d.getTime()) ? iso : dates.format(d);
 }
 
-/** Money in minor units of `currency`, formatted with that currency's decimals (JPY has none). */
+/** Money in minor units of `currency`, with the decimals the payment processor counts in (JPY none; ISK two, unlike ISO 4217). */
 export function money(minor: number | undefined, currency: string): string {
-  const format = new Intl.NumberFormat('en-US', { style: 'currency', currency: currency.toUpperCase() });
-  const digits = format.resolvedOptions().maximumFractionDigits ?? 2;
+  const digits = minorUnits(currency);
+  const format = new Intl.NumberFormat('en-US', { style: 'currency', currency: currency.toUpperCase(), minimumFractionDigits: digits, maximumFractionDigits: digits });
   return format.format((minor ?? 0) / 10 ** digits);
 }
 
-export const minorUnits = (currency: string): number =>
-  new Intl.NumberFormat('en-US', { style: 'currency', currency: currency.toUpperCase() }).resolvedOptions().maximumFractionDigits ?? 2;
+export const minorUnits = minorDigits;
 
 export function ErrorNote({ error }: { error: unknown }) {
   if (!error) return null;
