@@ -10,7 +10,7 @@ import { ClickHouseAnalytics } from '../../src/store/clickhouse/analytics.js';
 import { quote } from '../../src/store/clickhouse/run.js';
 import { type CustomerRecord, writeCustomers } from '../../src/store/control/payments.js';
 import { savePersons, saveVisitors } from '../../src/store/control/people.js';
-import { recordPropertyPaths } from '../../src/store/control/properties.js';
+import { recordEventNames, recordPropertyPaths } from '../../src/store/control/properties.js';
 import { NO_COPIES } from '../../src/store/mirror.js';
 import type { ControlSql } from '../../src/store/control/store.js';
 import { Store } from '../../src/store/duckdb/db.js';
@@ -144,6 +144,7 @@ async function importControlRows(t: TestApp, ws: string, data: Partial<Dataset>)
       };
     }), [], [], now);
     await recordPropertyPaths(tx, ws, [...paths.values()]);
+    await recordEventNames(tx, ws, [...new Set((data.events ?? []).map((e) => e.event_name))]);
   });
 }
 
