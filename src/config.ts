@@ -2,6 +2,7 @@
 
 import { LEASE_DEFAULTS } from './store/control/leases.js';
 import type { ClickHouseOptions } from './store/clickhouse/client.js';
+import { CLICKHOUSE_BOUNDS, DUCKDB_BOUNDS, type DuckDBBounds, POSTGRES_BOUNDS, type PostgresBounds } from './store/bounds.js';
 import { ANALYTICS_ENGINES, type AnalyticsEngine, DEFAULT_CLICKHOUSE } from './store/open.js';
 
 /** Requests per minute per API key, in separate budgets (http/rate-limit.ts applies them). */
@@ -49,7 +50,19 @@ export interface Config {
   /** The ad platforms' URLs and API versions that are set (decisions §9); the rest keep PLATFORM_DEFAULTS. */
   platforms: PlatformSettings;
   bootstrap: { secretKey?: string; publishableKey?: string; stripeWebhookSecret?: string };
+  /** How long each store may take before it counts as down (POSTGRES_*_MS; CLICKHOUSE_*_MS are in `clickhouse.bounds`; DUCKDB_WRITE_WAIT_MS). */
+  postgresBounds: PostgresBounds;
+  duckdbBounds: DuckDBBounds;
+  /** /health's bound on each store's trivial statement (HEALTH_TIMEOUT_MS). */
+  healthTimeoutMs: number;
+  /** A request's headers and body must have arrived within this, else 408 (REQUEST_BODY_TIMEOUT_MS). */
+  requestBodyTimeoutMs: number;
+  /** How long SIGTERM waits for requests and refreshes under way before cutting them off (SHUTDOWN_TIMEOUT_MS). */
+  shutdownTimeoutMs: number;
 }
+
+/** Defaults of the bounds config.ts reads that live in no store (README, "Bounds and health"). */
+export const SERVICE_BOUNDS = { healthTimeoutMs: 2_000, requestBodyTimeoutMs: 30_000, shutdownTimeoutMs: 30_000 };
 
 function integer(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const raw = env[name];
@@ -132,6 +145,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       cluster: env.CLICKHOUSE_CLUSTER || undefined,
       username: env.CLICKHOUSE_USER || undefined,
       password: env.CLICKHOUSE_PASSWORD || undefined,
+      bounds: {
+        requestTimeoutMs: Math.max(100, integer(env, 'CLICKHOUSE_REQUEST_TIMEOUT_MS', CLICKHOUSE_BOUNDS.requestTimeoutMs)),
+        killTimeoutMs: Math.max(100, integer(env, 'CLICKHOUSE_KILL_TIMEOUT_MS', CLICKHOUSE_BOUNDS.killTimeoutMs)),
+      },
     },
     estimateBudgetMs: integer(env, 'ESTIMATE_BUDGET_MS', 5000),
     estimateQueueMax: env.ESTIMATE_QUEUE_MAX ? integer(env, 'ESTIMATE_QUEUE_MAX', 0) : undefined,
@@ -147,6 +164,16 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
       perMinute: Math.max(1, integer(env, 'RATE_LIMIT_PER_MINUTE', DEFAULT_RATE_LIMITS.perMinute)),
     },
     platforms: platformSettings(env),
+    postgresBounds: {
+      connectTimeoutMs: Math.max(100, integer(env, 'POSTGRES_CONNECT_TIMEOUT_MS', POSTGRES_BOUNDS.connectTimeoutMs)),
+      statementTimeoutMs: Math.max(100, integer(env, 'POSTGRES_STATEMENT_TIMEOUT_MS', POSTGRES_BOUNDS.statementTimeoutMs)),
+      idleTimeoutMs: Math.max(100, integer(env, 'POSTGRES_IDLE_TIMEOUT_MS', POSTGRES_BOUNDS.idleTimeoutMs)),
+      keepAliveMs: Math.max(1_000, integer(env, 'POSTGRES_KEEPALIVE_MS', POSTGRES_BOUNDS.keepAliveMs)),
+    },
+    duckdbBounds: { writeWaitMs: Math.max(100, integer(env, 'DUCKDB_WRITE_WAIT_MS', DUCKDB_BOUNDS.writeWaitMs)) },
+    healthTimeoutMs: Math.max(100, integer(env, 'HEALTH_TIMEOUT_MS', SERVICE_BOUNDS.healthTimeoutMs)),
+    requestBodyTimeoutMs: Math.max(1_000, integer(env, 'REQUEST_BODY_TIMEOUT_MS', SERVICE_BOUNDS.requestBodyTimeoutMs)),
+    shutdownTimeoutMs: Math.max(100, integer(env, 'SHUTDOWN_TIMEOUT_MS', SERVICE_BOUNDS.shutdownTimeoutMs)),
     bootstrap: {
       secretKey: env.BOOTSTRAP_SECRET_KEY || undefined,
       publishableKey: env.BOOTSTRAP_PUBLISHABLE_KEY || undefined,

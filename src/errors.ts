@@ -19,7 +19,7 @@ export const ERRORS = {
   rate_limited: { status: 429, message: 'too many requests' },
   headers_too_large: { status: 431, message: 'the request headers are larger than the server takes' },
   internal: { status: 500, message: 'internal error' },
-  unavailable: { status: 503, message: 'the service is shutting down' },
+  unavailable: { status: 503, message: 'a store the service depends on is not answering; retry shortly' },
   overloaded: { status: 503, message: 'too many estimates at once; retry shortly' },
   analytics_delayed: {
     status: 503,

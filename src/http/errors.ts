@@ -6,7 +6,10 @@ import type { Duplex } from 'node:stream';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { hasZodFastifySchemaValidationErrors } from 'fastify-type-provider-zod';
 import { AppError, ERRORS, type ErrorCode, type FieldError, invalidRequest } from '../errors.js';
-import { AnalyticsDelayed } from '../store/errors.js';
+import { AnalyticsDelayed, DependencyUnavailable } from '../store/errors.js';
+
+/** Seconds a client is told to wait after an outage answer: about the time a store takes to come back or to be reported down. */
+export const OUTAGE_RETRY_AFTER_SECONDS = 5;
 
 const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_MAX_PARAM_LENGTH: 'uri_too_long',
@@ -18,10 +21,16 @@ const FASTIFY_CODES: Record<string, ErrorCode> = {
   FST_ERR_CTP_INVALID_CONTENT_LENGTH: 'invalid_request',
 };
 
+const NAMES: Record<DependencyUnavailable['dependency'], string> = { postgresql: 'PostgreSQL', clickhouse: 'ClickHouse', duckdb: 'DuckDB' };
+
 /** Translates whatever was thrown into an AppError; anything unexpected is `internal`. */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
-  if (err instanceof AnalyticsDelayed) return new AppError('analytics_delayed');
+  if (err instanceof AnalyticsDelayed) return new AppError('analytics_delayed', undefined, { retry_after_seconds: OUTAGE_RETRY_AFTER_SECONDS });
+  if (err instanceof DependencyUnavailable) {
+    return new AppError('unavailable', `${NAMES[err.dependency]} is unavailable (${err.reason}); retry in ${OUTAGE_RETRY_AFTER_SECONDS} s`,
+      { dependency: err.dependency, retry_after_seconds: OUTAGE_RETRY_AFTER_SECONDS });
+  }
   const fastifyErr = err as FastifyError;
   if (hasZodFastifySchemaValidationErrors(fastifyErr)) {
     const where = fastifyErr.validationContext;

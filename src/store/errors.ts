@@ -10,3 +10,24 @@ export class AnalyticsDelayed extends Error {
     super('the analytical store has not acknowledged the rows yet; they are kept', options);
   }
 }
+
+/** The stores a request depends on, as answers and /health name them. */
+export type Dependency = 'postgresql' | 'clickhouse' | 'duckdb';
+
+/**
+ * A store did not answer within its bound, refused the connection, or cannot write (a full disk, a
+ * database DuckDB invalidated): an outage, not a fault of the request. `reason` is ours, one line,
+ * never the engine's text (it can quote a statement).
+ */
+export class DependencyUnavailable extends Error {
+  constructor(readonly dependency: Dependency, readonly reason: string, options?: ErrorOptions) {
+    super(`${dependency}: ${reason}`, options);
+  }
+}
+
+/** `err` as DependencyUnavailable when `outage` recognises it (a reason), else `err` itself. */
+export function asOutage(dependency: Dependency, err: unknown, outage: (err: unknown) => string | null): unknown {
+  if (err instanceof DependencyUnavailable) return err;
+  const reason = outage(err);
+  return reason === null ? err : new DependencyUnavailable(dependency, reason, { cause: err });
+}

@@ -4,6 +4,7 @@
 
 import type { AnalyticsStore } from './analytics.js';
 import type { ClickHouseOptions } from './clickhouse/client.js';
+import type { PostgresBounds } from './bounds.js';
 import type { ControlStore } from './control/store.js';
 import { DuckDBAnalytics } from './duckdb/analytics.js';
 import { DuckDBControl } from './duckdb/control.js';
@@ -20,6 +21,8 @@ export interface StoresOptions extends StoreOptions {
   clickhouse?: ClickHouseOptions;
   /** A postgres:// URL: the control state in PostgreSQL (with ClickHouse analytics only); `databasePath` is then unused. */
   databaseUrl?: string;
+  /** How long PostgreSQL may take before it counts as down; POSTGRES_BOUNDS otherwise. */
+  postgres?: PostgresBounds;
 }
 
 export interface Stores {
@@ -60,7 +63,7 @@ async function openShared(options: StoresOptions, url: string): Promise<Stores> 
   // Loaded when configured: the default (DuckDB) needs neither engine's client, and loading them
   // slowed each start of the command line (bench/RESULTS.md, "Command line start").
   const { PostgresControl } = await import('./postgres/control.js');
-  const control = await PostgresControl.open({ url }).catch((err: unknown) => {
+  const control = await PostgresControl.open({ url, bounds: options.postgres }).catch((err: unknown) => {
     throw unavailable('PostgreSQL', err);
   });
   return withClickHouse(control, options);
@@ -74,7 +77,7 @@ async function withClickHouse(control: ControlStore, options: StoresOptions, duc
       import('./clickhouse/client.js'), import('./clickhouse/migrate.js'), import('./clickhouse/analytics.js'),
     ]);
     const client = await connectClickHouse(clickhouse);
-    const ctx = { client, database: clickhouse.database, cluster: clickhouse.cluster, control };
+    const ctx = { client, database: clickhouse.database, cluster: clickhouse.cluster, control, killTimeoutMs: clickhouse.bounds?.killTimeoutMs };
     await migrateClickHouse(ctx, { username: clickhouse.username, password: clickhouse.password });
     const analytics = new ClickHouseAnalytics(ctx, { connections: options.estimateConnections, queueMax: options.estimateQueueMax });
     return {

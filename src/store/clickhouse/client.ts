@@ -3,6 +3,8 @@
 // cluster runs is the one the tests run. chdb is not a dependency of a default install.
 
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
+import { CLICKHOUSE_BOUNDS, type ClickHouseBounds } from '../bounds.js';
+import { reportingOutages } from './outage.js';
 
 export interface ClickHouseOptions {
   /** A server or a load balancer over a cluster; unset: the embedded chDB at `path`. */
@@ -14,6 +16,7 @@ export interface ClickHouseOptions {
   cluster?: string;
   username?: string;
   password?: string;
+  bounds?: ClickHouseBounds;
 }
 
 /** ANALYTICS_STORE=clickhouse without CLICKHOUSE_URL, and chdb not installed. */
@@ -45,12 +48,17 @@ export async function chdbAvailable(): Promise<boolean> {
 
 export async function connectClickHouse(options: ClickHouseOptions): Promise<ClickHouseClient> {
   if (options.url !== undefined) {
+    const { requestTimeoutMs } = options.bounds ?? CLICKHOUSE_BOUNDS;
     // Failures reach the caller as errors; the client's own log would print them again on stderr.
-    return createClient({
-      url: options.url, username: options.username, password: options.password, request_timeout: 600_000, log: { level: ClickHouseLogLevel.OFF },
-    });
+    // The timeout is of silence (the socket's): a long query sends its progress in headers well
+    // within it, so only a server that stopped answering reaches it (the client's guide,
+    // docs/howto/long_running_queries.md).
+    return reportingOutages(createClient({
+      url: options.url, username: options.username, password: options.password, request_timeout: requestTimeoutMs, log: { level: ClickHouseLogLevel.OFF },
+      clickhouse_settings: { send_progress_in_http_headers: 1, http_headers_progress_interval_ms: String(Math.max(100, Math.floor(requestTimeoutMs / 3))) },
+    }));
   }
   const chdb = await loadChdb();
   if (chdb === null) throw new ChdbMissing();
-  return createClient({ connection: chdb.createChdbConnection({ path: options.path }) });
+  return reportingOutages(createClient({ connection: chdb.createChdbConnection({ path: options.path }) }));
 }

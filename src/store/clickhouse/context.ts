@@ -10,4 +10,6 @@ export interface ClickHouseContext {
   cluster?: string;
   /** The control store: persons, the visitors' registry, audience definitions, deliveries. */
   control: ControlStore;
+  /** The bound of a KILL QUERY (CLICKHOUSE_KILL_TIMEOUT_MS); its default otherwise. */
+  killTimeoutMs?: number;
 }

@@ -129,7 +129,7 @@ export class Outbox {
   private async insertWithRetries(batch: Batch, deadline: number): Promise<void> {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.insertOnce(batch);
+        return await this.insertOnce(batch, deadline);
       } catch (err) {
         // A refused value is refused again: only the sweeper (and an operator) try it further.
         if (refusedValue(err) !== null || this.closing.signal.aborted) throw this.kept(err);
@@ -148,12 +148,13 @@ export class Outbox {
     return new AnalyticsDelayed({ cause: err });
   }
 
-  private async insertOnce(batch: Batch): Promise<void> {
+  /** One attempt; with a `deadline`, the unit's, an insert still running then is given up (the sweeper tries again). */
+  private async insertOnce(batch: Batch, deadline?: number): Promise<void> {
     if (batch.inFlight) throw new Error('an insert of this batch is under way');
     batch.inFlight = true;
     try {
       await Promise.all([...batch.bodies].filter(([table]) => !batch.stored.has(table)).map(async ([table, body]) => {
-        await this.insert(table, body, `${batch.token}:${table}`);
+        await this.insert(table, body, `${batch.token}:${table}`, deadline);
         if (table === 'visitors' && holdsLateLinks(body)) await reloadVisitorLinks(this.ctx);
         batch.stored.add(table);
       }));
@@ -169,7 +170,7 @@ export class Outbox {
    * the acknowledgement means stored. Settings in the statement itself: chDB keeps per-query
    * settings on its session, and a stale deduplication token there would drop another insert.
    */
-  private async insert(table: string, body: string, token: string): Promise<void> {
+  private async insert(table: string, body: string, token: string, deadline?: number): Promise<void> {
     const settings: Record<string, string | number> = {
       async_insert: 1, wait_for_async_insert: 1, async_insert_deduplicate: 1, insert_deduplication_token: token,
       ...(table === 'events' ? EVENT_INSERT_SETTINGS : {}),
@@ -180,6 +181,7 @@ export class Outbox {
     const result = await this.ctx.client.exec({
       query: `INSERT INTO ${quote(this.ctx.database)}.${quote(table)} SETTINGS ${clause} FORMAT JSONEachRow`,
       values: Readable.from([body]),
+      ...(deadline === undefined ? {} : { abort_signal: AbortSignal.timeout(Math.max(1, deadline - performance.now())) }),
     });
     // The (empty) answer holds the connection until it is read.
     await finished(result.stream.resume());

@@ -16,20 +16,48 @@ import { CHECKPOINT_BEFORE, MIGRATIONS } from './migrations.js';
 import { DuckDBSearch } from './search.js';
 import { readAhead, tailFile } from './tail.js';
 import { TypedColumns } from './typed.js';
+import { DUCKDB_BOUNDS, type DuckDBBounds } from '../bounds.js';
+import { asOutage, DependencyUnavailable } from '../errors.js';
+import { committedDespite, duckdbOutage, freeBytes, invalidatesDatabase, MIN_FREE_BYTES } from './outage.js';
 
 export type Row = Record<string, unknown>;
+
+/** The checkpoint at close failed: the WAL holds what it would have written and is replayed at the next start. */
+export class CheckpointFailed extends Error {
+  constructor(cause: unknown) {
+    super(`DuckDB: the checkpoint at close failed (${cause instanceof Error ? cause.message.split('\n')[0] : String(cause)}); the WAL is kept and replayed at the next start`, { cause });
+  }
+}
 export type Params = DuckDBValue[];
 
 /** Serializes async critical sections. */
 class Lock {
   private tail: Promise<unknown> = Promise.resolve();
 
-  run<T>(fn: () => Promise<T>): Promise<T> {
-    const result = this.tail.then(fn, fn);
+  /** Runs `fn` after the sections before it; one that has not started within `waitMs` fails with `late()` and never runs. */
+  run<T>(fn: () => Promise<T>, waitMs = Infinity, late?: () => Error): Promise<T> {
+    let state: 'waiting' | 'started' | 'gave up' = 'waiting';
+    const turn = () => {
+      if (state === 'gave up') return Promise.resolve(undefined as T);
+      state = 'started';
+      return fn();
+    };
+    const result = this.tail.then(turn, turn);
     this.tail = result.catch(() => undefined);
-    return result;
+    if (!Number.isFinite(waitMs) || !late) return result;
+    return new Promise<T>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        if (state !== 'waiting') return;
+        state = 'gave up';
+        reject(late());
+      }, waitMs);
+      result.then(resolve, reject).finally(() => clearTimeout(timer));
+    });
   }
 }
+
+/** How often a database DuckDB invalidated is tried again (reopened once the disk has room). */
+const REOPEN_EVERY_MS = 1_000;
 
 /** The longest timer Node keeps (about 24.8 days): a statement with no limit of its own. */
 const NO_LIMIT_MS = 2 ** 31 - 1;
@@ -41,6 +69,8 @@ export interface StoreOptions {
   estimateConnections?: number;
   /** Estimates under way beyond the connections (waiting for one); more are refused. Default 4 × the connections. */
   estimateQueueMax?: number;
+  /** How long a write may wait for the writer; DUCKDB_BOUNDS otherwise. */
+  duckdb?: DuckDBBounds;
 }
 
 /** The storage format of the files the service makes (readable by DuckDB 1.5 and later). */
@@ -57,14 +87,21 @@ export class Store {
   /** The people search's indexes of this database's persons and customers. */
   readonly search: DuckDBSearch = new DuckDBSearch(this);
   private closed = false;
+  /** The fatal error that invalidated the database; requests answer 503 until it is reopened. */
+  private invalid: Error | null = null;
+  private reopening: NodeJS.Timeout | null = null;
+  private readonly writeWaitMs: number;
 
   private constructor(
-    private readonly instance: DuckDBInstance,
-    private readonly writer: DuckDBConnection,
+    private instance: DuckDBInstance,
+    private writer: DuckDBConnection,
+    private readonly path: string,
+    private readonly config: Record<string, string>,
     options: StoreOptions,
   ) {
     const connections = options.estimateConnections ?? DEFAULT_ESTIMATE_CONNECTIONS;
     this.driver = new DuckDBDriver(this, instance, connections, options.estimateQueueMax ?? 4 * connections);
+    this.writeWaitMs = (options.duckdb ?? DUCKDB_BOUNDS).writeWaitMs;
   }
 
   static async open(path: string, options: StoreOptions = {}): Promise<Store> {
@@ -78,7 +115,7 @@ export class Store {
     const config: Record<string, string> = { checkpoint_threshold: '256MB', storage_compatibility_version: STORAGE_VERSION };
     if (options.threads) config.threads = String(options.threads);
     const instance = await DuckDBInstance.create(path, config);
-    const store = new Store(instance, await instance.connect(), options);
+    const store = new Store(instance, await instance.connect(), path, config, options);
     await store.migrate();
     return store;
   }
@@ -103,19 +140,87 @@ export class Store {
   /** Runs `fn` in one transaction on the write connection; nothing is kept if it throws. */
   transaction<T>(fn: (tx: DuckDBConnection) => Promise<T>): Promise<T> {
     return this.writeLock.run(async () => {
+      this.assertServing();
       const hooks: (() => void)[] = [];
       this.commitHooks = hooks;
-      await this.writer.run('BEGIN TRANSACTION');
+      const writer = this.writer;
       try {
-        const result = await fn(this.writer);
-        await this.writer.run('COMMIT');
+        await writer.run('BEGIN TRANSACTION');
+        const result = await fn(writer);
+        // A commit whose automatic checkpoint then failed is durable: answered as stored (the
+        // database is reopened behind it), so a client never retries what was kept.
+        await writer.run('COMMIT').catch((err: unknown) => {
+          if (!committedDespite(err)) throw err;
+          this.failed(err);
+        });
         this.commitHooks = null;
         for (const hook of hooks) hook();
         return result;
       } catch (err) {
         this.commitHooks = null;
-        await this.writer.run('ROLLBACK').catch(() => undefined);
-        throw err;
+        await writer.run('ROLLBACK').catch(() => undefined);
+        throw this.failed(err);
+      }
+    }, this.writeWaitMs, () => new DependencyUnavailable('duckdb', `a write waited more than ${this.writeWaitMs} ms for the database`));
+  }
+
+  /** Throws DependencyUnavailable while the database is invalidated (until it is reopened). */
+  assertServing(): void {
+    if (this.invalid) throw new DependencyUnavailable('duckdb', 'the database is reopened after a failed checkpoint', { cause: this.invalid });
+  }
+
+  /** What the caller of a failed statement throws: an outage as DependencyUnavailable; a fatal error starts reopening the database. */
+  failed(err: unknown): unknown {
+    if (invalidatesDatabase(err) && !this.invalid && !this.closed) {
+      this.invalid = err as Error;
+      console.warn(`DuckDB: ${(err as Error).message.split('\n')[0]}; writes and reads answer 503 until the database is reopened`);
+      // A database in memory has nothing to be reopened from.
+      if (this.path !== ':memory:') this.reopenLater();
+    }
+    return asOutage('duckdb', err, duckdbOutage);
+  }
+
+  /** Free space and the database's state, for /health: why it cannot serve writes, or null. */
+  async unwritable(): Promise<string | null> {
+    if (this.invalid) return 'the database is reopened after a failed checkpoint';
+    if (this.path !== ':memory:' && await freeBytes(dirname(this.path)) < MIN_FREE_BYTES) return 'the disk is full';
+    await this.query('SELECT 1');
+    return null;
+  }
+
+  private reopenLater(): void {
+    this.reopening = setTimeout(() => void this.reopen(), REOPEN_EVERY_MS);
+    this.reopening.unref();
+  }
+
+  /**
+   * Opens the database again once its disk has room: DuckDB replays the WAL, which holds every
+   * committed transaction, so nothing acknowledged is lost or doubled. Between writes (the writer's lock).
+   */
+  private async reopen(): Promise<void> {
+    this.reopening = null;
+    if (this.closed) return;
+    if (await freeBytes(dirname(this.path)).catch(() => 0) < MIN_FREE_BYTES) return this.reopenLater();
+    await this.writeLock.run(async () => {
+      if (this.closed) return;
+      const closing = (close: () => void) => {
+        try {
+          close();
+        } catch {
+          // Already closed by an earlier attempt.
+        }
+      };
+      closing(() => this.writer.closeSync());
+      closing(() => this.instance.closeSync());
+      try {
+        this.instance = await DuckDBInstance.create(this.path, this.config);
+        this.writer = await this.instance.connect();
+        this.driver.reopened(this.instance);
+        this.invalid = null;
+        console.warn('DuckDB: the database was reopened and its WAL replayed; serving again');
+      } catch (err) {
+        console.warn(`DuckDB: reopening failed (${err instanceof Error ? err.message.split('\n')[0] : String(err)}); trying again`);
+        this.reopenLater();
       }
     });
   }
@@ -192,9 +297,14 @@ export class Store {
 
   /** Runs `fn` on a fresh connection of its own, closed afterwards. */
   async withConnection<T>(fn: (conn: DuckDBConnection) => Promise<T>): Promise<T> {
-    const conn = await this.instance.connect();
+    this.assertServing();
+    const conn = await this.instance.connect().catch((err: unknown) => {
+      throw this.failed(err);
+    });
     try {
       return await fn(conn);
+    } catch (err) {
+      throw this.failed(err);
     } finally {
       conn.closeSync();
     }
@@ -218,22 +328,40 @@ export class Store {
    * the writer; false when another connection's transaction stopped it (it runs again later by itself).
    */
   checkpoint(): Promise<boolean> {
-    return this.writeLock.run(() => this.writer.run('CHECKPOINT').then(() => true, () => false));
+    return this.writeLock.run(() => this.writer.run('CHECKPOINT').then(() => true, (err: unknown) => {
+      this.failed(err);
+      return false;
+    }));
   }
 
   get isClosed(): boolean {
     return this.closed;
   }
 
-  /** Checkpoints the WAL into the database file and closes; in-flight writes finish first. */
+  /**
+   * Checkpoints the WAL into the database file and closes; in-flight writes finish first. A
+   * checkpoint that fails (a full disk) is thrown after closing: the WAL is kept and replayed at
+   * the next start, so nothing is lost, but the caller must say so.
+   */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
+    if (this.reopening) clearTimeout(this.reopening);
+    let failure: unknown = this.invalid;
     await this.writeLock.run(async () => {
-      await this.writer.run('CHECKPOINT').catch(() => undefined);
-      this.writer.closeSync();
+      if (!this.invalid) await this.writer.run('CHECKPOINT').catch((err: unknown) => (failure = err));
+      try {
+        this.writer.closeSync();
+      } catch {
+        // Closed by a reopening that failed.
+      }
     });
     this.driver.close();
-    this.instance.closeSync();
+    try {
+      this.instance.closeSync();
+    } catch {
+      // As the writer.
+    }
+    if (failure) throw new CheckpointFailed(failure);
   }
 }

@@ -24,11 +24,14 @@ export const DEFAULT_ESTIMATE_CONNECTIONS = Math.max(1, Math.min(availableParall
 export class DuckDBDriver implements QueryDriver<CompiledQuery> {
   readonly printer = duckdbPrinter;
   private readonly idle: DuckDBConnection[] = [];
+  /** The database opening each connection was made on: one from before a reopen is replaced when next used. */
+  private readonly opening = new WeakMap<DuckDBConnection, number>();
+  private openings = 0;
   private readonly admission: EstimateAdmission<DuckDBConnection>;
   private open = 0;
 
   /** `size` estimates run at once, each on a connection of its own; `maxWaiting` more wait for one. */
-  constructor(private readonly store: Store, private readonly instance: DuckDBInstance, size: number, maxWaiting: number) {
+  constructor(private readonly store: Store, private instance: DuckDBInstance, size: number, maxWaiting: number) {
     this.admission = new EstimateAdmission(size, maxWaiting);
   }
 
@@ -51,9 +54,12 @@ export class DuckDBDriver implements QueryDriver<CompiledQuery> {
 
   /** Prepared and run as separate steps, so a budget spent while planning never starts the execution. */
   async readBy(query: CompiledQuery, deadline: number): Promise<Row[] | null> {
-    const conn = await this.acquire(deadline);
-    if (!conn) return null;
+    this.store.assertServing();
+    const acquired = await this.acquire(deadline);
+    if (!acquired) return null;
+    let conn = acquired;
     try {
+      conn = await this.current(conn);
       const rows = await interruptAfter(conn, deadline - performance.now(), async (expired) => {
         const prepared = await conn.prepare(query.sql);
         try {
@@ -65,9 +71,26 @@ export class DuckDBDriver implements QueryDriver<CompiledQuery> {
         }
       });
       return rows === INTERRUPTED ? null : rows;
+    } catch (err) {
+      throw this.store.failed(err);
     } finally {
       this.release(conn);
     }
+  }
+
+  /** The database was opened again (store/duckdb/db.ts reopen): connections are made on `instance` from now on. */
+  reopened(instance: DuckDBInstance): void {
+    this.instance = instance;
+    this.openings++;
+  }
+
+  /** `conn`, or one on the current opening in its place; when none can be made, `conn` is still the caller's to release. */
+  private async current(conn: DuckDBConnection): Promise<DuckDBConnection> {
+    if (this.opening.get(conn) === this.openings) return conn;
+    const fresh = await this.instance.connect();
+    this.opening.set(fresh, this.openings);
+    conn.closeSync();
+    return fresh;
   }
 
   /** DuckDB's EXPLAIN ANALYZE: the physical plan as it ran, each operator with its time and rows. */
@@ -105,7 +128,9 @@ export class DuckDBDriver implements QueryDriver<CompiledQuery> {
   private async connect(): Promise<DuckDBConnection> {
     this.open++;
     try {
-      return await this.instance.connect();
+      const conn = await this.instance.connect();
+      this.opening.set(conn, this.openings);
+      return conn;
     } catch (err) {
       this.open--;
       throw err;

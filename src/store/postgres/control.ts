@@ -11,6 +11,9 @@ import type { ControlRow, ControlSql, ControlStore, ControlTx, ControlValue, Key
 import { postgresDialect } from './dialect.js';
 import { MIGRATIONS_TABLE, migratePostgres } from './migrate.js';
 import { PostgresSearch } from './search.js';
+import { POSTGRES_BOUNDS, type PostgresBounds } from '../bounds.js';
+import { asOutage, DependencyUnavailable } from '../errors.js';
+import { postgresOutage } from './outage.js';
 
 const { Pool, types } = pg;
 
@@ -63,11 +66,11 @@ class PostgresControlSql implements ControlSql {
   constructor(protected readonly db: pg.Pool | pg.PoolClient, readonly search: PostgresSearch) {}
 
   async all(sql: string, params: readonly ControlValue[] = []): Promise<ControlRow[]> {
-    return (await this.db.query<ControlRow>(sql, bind(params))).rows;
+    return (await this.db.query<ControlRow>(sql, bind(params)).catch(outage)).rows;
   }
 
   async run(sql: string, params: readonly ControlValue[] = []): Promise<number> {
-    return (await this.db.query(sql, bind(params))).rowCount ?? 0;
+    return (await this.db.query(sql, bind(params)).catch(outage)).rowCount ?? 0;
   }
 }
 
@@ -79,17 +82,33 @@ class PostgresControlTx extends PostgresControlSql implements ControlTx {
   }
 }
 
+const outage = (err: unknown): never => {
+  throw asOutage('postgresql', err, postgresOutage);
+};
+
+/** The client's own timer past the server's statement_timeout: a live server answers first, a frozen one is given up on. */
+const CLIENT_GRACE_MS = 1_000;
+
 export interface PostgresOptions {
   /** A postgres:// connection string. */
   url: string;
+  bounds?: PostgresBounds;
   /** Connections for transactions, and for statements outside one. */
   transactionConnections?: number;
   statementConnections?: number;
 }
 
-function connect(url: string, max: number): pg.Pool {
+function connect(url: string, max: number, bounds: PostgresBounds): pg.Pool {
   const pool = new Pool({
     connectionString: url, max, types: TYPES, application_name: 'audiences',
+    connectionTimeoutMillis: bounds.connectTimeoutMs,
+    statement_timeout: bounds.statementTimeoutMs,
+    query_timeout: bounds.statementTimeoutMs + CLIENT_GRACE_MS,
+    // A transaction left open by a frozen client does not hold its locks for long.
+    idle_in_transaction_session_timeout: bounds.statementTimeoutMs * 3,
+    idleTimeoutMillis: bounds.idleTimeoutMs,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: bounds.keepAliveMs,
     // Text without a zone (CAST(… AS TIMESTAMP)) is UTC, as the statements write it.
     options: '-c TimeZone=UTC',
   });
@@ -113,8 +132,9 @@ export class PostgresControl extends PostgresControlSql implements ControlStore 
 
   /** Connects and brings the schema up to date (concurrent starts wait for each other's migration). */
   static async open(options: PostgresOptions): Promise<PostgresControl> {
-    const transactions = connect(options.url, options.transactionConnections ?? 10);
-    const statements = connect(options.url, options.statementConnections ?? 5);
+    const bounds = options.bounds ?? POSTGRES_BOUNDS;
+    const transactions = connect(options.url, options.transactionConnections ?? 10, bounds);
+    const statements = connect(options.url, options.statementConnections ?? 5, bounds);
     try {
       const client = await transactions.connect();
       try {
@@ -131,16 +151,18 @@ export class PostgresControl extends PostgresControlSql implements ControlStore 
 
   async transaction<T>(fn: (tx: ControlTx) => Promise<T>): Promise<T> {
     for (let run = 1; ; run++) {
-      const client = await this.transactions.connect();
+      const client = await this.transactions.connect().catch(outage);
       const tx = new PostgresControlTx(client, this.search);
       let result: T;
       try {
-        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ');
+        await client.query('BEGIN ISOLATION LEVEL REPEATABLE READ').catch(outage);
         result = await fn(tx);
-        await client.query('COMMIT');
+        await client.query('COMMIT').catch(outage);
       } catch (err) {
-        // A connection that cannot roll back is broken: the pool drops it.
-        const broken = await client.query('ROLLBACK').then(() => false, () => true);
+        // A connection that cannot roll back is broken: the pool drops it. After an outage it is
+        // dropped at once (a ROLLBACK to a frozen server would wait out another timeout); the
+        // server rolls back an abandoned transaction by itself.
+        const broken = err instanceof DependencyUnavailable || await client.query('ROLLBACK').then(() => false, () => true);
         client.release(broken);
         if (run < MAX_RUNS && lostRace(err)) {
           await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(MAX_BACKOFF_MS, 5 * 2 ** run)));
