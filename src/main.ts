@@ -19,7 +19,7 @@ const stopSignal = new Promise<NodeJS.Signals>((resolve) => {
 const config = loadConfig();
 const stores = await openStores({
   analyticsStore: config.analyticsStore, clickhouse: config.clickhouse, databasePath: config.databasePath, databaseUrl: config.databaseUrl,
-  estimateQueueMax: config.estimateQueueMax,
+  estimateQueueMax: config.estimateQueueMax, postgres: config.postgresBounds, duckdb: config.duckdbBounds,
 }).catch((err: unknown) => {
   if (!(err instanceof StoreUnavailable)) throw err;
   console.error(err.message);
@@ -54,6 +54,7 @@ if (secretKey || publishableKey || stripeWebhookSecret) {
 
 const app = await buildApp({
   stores, estimateBudgetMs: config.estimateBudgetMs, logger: true, publicUrl: config.publicUrl, rateLimits: config.rateLimits,
+  healthTimeoutMs: config.healthTimeoutMs, requestBodyTimeoutMs: config.requestBodyTimeoutMs,
   audiences: {
     refreshLimitMs: config.refreshLimitMs,
     schedulerIntervalMs: config.schedulerIntervalMs,
@@ -73,17 +74,33 @@ consoleBundle().then(() => console.log(`console: ${address}/ (the secret key is 
   (err: unknown) => app.log.error({ err }, 'the console did not build; the API is unaffected'));
 app.audiences.scheduler.start();
 // The people lookup also on DATA_PORT, so that {data_url} can be a separate address.
-const dataApp = config.dataPort === null ? null : await buildDataApp({ stores, logger: true, rateLimits: config.rateLimits });
+const dataApp = config.dataPort === null ? null
+  : await buildDataApp({ stores, logger: true, rateLimits: config.rateLimits, requestBodyTimeoutMs: config.requestBodyTimeoutMs });
 if (dataApp) await dataApp.listen({ port: config.dataPort!, host: config.host });
 
 const signal = await stopSignal;
 app.log.info({ signal }, 'shutting down');
+// Requests and refreshes under way get SHUTDOWN_TIMEOUT_MS; then their connections are cut (none
+// of them was acknowledged: a write is answered only once stored) and the exit code says so.
+let cutOff = false;
+let timer: NodeJS.Timeout | undefined;
+const expired = new Promise<void>((resolve) => {
+  timer = setTimeout(() => {
+    cutOff = true;
+    app.log.warn({ timeoutMs: config.shutdownTimeoutMs }, 'shutdown: the requests and refreshes still under way after the shutdown timeout are cut off');
+    for (const server of [app.server, dataApp?.server]) server?.closeAllConnections();
+    resolve();
+  }, config.shutdownTimeoutMs);
+});
 try {
-  await app.audiences.scheduler.stop(); // a refresh under way commits or rolls back; deliveries pause
-  await Promise.all([app.close(), dataApp?.close()]); // stops accepting, waits for in-flight requests
-  await stores.close(); // finishes writes, checkpoints
+  await Promise.race([expired, (async () => {
+    await app.audiences.scheduler.stop(); // a refresh under way commits or rolls back; deliveries pause
+    await Promise.all([app.close(), dataApp?.close()]); // stops accepting, waits for in-flight requests
+  })()]);
+  clearTimeout(timer);
+  await stores.close(); // finishes writes, checkpoints; a failed checkpoint is thrown (the WAL is kept)
 } catch (err) {
   app.log.error({ err }, 'shutdown failed');
   process.exit(1);
 }
-process.exit(0);
+process.exit(cutOff ? 1 : 0);

@@ -11,7 +11,7 @@ import { Ingest } from '../src/ingest/ingest.js';
 import { PaymentWebhook } from '../src/attribution/webhook.js';
 import { toAppError } from '../src/http/errors.js';
 import { ClickHouseAnalytics } from '../src/store/clickhouse/analytics.js';
-import { connectClickHouse } from '../src/store/clickhouse/client.js';
+import { clickhouseUnwritable, connectClickHouse } from '../src/store/clickhouse/client.js';
 import type { ClickHouseContext } from '../src/store/clickhouse/context.js';
 import { migrateClickHouse } from '../src/store/clickhouse/migrate.js';
 import type { UnitsOptions } from '../src/store/clickhouse/writes.js';
@@ -20,6 +20,7 @@ import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { Workspaces } from '../src/store/control/workspaces.js';
 import { Store } from '../src/store/duckdb/db.js';
 import type { Stores } from '../src/store/open.js';
+import { checkStores } from '../src/store/health.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { CHDB_INSTALLED } from './support/engines.js';
 import { clickhouseOf, eventsByName, storedRows } from './support/stored.js';
@@ -127,7 +128,10 @@ describe.skipIf(!CHDB_INSTALLED)('ClickHouse rows left by a failure or a crash',
     const ctx = { client, database, control };
     await migrateClickHouse(ctx);
     const analytics = new Analytics(ctx, {}, units);
-    return { control, analytics, duckdb, close: async () => { await analytics.close(); await control.close(); } };
+    return {
+      control, analytics, duckdb, close: async () => { await analytics.close(); await control.close(); },
+      health: (timeoutMs) => checkStores({ duckdb: () => duckdb.unwritable(), clickhouse: () => clickhouseUnwritable(client, timeoutMs) }, timeoutMs),
+    };
   }
 
   const events = async (ctx: ClickHouseContext) => {

@@ -3,7 +3,7 @@ import { connect, type AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Dataset } from '../src/store/layout.js';
 import { startTestApp, type TestApp } from './support/app.js';
-import { ENGINES_WITH_POSTGRES } from './support/engines.js';
+import { ENGINES_WITH_POSTGRES, POSTGRES } from './support/engines.js';
 import { importRows, storedCount } from './support/stored.js';
 
 const AT = new Date('2026-06-15T12:00:00Z');
@@ -34,7 +34,10 @@ describe.each(ENGINES_WITH_POSTGRES)('%s: HTTP API', (engine) => {
   it('answers /health once the database is open', async () => {
     const res = await t.app.inject({ method: 'GET', url: '/health' });
     expect(res.statusCode).toBe(200);
-    expect(res.json()).toEqual({ status: 'ok' });
+    const { status, stores } = res.json() as { status: string; stores: Record<string, string> };
+    expect(status).toBe('ok');
+    expect(Object.keys(stores).sort()).toEqual({ duckdb: ['duckdb'], clickhouse: ['clickhouse', 'duckdb'], [POSTGRES]: ['clickhouse', 'postgresql'] }[engine]);
+    expect(new Set(Object.values(stores))).toEqual(new Set(['ok']));
   });
 
   it('rejects a missing, malformed or unknown key with 401 unauthorized', async () => {

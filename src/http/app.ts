@@ -11,7 +11,7 @@ import type { Stores } from '../store/open.js';
 import { authPlugin } from './auth.js';
 import { registerJsonBodies } from './json-body.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
-import { DEFAULT_RATE_LIMITS, type RateLimits } from '../config.js';
+import { DEFAULT_RATE_LIMITS, type RateLimits, SERVICE_BOUNDS } from '../config.js';
 import { registerRateLimits } from './rate-limit.js';
 import { Ingest } from '../ingest/ingest.js';
 import { compileRoutes } from './routes/compile.js';
@@ -46,6 +46,10 @@ export interface AppOptions {
   audiences?: Partial<AudienceServiceOptions>;
   /** Requests per minute per key; DEFAULT_RATE_LIMITS otherwise. */
   rateLimits?: RateLimits;
+  /** /health's bound on each store's check; SERVICE_BOUNDS otherwise. */
+  healthTimeoutMs?: number;
+  /** A request's headers and body must have arrived within this (408 otherwise); SERVICE_BOUNDS otherwise. */
+  requestBodyTimeoutMs?: number;
 }
 
 declare module 'fastify' {
@@ -56,10 +60,14 @@ declare module 'fastify' {
 }
 
 /** Fastify with zod schemas, the error mapping and key authentication: shared by both apps. */
-async function baseApp(stores: Stores, logger: boolean, rateLimits: RateLimits = DEFAULT_RATE_LIMITS) {
+async function baseApp(stores: Stores, logger: boolean, rateLimits: RateLimits = DEFAULT_RATE_LIMITS, requestTimeoutMs = SERVICE_BOUNDS.requestBodyTimeoutMs) {
   const app = Fastify({
     logger,
     bodyLimit: BODY_LIMIT_BYTES,
+    // A client sending its body a byte at a time is cut off (408) rather than held forever; Node
+    // checks every connection at this interval, so the cut comes within twice the timeout at most.
+    requestTimeout: requestTimeoutMs,
+    http: { headersTimeout: Math.min(60_000, requestTimeoutMs), connectionsCheckingInterval: Math.max(250, Math.floor(requestTimeoutMs / 4)) },
     return503OnClosing: true,
     frameworkErrors,
     clientErrorHandler,
@@ -74,7 +82,7 @@ async function baseApp(stores: Stores, logger: boolean, rateLimits: RateLimits =
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
-  const { app, workspaces } = await baseApp(opts.stores, opts.logger ?? false, opts.rateLimits);
+  const { app, workspaces } = await baseApp(opts.stores, opts.logger ?? false, opts.rateLimits, opts.requestBodyTimeoutMs);
 
   await app.register(swagger, {
     openapi: {
@@ -87,7 +95,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'people', description: 'Look customers up, with their link state and first-touch channel.' },
         { name: 'reports', description: 'Revenue per period, attributed to channels or grouped by traits (secret key).' },
         { name: 'workspace', description: 'The key\'s workspace, where to point the payment webhook, and the names criteria may use.' },
-        { name: 'service', description: 'Liveness.' },
+        { name: 'service', description: 'Liveness (/live) and readiness (/health: every store answers and can write).' },
       ],
       components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } }, schemas: criteriaComponents() },
       security: [{ bearer: [] }],
@@ -97,7 +105,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   await app.register(authPlugin, { workspaces });
-  await app.register(healthRoutes);
+  await app.register(healthRoutes, { stores: opts.stores, timeoutMs: opts.healthTimeoutMs ?? SERVICE_BOUNDS.healthTimeoutMs });
   const clock = opts.clock ?? (() => new Date());
   await app.register(compileRoutes, { stores: opts.stores, budgetMs: opts.estimateBudgetMs, exactShare: opts.estimateExactShare, clock });
   const audiences = createAudienceService(opts.stores, clock, (err) => app.log.error({ err }, 'audience refresh or delivery failed'), opts.audiences);
@@ -119,8 +127,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 }
 
 /** The data app for DATA_PORT: the people lookup only. */
-export async function buildDataApp(opts: { stores: Stores; logger?: boolean; rateLimits?: RateLimits }): Promise<FastifyInstance> {
-  const { app, workspaces } = await baseApp(opts.stores, opts.logger ?? false, opts.rateLimits);
+export async function buildDataApp(opts: { stores: Stores; logger?: boolean; rateLimits?: RateLimits; requestBodyTimeoutMs?: number }): Promise<FastifyInstance> {
+  const { app, workspaces } = await baseApp(opts.stores, opts.logger ?? false, opts.rateLimits, opts.requestBodyTimeoutMs);
   await app.register(authPlugin, { workspaces });
   await app.register(peopleRoutes, { stores: opts.stores });
   await app.ready();

@@ -9,6 +9,7 @@ import type { ControlStore } from './control/store.js';
 import { DuckDBAnalytics } from './duckdb/analytics.js';
 import { DuckDBControl } from './duckdb/control.js';
 import { Store, type StoreOptions } from './duckdb/db.js';
+import { checkStores, type HealthCheck, type StoresHealth } from './health.js';
 
 export const ANALYTICS_ENGINES = ['duckdb', 'clickhouse'] as const;
 export type AnalyticsEngine = (typeof ANALYTICS_ENGINES)[number];
@@ -32,6 +33,8 @@ export interface Stores {
   duckdb?: Store;
   /** Finishes writes and closes both. */
   close(): Promise<void>;
+  /** Whether each store answers a trivial statement within `timeoutMs` and has room to write. */
+  health(timeoutMs: number): Promise<StoresHealth>;
 }
 
 /** The embedded DuckDB database of `stores`, for work that only it can do (parquet imports and checks). */
@@ -50,9 +53,12 @@ export async function openStores(options: StoresOptions): Promise<Stores> {
   const store = await Store.open(options.databasePath, options);
   const control = new DuckDBControl(store);
   if (options.analyticsStore === 'duckdb') {
-    return { control, analytics: new DuckDBAnalytics(store), duckdb: store, close: () => store.close() };
+    return {
+      control, analytics: new DuckDBAnalytics(store), duckdb: store, close: () => store.close(),
+      health: (timeoutMs) => checkStores({ duckdb: () => store.unwritable() }, timeoutMs),
+    };
   }
-  return withClickHouse(control, options, store);
+  return withClickHouse(control, options, { duckdb: () => store.unwritable() }, store);
 }
 
 /** The layout of many API nodes: the control state in PostgreSQL, the analytical data in ClickHouse. */
@@ -66,14 +72,14 @@ async function openShared(options: StoresOptions, url: string): Promise<Stores> 
   const control = await PostgresControl.open({ url, bounds: options.postgres }).catch((err: unknown) => {
     throw unavailable('PostgreSQL', err);
   });
-  return withClickHouse(control, options);
+  return withClickHouse(control, options, { postgresql: () => control.unwritable() });
 }
 
 /** The stores of `control` with the analytical data in ClickHouse; closing them closes `control` too. */
-async function withClickHouse(control: ControlStore, options: StoresOptions, duckdb?: Store): Promise<Stores> {
+async function withClickHouse(control: ControlStore, options: StoresOptions, controlCheck: Record<string, HealthCheck>, duckdb?: Store): Promise<Stores> {
   try {
     const clickhouse = options.clickhouse ?? DEFAULT_CLICKHOUSE;
-    const [{ connectClickHouse }, { migrateClickHouse }, { ClickHouseAnalytics }] = await Promise.all([
+    const [{ connectClickHouse, clickhouseUnwritable }, { migrateClickHouse }, { ClickHouseAnalytics }] = await Promise.all([
       import('./clickhouse/client.js'), import('./clickhouse/migrate.js'), import('./clickhouse/analytics.js'),
     ]);
     const client = await connectClickHouse(clickhouse);
@@ -88,6 +94,7 @@ async function withClickHouse(control: ControlStore, options: StoresOptions, duc
         await analytics.close();
         await control.close();
       },
+      health: (timeoutMs) => checkStores({ ...controlCheck, clickhouse: () => clickhouseUnwritable(client, timeoutMs) }, timeoutMs),
     };
   } catch (err) {
     await control.close();

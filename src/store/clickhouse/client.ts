@@ -62,3 +62,15 @@ export async function connectClickHouse(options: ClickHouseOptions): Promise<Cli
   if (chdb === null) throw new ChdbMissing();
   return reportingOutages(createClient({ connection: chdb.createChdbConnection({ path: options.path }) }));
 }
+
+/** Below this much free space on a disk of ClickHouse, inserts cannot be relied on. */
+const MIN_FREE_BYTES = 1024 * 1024;
+
+/** Why ClickHouse cannot serve reads and writes (/health), or null: a trivial statement answered within `timeoutMs`, and room on its disks. */
+export async function clickhouseUnwritable(client: ClickHouseClient, timeoutMs: number): Promise<string | null> {
+  const result = await client.query({
+    query: 'SELECT toString(min(free_space)) AS free FROM system.disks', format: 'JSONEachRow', abort_signal: AbortSignal.timeout(timeoutMs),
+  });
+  const [row] = await result.json<{ free: string }>();
+  return row !== undefined && Number(row.free) < MIN_FREE_BYTES ? 'the disk is full' : null;
+}

@@ -181,7 +181,7 @@ export class Outbox {
     const result = await this.ctx.client.exec({
       query: `INSERT INTO ${quote(this.ctx.database)}.${quote(table)} SETTINGS ${clause} FORMAT JSONEachRow`,
       values: Readable.from([body]),
-      ...(deadline === undefined ? {} : { abort_signal: AbortSignal.timeout(Math.max(1, deadline - performance.now())) }),
+      ...(deadline === undefined ? {} : { abort_signal: AbortSignal.timeout(Math.max(1, Math.ceil(deadline - performance.now()))) }),
     });
     // The (empty) answer holds the connection until it is read.
     await finished(result.stream.resume());

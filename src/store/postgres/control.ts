@@ -180,6 +180,12 @@ export class PostgresControl extends PostgresControlSql implements ControlStore 
     return this.keys.next(sequence, n);
   }
 
+  /** Why the server cannot take writes (/health), or null: a read-only session means a standby or a server refusing writes. */
+  async unwritable(): Promise<string | null> {
+    const [row] = await this.all("SELECT current_setting('transaction_read_only') AS read_only");
+    return row?.read_only === 'off' ? null : 'the server is read-only';
+  }
+
   async schemaVersion(): Promise<number> {
     const [row] = await this.all(`SELECT count(*) AS n FROM ${MIGRATIONS_TABLE}`);
     return Number(row?.n ?? 0);
