@@ -6,7 +6,7 @@ import { planCriteria, validateCriteria } from '../criteria/index.js';
 import { AppError } from '../errors.js';
 import type { SnapshotResult } from '../store/types.js';
 import { randomUUID } from 'node:crypto';
-import { getAudience, isDue, updateAudience } from '../store/control/audiences.js';
+import { getAudience, isDue, refreshLeaseName, updateAudience } from '../store/control/audiences.js';
 import { LEASE_DEFAULTS, type LeaseOptions, withLease } from '../store/control/leases.js';
 import type { Stores } from '../store/open.js';
 import { storedDestinations } from './resource.js';
@@ -47,7 +47,7 @@ export class Refresher {
     if (this.running.has(audienceId)) return null;
     this.running.add(audienceId);
     try {
-      return await withLease(this.stores.control, `refresh:${audienceId}`, this.holder, this.lease, work);
+      return await withLease(this.stores.control, refreshLeaseName(audienceId), this.holder, this.lease, work);
     } finally {
       this.running.delete(audienceId);
     }

@@ -1,7 +1,7 @@
 // The refresh scheduler: every interval, refresh each due audience at the tick's time, then start
 // delivering pending deliveries. Tests call tick(now) directly with their own clock.
 
-import { audiencesWithPendingDeliveries, dueAudiences } from '../store/control/audiences.js';
+import { audiencesWithPendingDeliveries, clearRefreshLeases, dueAudiences, resetInterruptedRefreshes } from '../store/control/audiences.js';
 import type { ControlStore } from '../store/control/store.js';
 import type { Deliverer } from './delivery.js';
 import type { Refresher } from './refresh.js';
@@ -15,6 +15,8 @@ export interface SchedulerOptions {
 export class Scheduler {
   private timer: NodeJS.Timeout | null = null;
   private current: Promise<void> | null = null;
+  /** start()'s first tick, which stop() waits for too. */
+  private first: Promise<void> | null = null;
 
   constructor(
     private readonly store: ControlStore,
@@ -23,8 +25,10 @@ export class Scheduler {
     private readonly options: SchedulerOptions,
   ) {}
 
+  /** Starts ticking; the first tick at once, after the refresh leases of an earlier run of this database are gone (one process's file). */
   start(): void {
     if (this.timer) return;
+    this.first = clearRefreshLeases(this.store).then(() => this.tick(this.options.clock())).catch((err) => this.options.onError?.(err));
     this.timer = setInterval(() => {
       // A tick still running (a long refresh, a destination backing off) is not doubled.
       if (!this.current) void this.tick(this.options.clock()).catch((err) => this.options.onError?.(err));
@@ -43,6 +47,8 @@ export class Scheduler {
   }
 
   private async run(now: Date): Promise<void> {
+    // A refresh whose holder is gone would read `refreshing` forever: due again now.
+    await resetInterruptedRefreshes(this.store, now);
     // Every node ticks; the refresher's lease and its due check make each due audience refresh once.
     for (const { workspace_id, audience_id } of await dueAudiences(this.store, now)) {
       await this.refresher.refreshIfDue(workspace_id, audience_id, now).catch((err) => this.options.onError?.(err));
@@ -61,6 +67,7 @@ export class Scheduler {
     this.timer = null;
     this.refresher.stop();
     await this.deliverer.stop();
+    await this.first;
     await this.current?.catch(() => undefined);
   }
 }

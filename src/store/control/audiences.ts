@@ -98,6 +98,30 @@ export async function dueAudiences(store: ControlStore, now: Date): Promise<{ wo
   return rows as { workspace_id: string; audience_id: string }[];
 }
 
+/** The lease a refresh of `audienceId` is held under: its row names the holder (store/control/leases.ts). */
+export const refreshLeaseName = (audienceId: string): string => `refresh:${audienceId}`;
+
+/**
+ * Audiences left `refreshing` by a holder that is gone (a process killed mid-refresh: its lease
+ * expired, or was cleared at start): marked failed and due at `now`, so the next tick refreshes
+ * them at once, a manual refresh of an audience not yet due included. The number reset.
+ */
+export async function resetInterruptedRefreshes(store: ControlStore, now: Date): Promise<number> {
+  return store.run(`UPDATE audiences SET status = 'failed', last_error = $1, next_refresh_at = $2
+    WHERE status = 'refreshing'
+      AND NOT EXISTS (SELECT 1 FROM leases WHERE leases.name = 'refresh:' || audiences.audience_id AND leases.expires_at > $2)`,
+  ['the refresh was interrupted (the process running it stopped); it runs again', now]);
+}
+
+/**
+ * At the start of the only process of a database file (the DuckDB control store is one process's),
+ * every refresh lease is a dead process's: they go, so nothing waits out their time.
+ */
+export async function clearRefreshLeases(store: ControlStore): Promise<void> {
+  if (store.shared) return;
+  await store.run("DELETE FROM leases WHERE name LIKE 'refresh:%'");
+}
+
 /** Whether the audience is still due at `now` (another node may have refreshed it since the list was read). */
 export async function isDue(store: ControlSql, ws: string, id: string, now: Date): Promise<boolean> {
   return (await store.all('SELECT 1 FROM audiences WHERE workspace_id = $1 AND audience_id = $2 AND next_refresh_at <= $3', [ws, id, now])).length === 1;
