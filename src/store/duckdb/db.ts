@@ -71,6 +71,8 @@ export interface StoreOptions {
   estimateQueueMax?: number;
   /** How long a write may wait for the writer; DUCKDB_BOUNDS otherwise. */
   duckdb?: DuckDBBounds;
+  /** The WAL size past which a commit checkpoints (DuckDB's text, `256MB` unless given: the fault tests make it small). */
+  checkpointThreshold?: string;
 }
 
 /** The storage format of the files the service makes (readable by DuckDB 1.5 and later). */
@@ -112,7 +114,7 @@ export class Store {
     // A new file is written in DuckDB 1.5's storage format (its default is 1.0's, for older
     // readers): its dictionary-FSST strings are filtered faster (bench/RESULTS.md, "100 M
     // events"). A file keeps the format it was made in.
-    const config: Record<string, string> = { checkpoint_threshold: '256MB', storage_compatibility_version: STORAGE_VERSION };
+    const config: Record<string, string> = { checkpoint_threshold: options.checkpointThreshold ?? '256MB', storage_compatibility_version: STORAGE_VERSION };
     if (options.threads) config.threads = String(options.threads);
     const instance = await DuckDBInstance.create(path, config);
     const store = new Store(instance, await instance.connect(), path, config, options);
