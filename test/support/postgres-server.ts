@@ -5,6 +5,7 @@
 // a loopback HTTP starter whose URL the workers are given. When it cannot start, the PostgreSQL runs
 // are skipped with one warning, unless CI=true (test/support/postgres.ts then fails the suite asking).
 
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { chown, mkdtemp, rm } from 'node:fs/promises';
@@ -32,6 +33,19 @@ export interface RunningPostgres {
   /** postgres://user:password@127.0.0.1:port, without a database. */
   url: string;
   stop(): Promise<void>;
+  /** The server's processes (the postmaster first, then its children): the fault tests freeze and kill them. */
+  pids(): number[];
+  /** Starts the server again on its directory and port (after a kill: it recovers from its WAL). */
+  restart(): Promise<void>;
+}
+
+/** The children of process `pid`, from /proc (Linux). */
+function childrenOf(pid: number): number[] {
+  try {
+    return readFileSync(`/proc/${pid}/task/${pid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+  } catch {
+    return [];
+  }
 }
 
 /**
@@ -65,12 +79,18 @@ export async function startPostgres({ durable, packages = installedPackages() }:
     await dispose();
     throw err;
   }
+  const postmaster = () => (instance as unknown as { process?: { pid?: number } }).process?.pid;
   return {
     url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}`,
     stop: async () => {
       await instance.stop();
       await dispose();
     },
+    pids: () => {
+      const pid = postmaster();
+      return pid === undefined ? [] : [pid, ...childrenOf(pid)];
+    },
+    restart: () => instance.start(),
   };
 }
 
