@@ -315,10 +315,11 @@ const exited = (child: ChildProcess) => new Promise<void>((done) => {
   else child.once('exit', () => done());
 });
 
-/** Runs the server over a chDB at `dataPath` in a child process; resolves once it listens. */
-export async function startChdbServer(dataPath: string): Promise<ChdbServer> {
+/** Runs the server over a chDB at `dataPath` in a child process, on `port` if given (a restart at the same URL); resolves once it listens. */
+export async function startChdbServer(dataPath: string, port?: number): Promise<ChdbServer> {
   const tsx = pathToFileURL(createRequire(import.meta.url).resolve('tsx')).href;
-  const child = spawn(process.execPath, ['--import', tsx, fileURLToPath(import.meta.url), resolve(dataPath), '--exit-with-parent'], {
+  const args = [fileURLToPath(import.meta.url), resolve(dataPath), '--exit-with-parent', ...(port === undefined ? [] : ['--port', String(port)])];
+  const child = spawn(process.execPath, ['--import', tsx, ...args], {
     stdio: ['pipe', 'pipe', 'inherit'],
   });
   const url = await new Promise<string>((done, fail) => {
