@@ -55,7 +55,6 @@ export class EventClient {
       this.refused.delete(id);
       return true;
     }
-    if (process.env.FAULT_DEBUG) console.log(id, res.statusCode, res.body);
     expectOutage(res, dependency);
     this.refused.add(id);
     return false;
