@@ -130,7 +130,7 @@ describe.skipIf(!CHDB_INSTALLED)('ClickHouse rows left by a failure or a crash',
     const analytics = new Analytics(ctx, {}, units);
     return {
       control, analytics, duckdb, close: async () => { await analytics.close(); await control.close(); },
-      health: (timeoutMs) => checkStores({ duckdb: () => duckdb.unwritable(), clickhouse: () => clickhouseUnwritable(client, timeoutMs) }, timeoutMs),
+      health: (timeoutMs) => checkStores({ duckdb: () => duckdb.unwritable(), clickhouse: () => clickhouseUnwritable(client, { path: ':memory:', database }, timeoutMs) }, timeoutMs),
     };
   }
 

@@ -4,7 +4,8 @@
 
 import type { AnalyticsStore } from './analytics.js';
 import type { ClickHouseOptions } from './clickhouse/client.js';
-import type { PostgresBounds } from './bounds.js';
+import { CLICKHOUSE_BOUNDS, type PostgresBounds } from './bounds.js';
+import { DependencyUnavailable } from './errors.js';
 import type { ControlStore } from './control/store.js';
 import { DuckDBAnalytics } from './duckdb/analytics.js';
 import { DuckDBControl } from './duckdb/control.js';
@@ -83,7 +84,8 @@ async function withClickHouse(control: ControlStore, options: StoresOptions, con
       import('./clickhouse/client.js'), import('./clickhouse/migrate.js'), import('./clickhouse/analytics.js'),
     ]);
     const client = await connectClickHouse(clickhouse);
-    const ctx = { client, database: clickhouse.database, cluster: clickhouse.cluster, control, killTimeoutMs: clickhouse.bounds?.killTimeoutMs };
+    const killTimeoutMs = clickhouse.url === undefined ? undefined : (clickhouse.bounds ?? CLICKHOUSE_BOUNDS).killTimeoutMs;
+    const ctx = { client, database: clickhouse.database, cluster: clickhouse.cluster, control, killTimeoutMs };
     await migrateClickHouse(ctx, { username: clickhouse.username, password: clickhouse.password });
     const analytics = new ClickHouseAnalytics(ctx, { connections: options.estimateConnections, queueMax: options.estimateQueueMax });
     return {
@@ -94,7 +96,7 @@ async function withClickHouse(control: ControlStore, options: StoresOptions, con
         await analytics.close();
         await control.close();
       },
-      health: (timeoutMs) => checkStores({ ...controlCheck, clickhouse: () => clickhouseUnwritable(client, timeoutMs) }, timeoutMs),
+      health: (timeoutMs) => checkStores({ ...controlCheck, clickhouse: () => clickhouseUnwritable(client, clickhouse, timeoutMs) }, timeoutMs),
     };
   } catch (err) {
     await control.close();
@@ -105,5 +107,7 @@ async function withClickHouse(control: ControlStore, options: StoresOptions, con
 /** An engine's failure to open as the one line StoreUnavailable says. */
 function unavailable(engine: string, err: unknown): unknown {
   if (!(err instanceof Error) || err instanceof StoreUnavailable) return err;
-  return new StoreUnavailable(`${engine}: ${err.message.split('\n')[0]}`);
+  // The engine's own words (they name the address), not our outage's.
+  const source = err instanceof DependencyUnavailable && err.cause instanceof Error ? err.cause : err;
+  return new StoreUnavailable(`${engine}: ${source.message.split('\n')[0]}`);
 }

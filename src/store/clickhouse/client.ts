@@ -2,6 +2,7 @@
 // one, the embedded chDB reached through the same client (chdb's connection), so the code path a
 // cluster runs is the one the tests run. chdb is not a dependency of a default install.
 
+import { statfs } from 'node:fs/promises';
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { CLICKHOUSE_BOUNDS, type ClickHouseBounds } from '../bounds.js';
 import { reportingOutages } from './outage.js';
@@ -66,8 +67,18 @@ export async function connectClickHouse(options: ClickHouseOptions): Promise<Cli
 /** Below this much free space on a disk of ClickHouse, inserts cannot be relied on. */
 const MIN_FREE_BYTES = 1024 * 1024;
 
-/** Why ClickHouse cannot serve reads and writes (/health), or null: a trivial statement answered within `timeoutMs`, and room on its disks. */
-export async function clickhouseUnwritable(client: ClickHouseClient, timeoutMs: number): Promise<string | null> {
+/**
+ * Why ClickHouse cannot serve reads and writes (/health), or null. A server: a trivial statement
+ * answered within `timeoutMs`, and room on its disks. The embedded chDB runs in this process (it is
+ * up when we are) and one statement at a time: only its directory's free space is checked, so that
+ * a long estimate never makes the node look down.
+ */
+export async function clickhouseUnwritable(client: ClickHouseClient, options: ClickHouseOptions, timeoutMs: number): Promise<string | null> {
+  if (options.url === undefined) {
+    if (options.path === ':memory:') return null;
+    const stats = await statfs(options.path);
+    return stats.bavail * stats.bsize < MIN_FREE_BYTES ? 'the disk is full' : null;
+  }
   const result = await client.query({
     query: 'SELECT toString(min(free_space)) AS free FROM system.disks', format: 'JSONEachRow', abort_signal: AbortSignal.timeout(timeoutMs),
   });

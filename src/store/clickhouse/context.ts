@@ -10,6 +10,6 @@ export interface ClickHouseContext {
   cluster?: string;
   /** The control store: persons, the visitors' registry, audience definitions, deliveries. */
   control: ControlStore;
-  /** The bound of a KILL QUERY (CLICKHOUSE_KILL_TIMEOUT_MS); its default otherwise. */
+  /** The bound of a KILL QUERY on a server (CLICKHOUSE_KILL_TIMEOUT_MS); unset on the embedded chDB, which is never frozen apart from us. */
   killTimeoutMs?: number;
 }

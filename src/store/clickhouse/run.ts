@@ -13,7 +13,6 @@ import type { ClickHouseSettings } from '@clickhouse/client';
 import { CLICKHOUSE_QUERY_SETTINGS } from '../../criteria/index.js';
 import { FORMULA_START } from '../csv-cells.js';
 import type { ClickHouseContext } from './context.js';
-import { CLICKHOUSE_BOUNDS } from '../bounds.js';
 import { CLUSTER_QUERY_SETTINGS } from './schema.js';
 
 export const quote = (identifier: string) => `\`${identifier.replace(/\\/g, '\\\\').replace(/`/g, '\\`')}\``;
@@ -95,15 +94,16 @@ export async function bounded<T>(ctx: ClickHouseContext, bound: Bound, send: (ru
 }
 
 /**
- * Stops a query and the shards' parts of it, waiting until they have stopped, for the kill's own
- * bound at most (a frozen server must not hold the caller past its deadline); best effort: the
- * engine's limit stops the query anyway.
+ * Stops a query and the shards' parts of it, waiting until they have stopped: on a server for the
+ * kill's own bound at most (a frozen server must not hold the caller past its deadline), on the
+ * embedded chDB until the engine is free (its one session runs the next statement only then, so
+ * the caller's run slot is kept till then). Best effort: the engine's limit stops the query anyway.
  */
 async function kill(ctx: ClickHouseContext, queryId: string): Promise<void> {
   const onCluster = ctx.cluster === undefined ? '' : ` ON CLUSTER ${quote(ctx.cluster)}`;
-  const killTimeoutMs = ctx.killTimeoutMs ?? CLICKHOUSE_BOUNDS.killTimeoutMs;
   await ctx.client.command({
-    query: `KILL QUERY${onCluster} WHERE initial_query_id = {id:String} SYNC`, query_params: { id: queryId }, abort_signal: AbortSignal.timeout(killTimeoutMs),
+    query: `KILL QUERY${onCluster} WHERE initial_query_id = {id:String} SYNC`, query_params: { id: queryId },
+    ...(ctx.killTimeoutMs === undefined ? {} : { abort_signal: AbortSignal.timeout(ctx.killTimeoutMs) }),
   }).catch(() => undefined);
 }
 
