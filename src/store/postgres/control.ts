@@ -82,6 +82,8 @@ class PostgresControlTx extends PostgresControlSql implements ControlTx {
   }
 }
 
+const ignoreLostConnection = (): void => undefined;
+
 const outage = (err: unknown): never => {
   throw asOutage('postgresql', err, postgresOutage);
 };
@@ -152,6 +154,10 @@ export class PostgresControl extends PostgresControlSql implements ControlStore 
   async transaction<T>(fn: (tx: ControlTx) => Promise<T>): Promise<T> {
     for (let run = 1; ; run++) {
       const client = await this.transactions.connect().catch(outage);
+      // The server going away between two statements (the transaction waiting on other work) is
+      // an 'error' event of the checked-out connection: without a listener it would end the
+      // process. The next statement fails, and the transaction with it.
+      client.on('error', ignoreLostConnection);
       const tx = new PostgresControlTx(client, this.search);
       let result: T;
       try {
@@ -163,6 +169,7 @@ export class PostgresControl extends PostgresControlSql implements ControlStore 
         // dropped at once (a ROLLBACK to a frozen server would wait out another timeout); the
         // server rolls back an abandoned transaction by itself.
         const broken = err instanceof DependencyUnavailable || await client.query('ROLLBACK').then(() => false, () => true);
+        client.off('error', ignoreLostConnection);
         client.release(broken);
         if (run < MAX_RUNS && lostRace(err)) {
           await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(MAX_BACKOFF_MS, 5 * 2 ** run)));
@@ -170,6 +177,7 @@ export class PostgresControl extends PostgresControlSql implements ControlStore 
         }
         throw err;
       }
+      client.off('error', ignoreLostConnection);
       client.release();
       for (const hook of tx.hooks) hook();
       return result;
