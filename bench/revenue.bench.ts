@@ -1,5 +1,5 @@
 // The revenue report (issue 18 §2) on both analytical stores, the same rows in each: revenue by
-// channel_category per month over the year before the dataset's "now", first and last touch.
+// channel_category per month over the year before the dataset's "now", every attribution model.
 //   npx tsx bench/revenue.bench.ts [--people N --events N --pageviews N]
 // Needs the DuckDB file and the ClickHouse copy of bench/clickhouse.bench.ts (data/bench/<sizes>.*),
 // which it changes: the export layout has no payment time, so its paid invoices get their creation
@@ -9,7 +9,9 @@ import { existsSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { Bench } from 'tinybench';
-import { CLICKHOUSE_QUERY_SETTINGS, ClickHousePrinter, type ReportPlan } from '../src/criteria/index.js';
+import {
+  ATTRIBUTION_MODELS, CLICKHOUSE_QUERY_SETTINGS, ClickHousePrinter, DEFAULT_HALF_LIFE_DAYS, DEFAULT_LOOKBACK_DAYS, type ReportPlan,
+} from '../src/criteria/index.js';
 import type { RevenueRow } from '../src/store/analytics.js';
 import { revenueRow } from '../src/store/query/rows.js';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
@@ -41,8 +43,8 @@ const [invoices] = await store.query('SELECT count(*) AS n, count(DISTINCT custo
 log(`paid invoices: ${Number(invoices!.n).toLocaleString('en-US')} of ${Number(invoices!.customers).toLocaleString('en-US')} customers\n`);
 
 const from = new Date(Date.UTC(AT.getUTCFullYear() - 1, AT.getUTCMonth(), 1));
-const plans: ReportPlan[] = (['first_touch', 'last_touch'] as const).map((model) => ({
-  from, to: AT, interval: 'month', model, group: { touch: 'channel_category' }, audience: null,
+const plans: ReportPlan[] = ATTRIBUTION_MODELS.map((model) => ({
+  from, to: AT, interval: 'month', model, lookbackDays: DEFAULT_LOOKBACK_DAYS, halfLifeDays: DEFAULT_HALF_LIFE_DAYS, group: { touch: 'channel_category' }, audience: null,
 }));
 
 const duckQueries = new CriteriaQueries(store.driver);

@@ -71,6 +71,7 @@ const report = (body: Record<string, unknown>) => t.post('/v1/reports/revenue', 
 async function rowsOf(body: Record<string, unknown>): Promise<unknown> {
   const res = await report(body);
   expect(res.statusCode, res.body).toBe(200);
+  expect(res.json().hit_limit, 'the budget ran out').toBe(false);
   return res.json();
 }
 
@@ -84,7 +85,8 @@ const DEC = '2025-12-01';
 
 describe.each(ENGINES_WITH_POSTGRES)('revenue report on %s', (engine) => {
   beforeAll(async () => {
-    t = await startTestApp({ engine });
+    // A budget for a shared machine: these reports take seconds on chDB when the cores are busy.
+    t = await startTestApp({ engine, budgetMs: 60_000 });
     await scenario();
   });
   afterAll(() => t.close());
@@ -92,7 +94,7 @@ describe.each(ENGINES_WITH_POSTGRES)('revenue report on %s', (engine) => {
   it('attributes each customer to its first touch, Non-attributed without one, totals the processor\'s', async () => {
     expect(await rowsOf({})).toEqual({
       from: '2025-11-01T00:00:00.000Z', to: '2026-01-01T00:00:00.000Z', interval: 'month', group_by: 'channel_category', model: 'first_touch',
-      hit_limit: false, currencies: ['eur', 'usd'],
+      lookback_days: null, half_life_days: null, hit_limit: false, currencies: ['eur', 'usd'],
       rows: [
         row(NOV, 'Organic Search', { usd: 5000 }, { paying: 1, new: 1 }),
         row(NOV, 'Direct', { usd: 4000 }, { paying: 1, new: 1 }),
@@ -104,9 +106,53 @@ describe.each(ENGINES_WITH_POSTGRES)('revenue report on %s', (engine) => {
     });
   });
 
-  it('takes the last non-Direct page view before the first payment for last_touch, and groups by a touch column', async () => {
-    const last = await rowsOf({ model: 'last_touch' }) as { rows: { bucket: string; group: string }[] };
-    expect(last.rows.map((r) => [r.bucket, r.group])).toEqual([[NOV, 'AI'], [NOV, 'Direct'], [NOV, 'Email'], [NOV, 'Non-attributed'], [DEC, 'AI']]);
+  it('splits each payment over the touches of its lookback by model, a refund as the payment before it', async () => {
+    // cus_a's touches: Organic Search 10-01, AI 10-20, Direct 10-25; the guest's Email then Direct; cus_d's Direct.
+    expect((await rowsOf({ model: 'linear' }) as { rows: unknown[] }).rows).toEqual([
+      row(NOV, 'Direct', { usd: 1668 + 4000, eur: 1500 }, { paying: 3, new: 3 }),
+      row(NOV, 'Non-attributed', { usd: 3000 }, { paying: 2, new: 1 }),
+      row(NOV, 'AI', { usd: 1666 }, { paying: 1, new: 1 }),
+      row(NOV, 'Organic Search', { usd: 1666 }, { paying: 1, new: 1 }),
+      row(NOV, 'Email', { eur: 1500 }, { paying: 1, new: 1 }),
+      row(DEC, 'Direct', { usd: 1668 - 334 }, { refunds: { usd: 334 }, refund_count: 1, paying: 1, new: 0 }),
+      row(DEC, 'AI', { usd: 1666 - 333 }, { refunds: { usd: 333 }, refund_count: 1, paying: 1, new: 0 }),
+      row(DEC, 'Organic Search', { usd: 1666 - 333 }, { refunds: { usd: 333 }, refund_count: 1, paying: 1, new: 0 }),
+    ]);
+    const sorted = (rows: unknown[][]) => rows.sort((a, b) => (JSON.stringify(a) < JSON.stringify(b) ? -1 : 1));
+    const revenues = async (body: Record<string, unknown>) => {
+      const answer = await rowsOf(body) as { rows: { bucket: string; group: string; revenue: Record<string, number> }[]; totals: unknown };
+      return { rows: sorted(answer.rows.map((r) => [r.bucket, r.group, r.revenue])), totals: answer.totals };
+    };
+    const last = await revenues({ model: 'last_touch' });
+    expect(last.rows).toEqual(sorted([
+      [DEC, 'Direct', { usd: 4000 }], [NOV, 'Direct', { eur: 3000, usd: 9000 }], [NOV, 'Non-attributed', { usd: 3000 }],
+    ]));
+    expect((await revenues({ model: 'last_non_direct' })).rows).toEqual(sorted([
+      [DEC, 'AI', { usd: 4000 }], [NOV, 'AI', { usd: 5000 }], [NOV, 'Direct', { usd: 4000 }], [NOV, 'Email', { eur: 3000 }], [NOV, 'Non-attributed', { usd: 3000 }],
+    ]));
+    // 40 % to the first and the last touch, 20 % between; 50/50 with two.
+    expect((await revenues({ model: 'position_based' })).rows).toEqual(sorted([
+      [DEC, 'AI', { usd: 1000 - 200 }], [DEC, 'Direct', { usd: 2000 - 400 }], [DEC, 'Organic Search', { usd: 2000 - 400 }],
+      [NOV, 'AI', { usd: 1000 }], [NOV, 'Direct', { eur: 1500, usd: 6000 }], [NOV, 'Email', { eur: 1500 }],
+      [NOV, 'Non-attributed', { usd: 3000 }], [NOV, 'Organic Search', { usd: 2000 }],
+    ]));
+    // A 20-day lookback: cus_a's December payment (and its refund) has no touch since 11-12.
+    expect((await revenues({ model: 'last_non_direct', lookback_days: 20 })).rows).toEqual(sorted([
+      [DEC, 'Non-attributed', { usd: 4000 }], [NOV, 'AI', { usd: 5000 }], [NOV, 'Direct', { usd: 4000 }], [NOV, 'Email', { eur: 3000 }], [NOV, 'Non-attributed', { usd: 3000 }],
+    ]));
+    // Weights halve every half_life_days back from the latest touch: cus_a's Direct (0 days) > AI (5) > Organic Search (24).
+    const decay = await rowsOf({ model: 'time_decay', half_life_days: 3, to: '2025-12-01' }) as { rows: { group: string; revenue: { usd?: number } }[]; half_life_days: number };
+    expect(decay.half_life_days).toBe(3);
+    const usd = Object.fromEntries(decay.rows.map((r) => [r.group, r.revenue.usd ?? 0]));
+    expect(usd['Direct']! - 4000).toBeGreaterThan(usd['AI']!);
+    expect(usd['AI']).toBeGreaterThan(usd['Organic Search']!);
+    expect(usd['Direct']! - 4000 + usd['AI']! + usd['Organic Search']!).toBe(5000);
+    for (const model of ['last_touch', 'last_non_direct', 'linear', 'position_based', 'time_decay']) {
+      expect((await revenues({ model })).totals, model).toEqual(last.totals);
+    }
+  });
+
+  it('groups by a touch column', async () => {
     const campaigns = await rowsOf({ group_by: 'campaign', interval: 'week', from: '2025-11-10', to: '2025-11-17' }) as { rows: unknown[] };
     // The week of Monday 11-10: the guest (campaign nov) and cus_c (Non-attributed); its refund failed.
     expect(campaigns.rows).toEqual([
@@ -164,10 +210,16 @@ describe.each(ENGINES_WITH_POSTGRES)('revenue report on %s', (engine) => {
   });
 
   it('refuses a malformed request naming each field, and a range past 1,000 buckets', async () => {
-    const bad = await report({ from: 'yesterday', interval: 'hour', model: 'linear' });
+    const bad = await report({ from: 'yesterday', interval: 'hour', model: 'u_shaped' });
     expect(bad.statusCode, bad.body).toBe(400);
     expect(bad.json().error).toBe('invalid_request');
     expect(bad.json().errors.map((e: { field: string }) => e.field).sort()).toEqual(['/from', '/interval', '/model']);
+    for (const [body, field] of [[{ lookback_days: 30 }, '/lookback_days'], [{ model: 'linear', half_life_days: 7 }, '/half_life_days'],
+      [{ model: 'linear', lookback_days: 0 }, '/lookback_days'], [{ model: 'time_decay', half_life_days: -1 }, '/half_life_days']] as const) {
+      const res = await report(body);
+      expect(res.statusCode, res.body).toBe(400);
+      expect(res.json()).toMatchObject({ error: 'invalid_request', errors: [{ field }] });
+    }
     const both = await report({ criteria_json: {}, audience_id: 'aud_1' });
     expect(both.json()).toMatchObject({ error: 'invalid_request', errors: [{ field: '/audience_id' }] });
     const long = await report({ from: '2020-01-01', to: '2023-01-01', interval: 'day' });
@@ -183,7 +235,9 @@ describe('revenue report budget', () => {
   it('answers hit_limit with no rows and null totals once the budget has run out', async () => {
     t = await startTestApp({ budgetMs: 0 });
     try {
-      expect(await rowsOf({})).toMatchObject({ hit_limit: true, currencies: [], rows: [], totals: null });
+      const res = await report({});
+      expect(res.statusCode, res.body).toBe(200);
+      expect(res.json()).toMatchObject({ hit_limit: true, currencies: [], rows: [], totals: null });
     } finally {
       await t.close();
     }

@@ -1,4 +1,5 @@
 // The criteria compiler, pure: schema → validate → plan → SQL.
+export * from './attribution.js';
 export * from './errors.js';
 export * from './plan.js';
 export * from './report.js';

@@ -3,6 +3,7 @@
 // the range, the buckets, the dimension a paying customer is grouped by, the attribution model and
 // the people the report is restricted to, as a set plan of the criteria language.
 
+import type { AttributionModel } from './attribution.js';
 import { type CriteriaError, pointer } from './errors.js';
 import type { SetPlan } from './plan.js';
 import { type Predicate, type PropertyCatalog, TRAITS_PREFIX } from './schema.js';
@@ -10,12 +11,6 @@ import { type Predicate, type PropertyCatalog, TRAITS_PREFIX } from './schema.js
 export const REPORT_INTERVALS = ['day', 'week', 'month'] as const;
 export type ReportInterval = (typeof REPORT_INTERVALS)[number];
 
-/**
- * first_touch: the channel of the earliest page view over the customer's visitors; last_touch: the
- * last non-Direct page view before the customer's first payment (the last Direct one when all are).
- */
-export const ATTRIBUTION_MODELS = ['first_touch', 'last_touch'] as const;
-export type AttributionModel = (typeof ATTRIBUTION_MODELS)[number];
 
 /** group_by values read from the touching page view, and the page-view column of each. */
 export const TOUCH_DIMENSIONS = {
@@ -41,6 +36,10 @@ export interface ReportPlan {
   to: Date;
   interval: ReportInterval;
   model: AttributionModel;
+  /** The touches that count before each payment (every model but first_touch): this many days back. */
+  lookbackDays: number;
+  /** time_decay's half-life. */
+  halfLifeDays: number;
   group: ReportGroup;
   /** The profiles the report is restricted to; null: every paying customer. */
   audience: SetPlan | null;

@@ -29,6 +29,8 @@ export const revenueAnswer = z.object({
   interval: z.enum(REPORT_INTERVALS),
   group_by: z.string(),
   model: z.enum(ATTRIBUTION_MODELS),
+  lookback_days: z.number().int().nullable().describe('the lookback before each payment; null for first_touch'),
+  half_life_days: z.number().nullable().describe('time_decay\'s half-life; null for the other models'),
   hit_limit: z.boolean().describe('true: the budget ran out; rows is empty and totals null'),
   currencies: z.array(z.string()).describe('the currencies present, sorted'),
   rows: z.array(reportRow),

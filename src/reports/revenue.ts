@@ -1,12 +1,13 @@
 // The revenue report (issue 18 §2, docs/reports.md): payments and refunds per bucket and group,
-// attributed to each paying customer's first or last touch, or grouped by a trait of its person.
+// attributed by a model (criteria/attribution.ts) to the touches before them, or grouped by a trait of
+// the paying customer's person.
 // Like an estimate: its place is taken first (an overloaded service refuses it before any work),
 // and the budget runs from there, the query cancelled inside the engine when it runs out.
 
 import type { z } from 'zod';
 import { takeTurn } from '../audiences/compile.js';
 import {
-  bucketCount, type CriteriaError, MAX_REPORT_BUCKETS, planCriteria, type Predicate, type PropertyCatalog,
+  bucketCount, type CriteriaError, DEFAULT_HALF_LIFE_DAYS, DEFAULT_LOOKBACK_DAYS, isTouchModel, MAX_REPORT_BUCKETS, planCriteria, type Predicate, type PropertyCatalog,
   reportAudience, reportGroup, type ReportGroup, type ReportInterval, type ReportPlan, type SetPlan, validateCriteria, validateTraitFilter,
 } from '../criteria/index.js';
 import { AppError, invalidRequest } from '../errors.js';
@@ -133,9 +134,15 @@ export async function revenueReport(
   const turn = takeTurn(analytics, options.budgetMs);
   try {
     const checked = await check(control, ws, request, await analytics.propertyCatalog(ws), options.at);
-    const plan: ReportPlan = { from, to, interval: request.interval, model, group: checked.group, audience: reportAudience(checked.criteria, checked.filter) };
+    const [lookbackDays, halfLifeDays] = [request.lookback_days ?? DEFAULT_LOOKBACK_DAYS, request.half_life_days ?? DEFAULT_HALF_LIFE_DAYS];
+    const plan: ReportPlan = {
+      from, to, interval: request.interval, model, lookbackDays, halfLifeDays, group: checked.group, audience: reportAudience(checked.criteria, checked.filter),
+    };
     const rows = await turn.revenue(plan, ws);
-    const head = { from: from.toISOString(), to: to.toISOString(), interval: request.interval, group_by: request.group_by, model };
+    const head = {
+      from: from.toISOString(), to: to.toISOString(), interval: request.interval, group_by: request.group_by, model,
+      lookback_days: isTouchModel(model) ? lookbackDays : null, half_life_days: model === 'time_decay' ? halfLifeDays : null,
+    };
     if (rows === null) return { ...head, hit_limit: true, currencies: [], rows: [], totals: null };
     return { ...head, hit_limit: false, ...assemble(rows) };
   } finally {

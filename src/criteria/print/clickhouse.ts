@@ -16,11 +16,13 @@
 //   traits text with JSONExtract only where JSONType says the value is of the type compared;
 // - case-insensitive ops use lowerUTF8 (lower is ASCII-only).
 
+import { isTouchModel, type TouchModel } from '../attribution.js';
 import { type Breakdown, BREAKDOWN_TOP, type LeafScan, NON_ATTRIBUTED, type Sample, type SetPlan, type TimeRange } from '../plan.js';
-import { type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS } from '../report.js';
+import { type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS, type TouchDimension } from '../report.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
 import { literal, quote, VISITOR_LINKS } from './clickhouse-text.js';
+import { CLICKHOUSE_ANCHOR, clickhouseCredits } from './clickhouse-touches.js';
 import type { Printer } from './printer.js';
 import { anyOfSql, type LeafTests, planFormulas, type SqlParam } from './walker.js';
 
@@ -438,22 +440,22 @@ function breakdownValues(breakdown: Breakdown, set: string, w: string, params: P
 // printRevenue gives them. Subqueries in place of DuckDB's CTEs (ClickHouse runs a CTE again at
 // each reference); state tables read FINAL (a withdrawn refund is left out by it).
 
-/** The payments of the workspace, every one once: paid invoices, one-time payments (the payments mirror). */
+/** The payments of the workspace, every one once (`money_id` its id): paid invoices, one-time payments (the payments mirror). */
 function paymentsMoney(w: string, params: Params): string {
   const invoices = `${params.table('invoices')} FINAL WHERE workspace_id = ${w}`;
-  return `SELECT customer_id, assumeNotNull(paid_at) AS ts, amount_paid AS amount, lower(currency) AS currency, 1 AS is_payment
+  return `SELECT concat('i', invoice_id) AS money_id, customer_id, assumeNotNull(paid_at) AS ts, amount_paid AS amount, lower(currency) AS currency, 1 AS is_payment
       FROM ${invoices} AND amount_paid > 0 AND paid_at IS NOT NULL
       UNION ALL
-      SELECT assumeNotNull(customer_id), assumeNotNull(paid_at), assumeNotNull(amount), lower(assumeNotNull(currency)), 1
+      SELECT concat('p', payment_id), assumeNotNull(customer_id), assumeNotNull(paid_at), assumeNotNull(amount), lower(assumeNotNull(currency)), 1
       FROM ${params.table('payments')} FINAL WHERE workspace_id = ${w} AND customer_id IS NOT NULL AND amount IS NOT NULL
         AND currency IS NOT NULL AND paid_at IS NOT NULL AND (invoice_id IS NULL OR invoice_id NOT IN (SELECT invoice_id FROM ${invoices}))`;
 }
 
-/** The money of the workspace, every row once: payments, and refunds. */
+/** The money of the workspace, every row once (`money_id` its id): payments, and refunds. */
 function revenueMoney(w: string, params: Params): string {
   return `${paymentsMoney(w, params)}
       UNION ALL
-      SELECT customer_id, ts, assumeNotNull(amount), lower(assumeNotNull(currency)), 0
+      SELECT concat('r', object_id), customer_id, ts, assumeNotNull(amount), lower(assumeNotNull(currency)), 0
       FROM ${params.table('payment_events')} FINAL WHERE workspace_id = ${w} AND kind = 'refund_issued' AND amount IS NOT NULL AND currency IS NOT NULL`;
 }
 
@@ -492,31 +494,33 @@ function firstTouches(profiles: string, w: string, params: Params): string {
 
 const CLICKHOUSE_BUCKET: Record<ReportInterval, string> = { day: 'toDate', week: 'toMonday', month: 'toStartOfMonth' };
 
-/** Each paying customer's group (see DuckDB's revenueGroups); `found` 0: Non-attributed. */
+/**
+ * The page views of the payers' profiles with their profile and `value` the column grouped by. Only
+ * LEFT joins: ClickHouse's join reordering turned inner joins of page views, visitors and payers into
+ * a cross product (bench/RESULTS.md, "Revenue report").
+ */
+function payerPageviews(touch: TouchDimension, w: string, payers: string, params: Params): string {
+  const profile = 'if(person_key != 0, person_key, -visitor_key)';
+  return `SELECT ifNull(v.profile, 0) AS profile, pv.ts AS ts, pv.pageview_id AS pageview_id, pv.channel_category AS channel_category,
+          pv.${quote(TOUCH_DIMENSIONS[touch])} AS value, 1 AS matched
+        FROM ${params.table('pageviews')} AS pv
+          LEFT JOIN (SELECT visitor_key, ${profile} AS profile FROM ${params.table('visitors')} FINAL WHERE workspace_id = ${w}) AS v
+            ON v.visitor_key = pv.visitor_key
+        WHERE pv.workspace_id = ${w} AND pv.visitor_key IN (SELECT visitor_key FROM ${params.table('visitors')} FINAL
+          WHERE workspace_id = ${w} AND ${profile} IN (SELECT profile FROM (${payers}) WHERE profile != 0))`;
+}
+
+/** Each paying customer's group, first_touch or a trait (see DuckDB's revenueGroups); `found` 0: Non-attributed. */
 function revenueGroups(report: ReportPlan, w: string, payers: string, params: Params): string {
   if ('trait' in report.group) {
     const value = traitValue(report.group.trait, params);
     return `SELECT p.customer_id AS customer_id, p.person_key != 0 AS found, ${value} AS grp
       FROM (${payers}) AS p LEFT JOIN ${current('persons', 'person_key', ['traits'], w, params)} AS x ON x.person_key = p.person_key`;
   }
-  const column = `pv.${quote(TOUCH_DIMENSIONS[report.group.touch])}`;
-  // No touch after the payment counts: last_touch's are before the customer's first payment, the
-  // first touch at or before its profile's (decisions §10).
-  const counts = `ifNull(x.matched, 0) = 1 AND ${report.model === 'last_touch'
-    ? '(p.first_paid IS NULL OR x.ts < p.first_paid)' : '(p.touch_until IS NULL OR x.ts <= p.touch_until)'}`;
-  const touch = report.model === 'first_touch'
-    ? `argMinIf(tuple(x.value), tuple(x.ts, x.pageview_id), ${counts}).1`
-    : `argMaxIf(tuple(x.value), tuple(x.channel_category != 'Direct', x.ts, x.pageview_id), ${counts}).1`;
-  const profile = 'if(person_key != 0, person_key, -visitor_key)';
-  // The page views of the payers' profiles with their profile. Only LEFT joins: ClickHouse's join
-  // reordering turned inner joins of page views, visitors and payers into a cross product (bench/RESULTS.md, "Revenue report").
-  const pageviews = `SELECT ifNull(v.profile, 0) AS profile, pv.ts AS ts, pv.pageview_id AS pageview_id, pv.channel_category AS channel_category,
-          ${column} AS value, 1 AS matched
-        FROM ${params.table('pageviews')} AS pv
-          LEFT JOIN (SELECT visitor_key, ${profile} AS profile FROM ${params.table('visitors')} FINAL WHERE workspace_id = ${w}) AS v
-            ON v.visitor_key = pv.visitor_key
-        WHERE pv.workspace_id = ${w} AND pv.visitor_key IN (SELECT visitor_key FROM ${params.table('visitors')} FINAL
-          WHERE workspace_id = ${w} AND ${profile} IN (SELECT profile FROM (${payers}) WHERE profile != 0))`;
+  // No touch after the payment counts: the first touch at or before its profile's first payment (decisions §10).
+  const counts = 'ifNull(x.matched, 0) = 1 AND (p.touch_until IS NULL OR x.ts <= p.touch_until)';
+  const touch = `argMinIf(tuple(x.value), tuple(x.ts, x.pageview_id), ${counts}).1`;
+  const pageviews = payerPageviews(report.group.touch, w, payers, params);
   return `SELECT p.customer_id AS customer_id, countIf(${counts}) > 0 AS found, CAST(${touch} AS Nullable(String)) AS grp
       FROM (${payers}) AS p LEFT JOIN (${pageviews}) AS x ON x.profile = p.profile
       GROUP BY p.customer_id`;
@@ -535,28 +539,38 @@ function revenueSql(report: ReportPlan, ws: string, params: Params): string {
   const w = params.add(ws, 'String');
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
   const bucket = (ts: string) => `${CLICKHOUSE_BUCKET[report.interval]}(${ts})`;
+  const perPayment = 'touch' in report.group && isTouchModel(report.model);
+  const money = perPayment ? `(SELECT *, ${CLICKHOUSE_ANCHOR} FROM (${revenueMoney(w, params)}))` : `(${revenueMoney(w, params)})`;
   // first_paid: the customer's first payment ever; touch_until: its profile's (a customer without one: its own).
-  const inRange = `SELECT customer_id, ts, amount, currency, is_payment, first_paid, touch_until, person_key, profile FROM (
-      SELECT m.customer_id AS customer_id, m.ts AS ts, m.amount AS amount, m.currency AS currency, m.is_payment AS is_payment,
-        ifNull(c.person_key, 0) AS person_key, ifNull(c.profile, 0) AS profile,
+  const inRange = `SELECT money_id, customer_id, ts, amount, currency, is_payment, first_paid, touch_until,${perPayment ? ' anchor,' : ''} person_key, profile FROM (
+      SELECT m.money_id AS money_id, m.customer_id AS customer_id, m.ts AS ts, m.amount AS amount, m.currency AS currency, m.is_payment AS is_payment,
+        ${perPayment ? 'm.anchor AS anchor, ' : ''}ifNull(c.person_key, 0) AS person_key, ifNull(c.profile, 0) AS profile,
         min(if(m.is_payment = 1, m.ts, NULL)) OVER (PARTITION BY m.customer_id) AS first_paid,
         min(if(m.is_payment = 1, m.ts, NULL)) OVER (PARTITION BY profile, if(profile = 0, m.customer_id, '')) AS touch_until
-      FROM (${revenueMoney(w, params)}) AS m
+      FROM ${money} AS m
         LEFT JOIN (${customersSql(w, params)}) AS c ON c.customer_id = m.customer_id)
       WHERE ts >= ${from} AND ts < ${to}${audience}`;
   const payers = `SELECT customer_id, any(person_key) AS person_key, any(profile) AS profile, any(first_paid) AS first_paid,
         any(touch_until) AS touch_until
       FROM (${inRange}) GROUP BY customer_id`;
+  const missing = params.add(NON_ATTRIBUTED, 'String');
+  // Each money row once, or (per-payment models) once per touch value sharing it.
+  const rows = perPayment
+    ? `SELECT r.money_id AS money_id, r.customer_id AS customer_id, if(c.credited = 1, c.share, r.amount) AS amount, r.currency AS currency,
+      r.is_payment AS is_payment, r.ts AS ts, r.first_paid AS first_paid, if(c.credited = 1, c.v, ${missing}) AS grp
+    FROM (${inRange}) AS r LEFT JOIN (${clickhouseCredits(report as ReportPlan & { model: TouchModel }, inRange,
+      payerPageviews((report.group as { touch: TouchDimension }).touch, w, payers, params), (v, type) => params.add(v, type))}) AS c ON c.money_id = r.money_id`
+    : `SELECT r.money_id AS money_id, r.customer_id AS customer_id, r.amount AS amount, r.currency AS currency, r.is_payment AS is_payment,
+      r.ts AS ts, r.first_paid AS first_paid, if(ifNull(g.found, 0) = 1, g.grp, ${missing}) AS grp
+    FROM (${inRange}) AS r
+      LEFT JOIN (${revenueGroups(report, w, payers, params)}) AS g ON g.customer_id = r.customer_id`;
   return `SELECT grouping(bucket, grp, currency) AS level, bucket, grp, currency,
-  sumIf(amount, is_payment = 1) AS paid, sumIf(amount, is_payment = 0) AS refunded, countIf(is_payment = 0) AS refund_count,
+  sumIf(amount, is_payment = 1) AS paid, sumIf(amount, is_payment = 0) AS refunded, uniqExactIf(money_id, is_payment = 0) AS refund_count,
   uniqExactIf(customer_id, is_payment = 1) AS paying, uniqExactIf(customer_id, is_first) AS new_paying
 FROM (
-  SELECT r.customer_id AS customer_id, r.amount AS amount, r.currency AS currency, r.is_payment AS is_payment,
-    toString(${bucket('r.ts')}) AS bucket,
-    if(ifNull(g.found, 0) = 1, g.grp, ${params.add(NON_ATTRIBUTED, 'String')}) AS grp,
-    ifNull(r.is_payment = 1 AND r.first_paid >= ${from} AND ${bucket('r.first_paid')} = ${bucket('r.ts')}, false) AS is_first
-  FROM (${inRange}) AS r
-    LEFT JOIN (${revenueGroups(report, w, payers, params)}) AS g ON g.customer_id = r.customer_id
+  SELECT money_id, customer_id, amount, currency, is_payment, grp, toString(${bucket('ts')}) AS bucket,
+    ifNull(is_payment = 1 AND first_paid >= ${from} AND ${bucket('first_paid')} = ${bucket('ts')}, false) AS is_first
+  FROM (${rows})
 )
 GROUP BY GROUPING SETS ((bucket, grp, currency), (bucket, grp), (currency), ())`;
 }

@@ -8,9 +8,11 @@ import { pointer } from '../errors.js';
 import {
   type Breakdown, BREAKDOWN_TOP, type LeafScan, NON_ATTRIBUTED, type Sample, type ScalarKind, type SetPlan, type TimeRange, type TypedPaths,
 } from '../plan.js';
+import { isTouchModel, type TouchModel } from '../attribution.js';
 import { type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS } from '../report.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
+import { DUCKDB_ANCHOR, duckdbCredits } from './duckdb-touches.js';
 import type { Printer } from './printer.js';
 import { anyOfSql, SetPrinter, type SqlParam, type Within } from './walker.js';
 
@@ -501,29 +503,29 @@ export function printFirstTouches(workspaceId: string, profiles: number[]): Comp
   return { sql: firstTouches(listed, w), params: params.values };
 }
 
-/** The payments of the workspace, every one once: paid invoices, one-time payments (no stored invoice). */
+/** The payments of the workspace, every one once (`money_id` its id): paid invoices, one-time payments (no stored invoice). */
 function paymentsMoney(w: string): string {
-  return `SELECT customer_id, paid_at AS ts, amount_paid AS amount, lower(currency) AS currency, true AS is_payment
+  return `SELECT 'i' || invoice_id AS money_id, customer_id, paid_at AS ts, amount_paid AS amount, lower(currency) AS currency, true AS is_payment
     FROM invoices WHERE workspace_id = ${w} AND amount_paid > 0 AND paid_at IS NOT NULL
     UNION ALL
-    SELECT customer_id, paid_at, amount, lower(currency), true
+    SELECT 'p' || payment_id, customer_id, paid_at, amount, lower(currency), true
     FROM one_time_payments WHERE workspace_id = ${w} AND paid_at IS NOT NULL AND currency IS NOT NULL`;
 }
 
-/** The money of the workspace, every row once: payments, and refunds not withdrawn. */
+/** The money of the workspace, every row once (`money_id` its id): payments, and refunds not withdrawn. */
 function revenueMoney(w: string): string {
   return `${paymentsMoney(w)}
     UNION ALL
-    SELECT customer_id, ts, amount, lower(currency), false
+    SELECT 'r' || object_id, customer_id, ts, amount, lower(currency), false
     FROM payment_events WHERE workspace_id = ${w} AND kind = 'refund_issued' AND amount IS NOT NULL AND currency IS NOT NULL`;
 }
 
 const DUCKDB_TRUNC: Record<ReportInterval, string> = { day: "'day'", week: "'week'", month: "'month'" };
 
 /**
- * Each paying customer's group: its touch's column (the earliest page view of its profile at or
- * before the profile's first payment, or the last non-Direct one before the customer's first
- * payment), or its person's trait; `found` false: Non-attributed.
+ * Each paying customer's group (first_touch, or a trait whatever the model): its first touch's
+ * column (the earliest page view of its profile at or before the profile's first payment,
+ * decisions §10), or its person's trait; `found` false: Non-attributed.
  */
 function revenueGroups(report: ReportPlan, w: string, params: Params): string {
   if ('trait' in report.group) {
@@ -532,22 +534,15 @@ function revenueGroups(report: ReportPlan, w: string, params: Params): string {
     FROM payers p LEFT JOIN persons ps ON ps.workspace_id = ${w} AND ps.person_key = p.person_key`;
   }
   const column = `pv."${TOUCH_DIMENSIONS[report.group.touch]}"`;
-  const touch = report.model === 'first_touch'
-    ? `arg_min({'v': ${column}}, (pv.ts, pv.pageview_id))`
-    : `arg_max({'v': ${column}}, (pv.channel_category <> 'Direct', pv.ts, pv.pageview_id))`;
-  // No touch after the payment counts: last_touch's are before the customer's first payment, the
-  // first touch at or before its profile's (decisions §10).
-  const before = report.model === 'last_touch' ? 'pv.ts < t.first_paid' : 'pv.ts <= t.touch_until';
-  const until = report.model === 'last_touch' ? 't.first_paid' : 't.touch_until';
   return `SELECT p.customer_id, t.touch IS NOT NULL AS found, t.touch.v AS grp
     FROM payers p LEFT JOIN (
-      SELECT t.customer_id, ${touch} AS touch
+      SELECT t.customer_id, arg_min({'v': ${column}}, (pv.ts, pv.pageview_id)) AS touch
       FROM pageviews pv JOIN (
-        SELECT p.customer_id, p.first_paid, p.touch_until, v.visitor_key FROM payers p
+        SELECT p.customer_id, p.touch_until, v.visitor_key FROM payers p
           JOIN (SELECT visitor_key, coalesce(person_key, -visitor_key) AS profile FROM visitors WHERE workspace_id = ${w}) v ON v.profile = p.profile
       ) t ON t.visitor_key = pv.visitor_key
       WHERE pv.workspace_id = ${w}
-      AND (${until} IS NULL OR ${before})
+      AND (t.touch_until IS NULL OR pv.ts <= t.touch_until)
       GROUP BY t.customer_id
     ) t ON t.customer_id = p.customer_id`;
 }
@@ -560,6 +555,7 @@ function revenueGroups(report: ReportPlan, w: string, params: Params): string {
  */
 export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQuery {
   const params = new Params();
+  const perPayment = 'touch' in report.group && isTouchModel(report.model);
   const links = new AnonymousLinks();
   const printer = report.audience
     ? new SetPrinter(report.audience, (scan, within) => leafSql(scan, workspaceId, params, links, undefined, within), DUCKDB_SET_OPERATORS, { restrict: true })
@@ -568,6 +564,7 @@ export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQ
   const w = params.add(workspaceId);
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
   const bucket = (ts: string) => `date_trunc(${DUCKDB_TRUNC[report.interval]}, ${ts})`;
+  const money = perPayment ? `(SELECT *, ${DUCKDB_ANCHOR} FROM (${revenueMoney(w)}))` : `(${revenueMoney(w)})`;
   const ctes = [...links.ctes(), ...(printer?.ctes ?? []),
     `customers AS (
     SELECT c.customer_id, coalesce(c.person_key, v.person_key) AS person_key, ${CUSTOMER_PROFILE} AS profile
@@ -576,32 +573,46 @@ export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQ
   )`,
     // first_paid: the customer's first payment ever; touch_until: its profile's (a customer without one: its own).
     `in_range AS MATERIALIZED (
-    SELECT m.customer_id, m.ts, m.amount, m.currency, m.is_payment, m.first_paid, m.touch_until, m.person_key, m.profile
+    SELECT m.money_id, m.customer_id, m.ts, m.amount, m.currency, m.is_payment, m.first_paid, m.touch_until,${perPayment ? ' m.anchor,' : ''} m.person_key, m.profile
     FROM (SELECT m.*, c.person_key, c.profile,
         min(m.ts) FILTER (WHERE m.is_payment) OVER (PARTITION BY m.customer_id) AS first_paid,
         min(m.ts) FILTER (WHERE m.is_payment) OVER (PARTITION BY c.profile, CASE WHEN c.profile IS NULL THEN m.customer_id END) AS touch_until
-      FROM (${revenueMoney(w)}) m LEFT JOIN customers c ON c.customer_id = m.customer_id) m
+      FROM ${money} m LEFT JOIN customers c ON c.customer_id = m.customer_id) m
     WHERE m.ts >= ${from} AND m.ts < ${to}${audience}
   )`,
-    'payers AS (SELECT DISTINCT customer_id, person_key, profile, first_paid, touch_until FROM in_range)',
-    `report_rows AS (
-    SELECT r.customer_id, r.amount, r.currency, r.is_payment, strftime(${bucket('r.ts')}, '%Y-%m-%d') AS bucket,
-      CASE WHEN g.found THEN g.grp ELSE ${params.add(NON_ATTRIBUTED)} END AS grp,
-      r.is_payment AND r.first_paid >= ${from} AND ${bucket('r.first_paid')} = ${bucket('r.ts')} AS is_first
+    ...(perPayment ? perPaymentRows(report as ReportPlan & { model: TouchModel }, w, params)
+      : ['payers AS (SELECT DISTINCT customer_id, person_key, profile, first_paid, touch_until FROM in_range)',
+        `report_rows AS (
+    SELECT r.money_id, r.customer_id, r.amount, r.currency, r.is_payment, r.ts, r.first_paid,
+      CASE WHEN g.found THEN g.grp ELSE ${params.add(NON_ATTRIBUTED)} END AS grp
     FROM in_range r LEFT JOIN (${revenueGroups(report, w, params)}) g ON g.customer_id = r.customer_id
-  )`];
+  )`])];
   return {
     sql: `WITH ${ctes.join(',\n')}
 SELECT grouping(bucket, grp, currency) AS level, bucket, grp, currency,
   coalesce(sum(amount) FILTER (WHERE is_payment), 0) AS paid,
   coalesce(sum(amount) FILTER (WHERE NOT is_payment), 0) AS refunded,
-  count(*) FILTER (WHERE NOT is_payment) AS refund_count,
+  count(DISTINCT money_id) FILTER (WHERE NOT is_payment) AS refund_count,
   count(DISTINCT customer_id) FILTER (WHERE is_payment) AS paying,
   count(DISTINCT customer_id) FILTER (WHERE is_first) AS new_paying
-FROM report_rows
+FROM (SELECT money_id, customer_id, amount, currency, is_payment, grp, strftime(${bucket('ts')}, '%Y-%m-%d') AS bucket,
+    is_payment AND first_paid >= ${from} AND ${bucket('first_paid')} = ${bucket('ts')} AS is_first
+  FROM report_rows)
 GROUP BY GROUPING SETS ((bucket, grp, currency), (bucket, grp), (currency), ())`,
     params: params.values,
   };
+}
+
+/** `report_rows` of a per-payment model: each money row's shares per touch value, Non-attributed without a touch. */
+function perPaymentRows(report: ReportPlan & { model: TouchModel }, w: string, params: Params): string[] {
+  if (!('touch' in report.group)) throw new Error('a per-payment model groups by a touch column');
+  const column = `pv."${TOUCH_DIMENSIONS[report.group.touch]}"`;
+  return [...duckdbCredits(report, column, w, (v) => params.add(v)),
+    `report_rows AS (
+    SELECT r.money_id, r.customer_id, CASE WHEN c.money_id IS NULL THEN r.amount ELSE c.share END AS amount, r.currency, r.is_payment, r.ts, r.first_paid,
+      CASE WHEN c.money_id IS NULL THEN ${params.add(NON_ATTRIBUTED)} ELSE c.v END AS grp
+    FROM in_range r LEFT JOIN credits c ON c.money_id = r.money_id
+  )`];
 }
 
 /** The DuckDB statements of a plan, over the store's tables (store/duckdb/migrations.ts). */

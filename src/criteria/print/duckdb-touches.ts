@@ -1,0 +1,53 @@
+// The revenue report's per-payment models on DuckDB (criteria/attribution.ts): each money row of
+// `in_range` (a payment, or a refund anchored at the customer's latest payment at or before it)
+// split over the page views of its profile in the lookback before its anchor. CTEs over `in_range`.
+
+import { type TouchModel, touchWeightSql, MICROS_PER_DAY } from '../attribution.js';
+import type { ReportPlan } from '../report.js';
+
+/** The window columns each model reads (every model reads from_last: the remainder's touch). */
+const RANKS: Record<string, string> = {
+  n: 'count(*) OVER m',
+  from_first: 'row_number() OVER (m ORDER BY ts, pageview_id)',
+  last_non_direct: "row_number() OVER (m ORDER BY channel_category <> 'Direct' DESC, ts DESC, pageview_id DESC)",
+  age: 'epoch_us(max(ts) OVER m) - epoch_us(ts)',
+};
+const NEEDS: Record<TouchModel, string[]> = {
+  last_touch: [],
+  last_non_direct: ['last_non_direct'],
+  linear: [],
+  position_based: ['n', 'from_first'],
+  time_decay: ['age'],
+};
+
+/** `in_range.anchor`: the payment's own time; a refund's latest payment at or before it (else its own). */
+export const DUCKDB_ANCHOR = `CASE WHEN is_payment THEN ts ELSE coalesce(max(ts) FILTER (WHERE is_payment)
+      OVER (PARTITION BY customer_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), ts) END AS anchor`;
+
+/** CTEs ending in `credits (money_id, v, share)`: the shares of each money row with a touch, per touch value. */
+export function duckdbCredits(report: ReportPlan & { model: TouchModel }, column: string, w: string, add: (v: number) => string): string[] {
+  const lookback = add(report.lookbackDays);
+  const ranks = ['row_number() OVER (m ORDER BY ts DESC, pageview_id DESC) AS from_last', ...NEEDS[report.model].map((c) => `${RANKS[c]} AS ${c}`)];
+  const weight = touchWeightSql(report.model, { count: 'n', fromFirst: 'from_first', fromLast: 'from_last', lastNonDirect: 'last_non_direct', ageMicros: 'age' },
+    () => `CAST(${add(report.halfLifeDays * MICROS_PER_DAY)} AS DOUBLE)`, (x) => `CAST(${x} AS BIGINT)`);
+  return [
+    `touches AS (
+    SELECT r.money_id, r.amount, pv.ts, pv.pageview_id, pv.channel_category, ${column} AS v
+    FROM in_range r
+      JOIN (SELECT visitor_key, coalesce(person_key, -visitor_key) AS profile FROM visitors WHERE workspace_id = ${w}) vs ON vs.profile = r.profile
+      JOIN pageviews pv ON pv.workspace_id = ${w} AND pv.visitor_key = vs.visitor_key
+    WHERE pv.ts <= r.anchor AND pv.ts >= r.anchor - to_days(CAST(${lookback} AS INTEGER))
+  )`,
+    `weighted AS (
+    SELECT *, amount * w // sum(w) OVER (PARTITION BY money_id) AS floor_share FROM (
+      SELECT money_id, amount, v, from_last, ${weight} AS w
+      FROM (SELECT money_id, amount, v, ${ranks.join(', ')} FROM touches WINDOW m AS (PARTITION BY money_id)))
+  )`,
+    `credits AS (
+    SELECT money_id, v, sum(floor_share + CASE WHEN from_last = 1 THEN amount - floor_total ELSE 0 END) AS share
+    FROM (SELECT *, sum(floor_share) OVER (PARTITION BY money_id) AS floor_total FROM weighted)
+    WHERE w > 0
+    GROUP BY money_id, v
+  )`,
+  ];
+}
