@@ -210,12 +210,12 @@ describe('cli against the HTTP compile', () => {
   });
 
   it('report gives the HTTP revenue report: directory read in place and database file, with criteria; a fault exits 1', async () => {
-    const body = { from: '2020-01-01', to: '2028-01-01', interval: 'month', group_by: 'channel_category', model: 'last_touch' };
+    const body = { from: '2020-01-01', to: '2028-01-01', interval: 'month', group_by: 'channel_category', model: 'time_decay', lookback_days: 60, half_life_days: 3 };
     const res = await app.post('/v1/reports/revenue', { ...body, criteria_json: { version: 1, root: CRITERIA.payments } });
     expect(res.statusCode, res.body).toBe(200);
     const http = res.json() as { rows: unknown[]; totals: { paying_customers: number } };
     expect(http.totals.paying_customers).toBeGreaterThan(0);
-    const args = ['--from', body.from, '--to', body.to, '--model', body.model, '--criteria', files.payments!, '--at', AT, '--json'];
+    const args = ['--from', body.from, '--to', body.to, '--model', body.model, '--lookback-days', '60', '--half-life-days', '3', '--criteria', files.payments!, '--at', AT, '--json'];
     for (const data of [fx, db]) {
       const out = await cli('report', '--data', data, ...args);
       expect(out.code, out.stderr).toBe(0);
@@ -240,6 +240,9 @@ describe('cli against the HTTP compile', () => {
     const fault = await cli('report', '--data', db, '--from', body.from, '--to', body.to, '--group-by', 'traits.nope');
     expect(fault.code).toBe(1);
     expect(fault.stdout).toMatch(/^unknown_field\s+\/group_by/);
+    const usage = await cli('report', '--data', db, '--from', body.from, '--to', body.to, '--model', 'linear', '--lookback-days', 'ninety');
+    expect(usage.code).toBe(2);
+    expect(usage.stderr).toMatch(/--lookback-days: /);
   });
 
   it('payload paths are checked against the data, read in place or from the database file', async () => {

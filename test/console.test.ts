@@ -241,6 +241,18 @@ describe('the web console, a newcomer\'s first minutes', () => {
     await expect.poll(() => page.locator('.legend li').allTextContents()).toEqual(['Non-attributed']);
     expect(await table.locator('tfoot').textContent()).toContain('A$5.00');
     await page.getByLabel('Currency').selectOption('usd');
+    // Another model asks for its lookback; the figures move between channels, the total stays.
+    const linear = page.waitForResponse((r) => r.url().endsWith('/v1/reports/revenue'));
+    await page.getByLabel('Attribution').selectOption('linear');
+    expect((await linear).request().postDataJSON()).toMatchObject({ model: 'linear', lookback_days: 90 });
+    const shorter = page.waitForResponse((r) => r.url().endsWith('/v1/reports/revenue'));
+    await page.getByLabel('Lookback (days)').fill('30');
+    await page.getByLabel('Lookback (days)').press('Tab');
+    expect((await shorter).request().postDataJSON()).toMatchObject({ model: 'linear', lookback_days: 30 });
+    expect((await (await shorter).json() as { totals: unknown }).totals).toEqual((await answer.json() as { totals: unknown }).totals);
+    await expect.poll(() => table.locator('tfoot').textContent()).toContain('$303.00');
+    await page.getByLabel('Attribution').selectOption('first_touch');
+    await expect.poll(() => page.getByLabel('Lookback (days)').count()).toBe(0);
     expect(await axeViolations()).toEqual([]);
     await page.screenshot({ path: join(SCREENSHOTS, 'console-revenue.png'), fullPage: true });
   });

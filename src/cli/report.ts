@@ -13,12 +13,12 @@ import { CliError, UsageError } from './errors.js';
 import { type Output, seconds } from './output.js';
 
 const HELP = `usage: audiences report --data <dir|file.duckdb> --from <date> --to <date> [--interval day|week|month]
-       [--group-by <dimension>] [--model first_touch|last_touch] [--filter <json>] [--criteria <file.json>]
-       [--at <timestamp>] [--budget <ms>] [--json]
+       [--group-by <dimension>] [--model <model>] [--lookback-days <n>] [--half-life-days <n>] [--filter <json>]
+       [--criteria <file.json>] [--at <timestamp>] [--budget <ms>] [--json]
 
 Prints revenue (paid invoices and one-time payments minus refunds, in major units with the
 currency, e.g. 157.00 USD, currencies in alphabetical order; --json keeps minor units) per bucket and group, with refunds, paying and new paying customers: the same report as
-POST /v1/reports/revenue on the same data (docs/reports.md). Customers without a touch are the
+POST /v1/reports/revenue on the same data (docs/reports.md). Payments without a touch are the
 group Non-attributed. Faults print and exit 1; a report past its budget is cancelled and reported
 as over budget (hit_limit true in --json), exit 0.
 
@@ -33,7 +33,12 @@ options:
   --interval <interval>     day, week (from Monday) or month (default month)
   --group-by <dimension>    channel_category (default), channel, campaign, medium, referrer_host,
                             landing_path, or traits.<path>
-  --model <model>           first_touch (default) or last_touch
+  --model <model>           first_touch (default): each customer to its earliest page view; per
+                            payment, over the page views of its lookback: last_touch,
+                            last_non_direct, linear, position_based (40/20/40) or time_decay
+  --lookback-days <n>       the days before each payment whose page views count (default 90; not
+                            for first_touch)
+  --half-life-days <n>      time_decay: a touch this many days older weighs half (default 7)
   --filter <json>           trait predicates, e.g. '{"traits.plan":{"op":"=","value":"pro"}}'
   --criteria <file.json>    only the people of these criteria (evaluated at --at)
   --at <timestamp>          evaluation time of --criteria (default: now)
@@ -50,6 +55,9 @@ function parseFilter(raw: string | undefined): unknown {
   }
 }
 
+/** A number option's text as a number for the schema to check (NaN when not one). */
+const numberOf = (raw: string | undefined) => (raw === undefined ? undefined : Number(raw));
+
 /** The command line as the HTTP request body, checked by the same schema. */
 function requestOf(values: Values): RevenueRequest {
   const criteria = stringOption(values, 'criteria');
@@ -59,11 +67,13 @@ function requestOf(values: Values): RevenueRequest {
     interval: stringOption(values, 'interval') ?? 'month',
     group_by: stringOption(values, 'group-by') ?? 'channel_category',
     model: stringOption(values, 'model'),
+    lookback_days: numberOf(stringOption(values, 'lookback-days')),
+    half_life_days: numberOf(stringOption(values, 'half-life-days')),
     filter: parseFilter(stringOption(values, 'filter')),
     criteria_json: criteria === undefined ? undefined : readCriteriaFile(criteria),
   });
   if (!parsed.success) {
-    const option = (path: PropertyKey[]) => `--${String(path[0] ?? '').replace('group_by', 'group-by')}`;
+    const option = (path: PropertyKey[]) => `--${String(path[0] ?? '').replaceAll('_', '-')}`;
     throw new UsageError(parsed.error.issues.map((i) => `${option(i.path)}: ${i.message}`).join('; '), 'report');
   }
   return parsed.data;
@@ -97,7 +107,8 @@ async function run(_: string[], values: Values, out: Output): Promise<number> {
       out.print(`over budget: the report took longer than ${budgetMs} ms and was cancelled (raise --budget)`);
     } else {
       const money = moneyIn(report.currencies);
-      out.print(`revenue by ${report.group_by}, ${report.model}, per ${report.interval}, ${report.from} to ${report.to} (${seconds(elapsed)})`);
+      const lookback = report.lookback_days === null ? '' : ` (${report.lookback_days}-day lookback${report.half_life_days === null ? '' : `, ${report.half_life_days}-day half-life`})`;
+      out.print(`revenue by ${report.group_by}, ${report.model}${lookback}, per ${report.interval}, ${report.from} to ${report.to} (${seconds(elapsed)})`);
       for (const r of report.rows) {
         out.print(`${r.bucket}  ${String(r.group).padEnd(20)} revenue ${money(r.revenue)}; refunds ${money(r.refunds)} (${r.refund_count}); `
           + `${r.paying_customers} paying, ${r.new_paying_customers} new`);
@@ -118,7 +129,7 @@ export const report: Command = {
   help: HELP,
   options: {
     ...DATA_OPTIONS, from: { type: 'string' }, to: { type: 'string' }, interval: { type: 'string' }, 'group-by': { type: 'string' },
-    model: { type: 'string' }, filter: { type: 'string' }, criteria: { type: 'string' }, budget: { type: 'string' },
+    model: { type: 'string' }, 'lookback-days': { type: 'string' }, 'half-life-days': { type: 'string' }, filter: { type: 'string' }, criteria: { type: 'string' }, budget: { type: 'string' },
   },
   positionals: [],
   run,

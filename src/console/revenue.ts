@@ -13,6 +13,12 @@ const GROUPS: [string, string][] = [
   ['referrer_host', 'referrer'], ['landing_path', 'landing page'],
 ];
 
+/** The attribution models (docs/reports.md); all but first touch split each payment over its lookback. */
+const MODELS: [string, string][] = [
+  ['first_touch', 'first touch'], ['last_touch', 'last touch'], ['last_non_direct', 'last non-direct'],
+  ['linear', 'linear'], ['position_based', 'position-based (40/20/40)'], ['time_decay', 'time decay'],
+];
+
 const isoDay = (d: Date) => d.toISOString().slice(0, 10);
 
 interface TraitFilter { key: string; op: string; text: string }
@@ -23,6 +29,8 @@ export function Revenue({ defs }: { defs: Definitions }) {
   const [to, setTo] = useState(isoDay(today));
   const [interval, setIntervalOf] = useState<'day' | 'week' | 'month'>('week');
   const [model, setModel] = useState('first_touch');
+  const [lookback, setLookback] = useState('90');
+  const [halfLife, setHalfLife] = useState('7');
   const [groupBy, setGroupBy] = useState('channel_category');
   const [filters, setFilters] = useState<TraitFilter[]>([]);
   const [audienceId, setAudienceId] = useState('');
@@ -34,6 +42,8 @@ export function Revenue({ defs }: { defs: Definitions }) {
   // The API's `to` is exclusive; the page's is the last day shown.
   const body = {
     from, to: isoDay(new Date(Date.parse(`${to}T00:00:00Z`) + 86_400_000)), interval, group_by: groupBy, model,
+    ...(model !== 'first_touch' ? { lookback_days: Number(lookback) } : {}),
+    ...(model === 'time_decay' ? { half_life_days: Number(halfLife) } : {}),
     ...(Object.keys(filter).length ? { filter } : {}),
     ...(audienceId ? { audience_id: audienceId } : {}),
   };
@@ -56,8 +66,12 @@ export function Revenue({ defs }: { defs: Definitions }) {
         <option value="day">day</option><option value="week">week</option><option value="month">month</option>
       </select></label>
       <label>Attribution <select value=${model} onChange=${(e: Event) => setModel(valueOf(e))}>
-        <option value="first_touch">first touch</option><option value="last_touch">last touch</option>
+        ${MODELS.map(([v, l]) => html`<option value=${v}>${l}</option>`)}
       </select></label>
+      ${model !== 'first_touch' && html`<label>Lookback (days) <input type="number" min="1" max="3650" step="1" value=${lookback}
+        onChange=${(e: Event) => setLookback(valueOf(e))} /></label>`}
+      ${model === 'time_decay' && html`<label>Half-life (days) <input type="number" min="1" max="3650" step="any" value=${halfLife}
+        onChange=${(e: Event) => setHalfLife(valueOf(e))} /></label>`}
       <label>Group by <select value=${groupBy} onChange=${(e: Event) => setGroupBy(valueOf(e))}>
         ${GROUPS.map(([v, l]) => html`<option value=${v}>${l}</option>`)}
         ${traitKeys.map((k) => html`<option value=${k}>trait ${k.slice('traits.'.length)}</option>`)}
