@@ -3,7 +3,7 @@
 // the range, the buckets, the dimension a paying customer is grouped by, the attribution model and
 // the people the report is restricted to, as a set plan of the criteria language.
 
-import type { AttributionModel } from './attribution.js';
+import { type AttributionModel, isTouchModel, type TouchModel } from './attribution.js';
 import { type CriteriaError, pointer } from './errors.js';
 import type { SetPlan } from './plan.js';
 import { type Predicate, type PropertyCatalog, TRAITS_PREFIX } from './schema.js';
@@ -86,4 +86,9 @@ export function reportAudience(criteria: SetPlan | null, filter: Predicate[]): S
   const persons: SetPlan | null = filter.length > 0 ? { kind: 'scan', scan: { table: 'persons', predicates: filter } } : null;
   if (criteria && persons) return { kind: 'intersect', inputs: [criteria, persons] };
   return criteria ?? persons;
+}
+
+/** A report split per payment: its model and the touch column grouped by; null for first_touch or a trait group. */
+export function perPayment(report: ReportPlan): { model: TouchModel; touch: TouchDimension } | null {
+  return 'touch' in report.group && isTouchModel(report.model) ? { model: report.model, touch: report.group.touch } : null;
 }

@@ -27,10 +27,10 @@ export const CLICKHOUSE_ANCHOR = `if(is_payment = 1, ts, ifNull(max(if(is_paymen
  * `pageviews` (`profile, ts, pageview_id, channel_category, value`), per touch value.
  */
 export function clickhouseCredits(
-  report: ReportPlan & { model: TouchModel }, inRange: string, pageviews: string, add: (v: number, type: 'UInt64' | 'Float64') => string,
+  report: ReportPlan, model: TouchModel, inRange: string, pageviews: string, add: (v: number, type: 'UInt64' | 'Float64') => string,
 ): string {
-  const ranks = ['row_number() OVER (PARTITION BY money_id ORDER BY ts DESC, pageview_id DESC) AS from_last', ...NEEDS[report.model].map((c) => `${RANKS[c]} AS ${c}`)];
-  const weight = touchWeightSql(report.model, { count: 'n', fromFirst: 'from_first', fromLast: 'from_last', lastNonDirect: 'last_non_direct', ageMicros: 'age' },
+  const ranks = ['row_number() OVER (PARTITION BY money_id ORDER BY ts DESC, pageview_id DESC) AS from_last', ...NEEDS[model].map((c) => `${RANKS[c]} AS ${c}`)];
+  const weight = touchWeightSql(model, { count: 'n', fromFirst: 'from_first', fromLast: 'from_last', lastNonDirect: 'last_non_direct', ageMicros: 'age' },
     () => add(report.halfLifeDays * MICROS_PER_DAY, 'Float64'), (x) => x);
   const touches = `SELECT r.money_id AS money_id, r.amount AS amount, x.ts AS ts, x.pageview_id AS pageview_id, x.channel_category AS channel_category,
           CAST(x.value AS Nullable(String)) AS v

@@ -16,9 +16,8 @@
 //   traits text with JSONExtract only where JSONType says the value is of the type compared;
 // - case-insensitive ops use lowerUTF8 (lower is ASCII-only).
 
-import { isTouchModel, type TouchModel } from '../attribution.js';
 import { type Breakdown, BREAKDOWN_TOP, type LeafScan, NON_ATTRIBUTED, type Sample, type SetPlan, type TimeRange } from '../plan.js';
-import { type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS, type TouchDimension } from '../report.js';
+import { perPayment, type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS, type TouchDimension } from '../report.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
 import { literal, quote, VISITOR_LINKS } from './clickhouse-text.js';
@@ -539,12 +538,12 @@ function revenueSql(report: ReportPlan, ws: string, params: Params): string {
   const w = params.add(ws, 'String');
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
   const bucket = (ts: string) => `${CLICKHOUSE_BUCKET[report.interval]}(${ts})`;
-  const perPayment = 'touch' in report.group && isTouchModel(report.model);
-  const money = perPayment ? `(SELECT *, ${CLICKHOUSE_ANCHOR} FROM (${revenueMoney(w, params)}))` : `(${revenueMoney(w, params)})`;
+  const split = perPayment(report);
+  const money = split ? `(SELECT *, ${CLICKHOUSE_ANCHOR} FROM (${revenueMoney(w, params)}))` : `(${revenueMoney(w, params)})`;
   // first_paid: the customer's first payment ever; touch_until: its profile's (a customer without one: its own).
-  const inRange = `SELECT money_id, customer_id, ts, amount, currency, is_payment, first_paid, touch_until,${perPayment ? ' anchor,' : ''} person_key, profile FROM (
+  const inRange = `SELECT money_id, customer_id, ts, amount, currency, is_payment, first_paid, touch_until,${split ? ' anchor,' : ''} person_key, profile FROM (
       SELECT m.money_id AS money_id, m.customer_id AS customer_id, m.ts AS ts, m.amount AS amount, m.currency AS currency, m.is_payment AS is_payment,
-        ${perPayment ? 'm.anchor AS anchor, ' : ''}ifNull(c.person_key, 0) AS person_key, ifNull(c.profile, 0) AS profile,
+        ${split ? 'm.anchor AS anchor, ' : ''}ifNull(c.person_key, 0) AS person_key, ifNull(c.profile, 0) AS profile,
         min(if(m.is_payment = 1, m.ts, NULL)) OVER (PARTITION BY m.customer_id) AS first_paid,
         min(if(m.is_payment = 1, m.ts, NULL)) OVER (PARTITION BY profile, if(profile = 0, m.customer_id, '')) AS touch_until
       FROM ${money} AS m
@@ -555,11 +554,11 @@ function revenueSql(report: ReportPlan, ws: string, params: Params): string {
       FROM (${inRange}) GROUP BY customer_id`;
   const missing = params.add(NON_ATTRIBUTED, 'String');
   // Each money row once, or (per-payment models) once per touch value sharing it.
-  const rows = perPayment
+  const rows = split
     ? `SELECT r.money_id AS money_id, r.customer_id AS customer_id, if(c.credited = 1, c.share, r.amount) AS amount, r.currency AS currency,
       r.is_payment AS is_payment, r.ts AS ts, r.first_paid AS first_paid, if(c.credited = 1, c.v, ${missing}) AS grp
-    FROM (${inRange}) AS r LEFT JOIN (${clickhouseCredits(report as ReportPlan & { model: TouchModel }, inRange,
-      payerPageviews((report.group as { touch: TouchDimension }).touch, w, payers, params), (v, type) => params.add(v, type))}) AS c ON c.money_id = r.money_id`
+    FROM (${inRange}) AS r LEFT JOIN (${clickhouseCredits(report, split.model, inRange,
+      payerPageviews(split.touch, w, payers, params), (v, type) => params.add(v, type))}) AS c ON c.money_id = r.money_id`
     : `SELECT r.money_id AS money_id, r.customer_id AS customer_id, r.amount AS amount, r.currency AS currency, r.is_payment AS is_payment,
       r.ts AS ts, r.first_paid AS first_paid, if(ifNull(g.found, 0) = 1, g.grp, ${missing}) AS grp
     FROM (${inRange}) AS r

@@ -2,7 +2,7 @@
 // `in_range` (a payment, or a refund anchored at the customer's latest payment at or before it)
 // split over the page views of its profile in the lookback before its anchor. CTEs over `in_range`.
 
-import { type TouchModel, touchWeightSql, MICROS_PER_DAY } from '../attribution.js';
+import { MICROS_PER_DAY, type TouchModel, touchWeightSql } from '../attribution.js';
 import type { ReportPlan } from '../report.js';
 
 /** The window columns each model reads (every model reads from_last: the remainder's touch). */
@@ -25,10 +25,10 @@ export const DUCKDB_ANCHOR = `CASE WHEN is_payment THEN ts ELSE coalesce(max(ts)
       OVER (PARTITION BY customer_id ORDER BY ts RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW), ts) END AS anchor`;
 
 /** CTEs ending in `credits (money_id, v, share)`: the shares of each money row with a touch, per touch value. */
-export function duckdbCredits(report: ReportPlan & { model: TouchModel }, column: string, w: string, add: (v: number) => string): string[] {
+export function duckdbCredits(report: ReportPlan, model: TouchModel, column: string, w: string, add: (v: number) => string): string[] {
   const lookback = add(report.lookbackDays);
-  const ranks = ['row_number() OVER (m ORDER BY ts DESC, pageview_id DESC) AS from_last', ...NEEDS[report.model].map((c) => `${RANKS[c]} AS ${c}`)];
-  const weight = touchWeightSql(report.model, { count: 'n', fromFirst: 'from_first', fromLast: 'from_last', lastNonDirect: 'last_non_direct', ageMicros: 'age' },
+  const ranks = ['row_number() OVER (m ORDER BY ts DESC, pageview_id DESC) AS from_last', ...NEEDS[model].map((c) => `${RANKS[c]} AS ${c}`)];
+  const weight = touchWeightSql(model, { count: 'n', fromFirst: 'from_first', fromLast: 'from_last', lastNonDirect: 'last_non_direct', ageMicros: 'age' },
     () => `CAST(${add(report.halfLifeDays * MICROS_PER_DAY)} AS DOUBLE)`, (x) => `CAST(${x} AS BIGINT)`);
   return [
     `touches AS (

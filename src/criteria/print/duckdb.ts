@@ -8,8 +8,8 @@ import { pointer } from '../errors.js';
 import {
   type Breakdown, BREAKDOWN_TOP, type LeafScan, NON_ATTRIBUTED, type Sample, type ScalarKind, type SetPlan, type TimeRange, type TypedPaths,
 } from '../plan.js';
-import { isTouchModel, type TouchModel } from '../attribution.js';
-import { type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS } from '../report.js';
+import type { TouchModel } from '../attribution.js';
+import { perPayment, type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS, type TouchDimension } from '../report.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
 import { DUCKDB_ANCHOR, duckdbCredits } from './duckdb-touches.js';
@@ -555,7 +555,7 @@ function revenueGroups(report: ReportPlan, w: string, params: Params): string {
  */
 export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQuery {
   const params = new Params();
-  const perPayment = 'touch' in report.group && isTouchModel(report.model);
+  const split = perPayment(report);
   const links = new AnonymousLinks();
   const printer = report.audience
     ? new SetPrinter(report.audience, (scan, within) => leafSql(scan, workspaceId, params, links, undefined, within), DUCKDB_SET_OPERATORS, { restrict: true })
@@ -564,7 +564,7 @@ export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQ
   const w = params.add(workspaceId);
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
   const bucket = (ts: string) => `date_trunc(${DUCKDB_TRUNC[report.interval]}, ${ts})`;
-  const money = perPayment ? `(SELECT *, ${DUCKDB_ANCHOR} FROM (${revenueMoney(w)}))` : `(${revenueMoney(w)})`;
+  const money = split ? `(SELECT *, ${DUCKDB_ANCHOR} FROM (${revenueMoney(w)}))` : `(${revenueMoney(w)})`;
   const ctes = [...links.ctes(), ...(printer?.ctes ?? []),
     `customers AS (
     SELECT c.customer_id, coalesce(c.person_key, v.person_key) AS person_key, ${CUSTOMER_PROFILE} AS profile
@@ -573,14 +573,14 @@ export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQ
   )`,
     // first_paid: the customer's first payment ever; touch_until: its profile's (a customer without one: its own).
     `in_range AS MATERIALIZED (
-    SELECT m.money_id, m.customer_id, m.ts, m.amount, m.currency, m.is_payment, m.first_paid, m.touch_until,${perPayment ? ' m.anchor,' : ''} m.person_key, m.profile
+    SELECT m.money_id, m.customer_id, m.ts, m.amount, m.currency, m.is_payment, m.first_paid, m.touch_until,${split ? ' m.anchor,' : ''} m.person_key, m.profile
     FROM (SELECT m.*, c.person_key, c.profile,
         min(m.ts) FILTER (WHERE m.is_payment) OVER (PARTITION BY m.customer_id) AS first_paid,
         min(m.ts) FILTER (WHERE m.is_payment) OVER (PARTITION BY c.profile, CASE WHEN c.profile IS NULL THEN m.customer_id END) AS touch_until
       FROM ${money} m LEFT JOIN customers c ON c.customer_id = m.customer_id) m
     WHERE m.ts >= ${from} AND m.ts < ${to}${audience}
   )`,
-    ...(perPayment ? perPaymentRows(report as ReportPlan & { model: TouchModel }, w, params)
+    ...(split ? perPaymentRows(report, split, w, params)
       : ['payers AS (SELECT DISTINCT customer_id, person_key, profile, first_paid, touch_until FROM in_range)',
         `report_rows AS (
     SELECT r.money_id, r.customer_id, r.amount, r.currency, r.is_payment, r.ts, r.first_paid,
@@ -604,10 +604,9 @@ GROUP BY GROUPING SETS ((bucket, grp, currency), (bucket, grp), (currency), ())`
 }
 
 /** `report_rows` of a per-payment model: each money row's shares per touch value, Non-attributed without a touch. */
-function perPaymentRows(report: ReportPlan & { model: TouchModel }, w: string, params: Params): string[] {
-  if (!('touch' in report.group)) throw new Error('a per-payment model groups by a touch column');
-  const column = `pv."${TOUCH_DIMENSIONS[report.group.touch]}"`;
-  return [...duckdbCredits(report, column, w, (v) => params.add(v)),
+function perPaymentRows(report: ReportPlan, split: { model: TouchModel; touch: TouchDimension }, w: string, params: Params): string[] {
+  const column = `pv."${TOUCH_DIMENSIONS[split.touch]}"`;
+  return [...duckdbCredits(report, split.model, column, w, (v) => params.add(v)),
     `report_rows AS (
     SELECT r.money_id, r.customer_id, CASE WHEN c.money_id IS NULL THEN r.amount ELSE c.share END AS amount, r.currency, r.is_payment, r.ts, r.first_paid,
       CASE WHEN c.money_id IS NULL THEN ${params.add(NON_ATTRIBUTED)} ELSE c.v END AS grp
