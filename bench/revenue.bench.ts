@@ -1,6 +1,6 @@
 // The revenue report (issue 18 §2) on both analytical stores, the same rows in each: revenue by
 // channel_category per month over the year before the dataset's "now", every attribution model.
-//   npx tsx bench/revenue.bench.ts [--people N --events N --pageviews N]
+//   npx tsx bench/revenue.bench.ts [--people N --events N --pageviews N] [--iterations N]
 // Needs the DuckDB file and the ClickHouse copy of bench/clickhouse.bench.ts (data/bench/<sizes>.*),
 // which it changes: the export layout has no payment time, so its paid invoices get their creation
 // time as paid_at (as an import now does), and the ClickHouse copy gets the payments table.
@@ -24,7 +24,8 @@ const DATABASE = 'bench';
 const log = (line: string) => console.log(line);
 const ms = (n: number) => n.toFixed(n < 10 ? 2 : 1);
 
-const { sizes } = benchArgs();
+const { sizes, values } = benchArgs({ iterations: { type: 'string', default: '10' } });
+const iterations = Number(values.iterations);
 const chdbPath = join('data', 'bench', `${sizeTag(sizes)}.chdb`);
 if (!existsSync(chdbPath)) throw new Error(`${chdbPath} is missing: run npx tsx bench/clickhouse.bench.ts --prepare first`);
 const { store } = await openBenchDatabase(sizes, log);
@@ -73,7 +74,7 @@ for (const plan of plans) {
   sizesOf.push(duck.filter((r) => r.level === 1).length);
 }
 
-const bench = new Bench({ iterations: 10, time: 0, warmupIterations: 2 });
+const bench = new Bench({ iterations, time: 0, warmupIterations: Math.min(2, iterations - 1) });
 for (const plan of plans) {
   bench.add(`duckdb: ${plan.model}`, async () => { await duckdb(plan); });
   bench.add(`clickhouse: ${plan.model}`, async () => { await clickhouse(plan); });
