@@ -73,6 +73,7 @@ const address = await app.listen({ port: config.port, host: config.host });
 consoleBundle().then(() => console.log(`console: ${address}/ (the secret key is asked for in the page)`),
   (err: unknown) => app.log.error({ err }, 'the console did not build; the API is unaffected'));
 app.audiences.scheduler.start();
+app.privacy.start(); // requests left unfinished by a stopped process resume here
 // The people lookup also on DATA_PORT, so that {data_url} can be a separate address.
 const dataApp = config.dataPort === null ? null
   : await buildDataApp({ stores, logger: true, rateLimits: config.rateLimits, requestBodyTimeoutMs: config.requestBodyTimeoutMs });
@@ -95,6 +96,7 @@ const expired = new Promise<void>((resolve) => {
 try {
   await Promise.race([expired, (async () => {
     await app.audiences.scheduler.stop(); // a refresh under way commits or rolls back; deliveries pause
+    await app.privacy.stop(); // a privacy pass under way finishes its step; what is left resumes at the next start
     await Promise.all([app.close(), dataApp?.close()]); // stops accepting, waits for in-flight requests
   })()]);
   clearTimeout(timer);

@@ -29,7 +29,7 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
     it('returns the id, name and webhook URL (secret key only)', async () => {
       const res = await get('/v1/workspace');
       expect(res.json()).toEqual({
-        id: t.ws.workspace_id, name: 'test', webhook_url: `http://127.0.0.1:3000/v1/webhooks/stripe/${t.ws.workspace_id}`, payments_mode: 'live',
+        id: t.ws.workspace_id, name: 'test', webhook_url: `http://127.0.0.1:3000/v1/webhooks/stripe/${t.ws.workspace_id}`, payments_mode: 'live', retention_days: null,
       });
       expect((await get('/v1/workspace', t.ws.publishable_key)).statusCode).toBe(403);
       expect((await t.app.inject({ method: 'GET', url: '/v1/workspace' })).statusCode).toBe(401);

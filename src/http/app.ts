@@ -24,6 +24,8 @@ import { consoleRoutes } from './routes/console.js';
 import { definitionRoutes } from './routes/definitions.js';
 import { PaymentWebhook } from '../attribution/webhook.js';
 import { peopleRoutes } from './routes/people.js';
+import { privacyRoutes } from './routes/privacy.js';
+import { createPrivacyService, type PrivacyService } from '../privacy/service.js';
 import { reportRoutes } from './routes/reports.js';
 import { webhookRoutes } from './routes/webhooks.js';
 import { workspaceRoutes } from './routes/workspace.js';
@@ -50,12 +52,16 @@ export interface AppOptions {
   healthTimeoutMs?: number;
   /** A request's headers and body must have arrived within this (408 otherwise); SERVICE_BOUNDS otherwise. */
   requestBodyTimeoutMs?: number;
+  /** How often the privacy worker looks for requests left unfinished (PRIVACY_INTERVAL_MS unless given). */
+  privacyIntervalMs?: number;
 }
 
 declare module 'fastify' {
   interface FastifyInstance {
     /** The audiences feature: main.ts starts and stops its scheduler, tests call tick(). */
     audiences: AudienceService;
+    /** The privacy feature: main.ts starts its worker and retention job, tests call them. */
+    privacy: PrivacyService;
   }
 }
 
@@ -94,6 +100,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'payments', description: 'Signed payment-processor notifications that link paying customers to visitors.' },
         { name: 'people', description: 'Look customers up, with their link state and first-touch channel.' },
         { name: 'reports', description: 'Revenue per period, attributed to channels or grouped by traits (secret key).' },
+        { name: 'privacy', description: 'Delete and suppress people by their identifiers (secret key), processed in the background.' },
         { name: 'workspace', description: 'The key\'s workspace, where to point the payment webhook, and the names criteria may use.' },
         { name: 'service', description: 'Liveness (/live) and readiness (/health: every store answers and can write).' },
       ],
@@ -120,6 +127,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(definitionRoutes, { analytics: opts.stores.analytics });
   await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.stores, ingest) });
   await app.register(peopleRoutes, { stores: opts.stores });
+  const privacy = createPrivacyService(opts.stores, clock, (err) => { console.error('PRIV', err); app.log.error({ err }, 'privacy request or retention failed'); }, opts.privacyIntervalMs);
+  app.decorate('privacy', privacy);
+  app.addHook('onClose', () => privacy.stop());
+  await app.register(privacyRoutes, { control: opts.stores.control, worker: privacy.worker, clock });
   await app.register(reportRoutes, { stores: opts.stores, budgetMs: opts.estimateBudgetMs, clock });
   await app.register(consoleRoutes);
   await app.ready();

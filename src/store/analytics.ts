@@ -258,6 +258,12 @@ export interface Staged<T> {
   stored: Promise<void>;
 }
 
+/** Analytical rows a privacy delete or the retention erased. */
+export interface ErasedRows {
+  events: number;
+  pageviews: number;
+}
+
 export interface AnalyticsStore {
   /**
    * Runs `fn` as one unit of work: its control writes in one control transaction, its analytical
@@ -271,6 +277,15 @@ export interface AnalyticsStore {
    * retried); then `stored` settles when the analytical rows are stored.
    */
   stage<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<Staged<T>>;
+
+  /**
+   * Erases the events and page views of these persons and visitors, and the engine's copies of
+   * them (privacy deletes, after their control rows went). Resolves once no such row is stored
+   * (ClickHouse: its mutations finished); the counts of the rows erased.
+   */
+  eraseKeys(ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows>;
+  /** Erases the workspace's events and page views older than `before` (retention). */
+  eraseBefore(ws: string, before: Date): Promise<ErasedRows>;
 
   /** Property paths seen per event name in the workspace: what payload filters may name. */
   propertyCatalog(ws: string): Promise<PropertyCatalog>;

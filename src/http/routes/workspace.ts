@@ -1,12 +1,18 @@
-// GET /v1/workspace (secret key): where to point the payment processor's webhook, and which of its
-// modes (live or test) counts.
+// GET /v1/workspace (secret key): where to point the payment processor's webhook, which of its
+// modes (live or test) counts, and the retention; PATCH sets the retention.
 
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { AppError } from '../../errors.js';
 import { PAYMENTS_MODES, type Workspaces } from '../../store/control/workspaces.js';
 
-export const workspaceAnswer = z.object({ id: z.string(), name: z.string(), webhook_url: z.string(), payments_mode: z.enum(PAYMENTS_MODES) });
+export const workspaceAnswer = z.object({
+  id: z.string(), name: z.string(), webhook_url: z.string(), payments_mode: z.enum(PAYMENTS_MODES),
+  retention_days: z.number().int().nullable().describe('events and page views older than this many days are deleted daily; null: kept forever'),
+});
+const workspacePatch = z.object({
+  retention_days: z.number().int().min(1).max(36_500).nullable().describe('null keeps events and page views forever'),
+}).strict();
 export type Workspace = z.infer<typeof workspaceAnswer>;
 
 export const webhookUrl = (publicUrl: string, workspaceId: string) =>
@@ -22,8 +28,23 @@ export const workspaceRoutes: FastifyPluginAsyncZod<{ workspaces: Workspaces; pu
       response: { 200: workspaceAnswer },
     },
   }, async (request) => {
-    const ws = await workspaces.get(request.workspaceId);
-    if (!ws) throw new AppError('not_found', 'the workspace no longer exists');
-    return { id: ws.workspace_id, name: ws.name, webhook_url: webhookUrl(publicUrl, ws.workspace_id), payments_mode: ws.payments_mode };
+    return answer(request.workspaceId);
   });
+
+  app.patch('/v1/workspace', {
+    config: { auth: 'secret' },
+    schema: { tags: ['workspace'], summary: 'Change the workspace\'s retention', body: workspacePatch, response: { 200: workspaceAnswer } },
+  }, async (request) => {
+    if (!(await workspaces.setRetention(request.workspaceId, request.body.retention_days))) throw new AppError('not_found', 'the workspace no longer exists');
+    return answer(request.workspaceId);
+  });
+
+  async function answer(workspaceId: string): Promise<Workspace> {
+    const ws = await workspaces.get(workspaceId);
+    if (!ws) throw new AppError('not_found', 'the workspace no longer exists');
+    return {
+      id: ws.workspace_id, name: ws.name, webhook_url: webhookUrl(publicUrl, ws.workspace_id), payments_mode: ws.payments_mode,
+      retention_days: ws.retention_days,
+    };
+  }
 };

@@ -5,12 +5,13 @@
 
 import type { ClickHouseQuery, PropertyCatalog } from '../../criteria/index.js';
 import type {
-  AnalyticsStore, DiffMember, MemberRow, SnapshotInput, Staged, UnitOfWork,
+  AnalyticsStore, DiffMember, ErasedRows, MemberRow, SnapshotInput, Staged, UnitOfWork,
 } from '../analytics.js';
 import { QueriedStore } from '../query/forwarding.js';
 import { CriteriaQueries } from '../query/queries.js';
 import type { DeliveryRow, SnapshotResult } from '../types.js';
 import type { ClickHouseContext } from './context.js';
+import { eraseBefore, eraseKeys } from './erase.js';
 import { ClickHouseDriver, type EstimateOptions } from './driver.js';
 import { ClickHouseSnapshots } from './snapshots.js';
 import { ClickHouseUnits, type UnitsOptions } from './writes.js';
@@ -36,6 +37,14 @@ export class ClickHouseAnalytics extends QueriedStore<ClickHouseQuery> implement
   /** Inserts the rows of committed units that ClickHouse has not acknowledged yet (also done at open and periodically). */
   sweepOutbox(): Promise<void> {
     return this.units.sweep();
+  }
+
+  eraseKeys(ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows> {
+    return eraseKeys(this.ctx, ws, personKeys, visitorKeys, () => this.units.sweep());
+  }
+
+  eraseBefore(ws: string, before: Date): Promise<ErasedRows> {
+    return eraseBefore(this.ctx, ws, before, () => this.units.sweep());
   }
 
   propertyCatalog(ws: string): Promise<PropertyCatalog> {

@@ -16,6 +16,13 @@ export class ControlCaches {
    */
   readonly traitPaths = new Map<string, Set<string>>();
   /**
+   * Each workspace's suppression list as read (hashes; null: empty) and when (privacy/suppression.ts):
+   * kept until this process changes it, and for a few seconds where other nodes may.
+   */
+  readonly suppressions = new Map<string, { hashes: Set<string> | null; readAt: number }>();
+  /** Changes to suppression lists made through this process: a read that overlapped one is not kept. */
+  suppressionChanges = 0;
+  /**
    * Changes to workspaces' webhook settings (secret, payments mode) made through this process. A
    * reader may keep the settings of a store nobody else writes, and reads them again once this moved.
    */

@@ -88,6 +88,19 @@ export class IdentityCache {
     this.evict();
   }
 
+  /** Forgets every entry of the workspace (a privacy delete: its records may name persons gone). */
+  forgetWorkspace(ws: string): void {
+    const indexes = this.workspaces.get(ws);
+    if (!indexes) return;
+    for (const index of Object.values(indexes)) {
+      for (const entry of index.values()) {
+        this.unlink(entry);
+        this.count--;
+      }
+    }
+    this.workspaces.delete(ws);
+  }
+
   private use(index: Map<string | number, Entry> | undefined, key: string | number): Cached | undefined {
     const entry = index?.get(key);
     if (!entry) return undefined;

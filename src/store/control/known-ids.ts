@@ -11,6 +11,8 @@ export interface KnownIds {
   add(ws: string, kind: IdKind, id: string): void;
   /** Starts making the workspace's proofs unless they exist; never waits (call it inside a write transaction). */
   prepare(ws: string): void;
+  /** Drops the workspace's proofs (ids were erased: a filter can only grow); the next `prepare` makes them anew. */
+  forget(ws: string): void;
   /** Whether the workspace's proofs are in use (for tests). */
   isReady(ws: string): boolean;
 }

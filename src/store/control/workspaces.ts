@@ -22,6 +22,8 @@ export interface Workspace {
 
 export interface WorkspaceSettings extends Workspace {
   payments_mode: PaymentsMode;
+  /** Events and page views older than this many days are deleted (null: kept forever). */
+  retention_days: number | null;
 }
 
 export interface ListedWorkspace extends Workspace {
@@ -89,9 +91,15 @@ export class Workspaces {
   }
 
   async get(workspaceId: string): Promise<WorkspaceSettings | null> {
-    const rows = await this.store.all(`SELECT workspace_id, name, coalesce(payments_mode, 'live') AS payments_mode
+    const rows = await this.store.all(`SELECT workspace_id, name, coalesce(payments_mode, 'live') AS payments_mode, retention_days
       FROM workspaces WHERE workspace_id = $1`, [workspaceId]);
-    return (rows[0] as WorkspaceSettings | undefined) ?? null;
+    const row = rows[0];
+    return row ? { ...(row as unknown as WorkspaceSettings), retention_days: row.retention_days === null ? null : Number(row.retention_days) } : null;
+  }
+
+  /** Sets the workspace's retention in days (null: forever); false when the workspace does not exist. */
+  async setRetention(workspaceId: string, days: number | null): Promise<boolean> {
+    return (await this.store.run('UPDATE workspaces SET retention_days = $2 WHERE workspace_id = $1', [workspaceId, days])) === 1;
   }
 
   /** Sets the workspace's payments mode; the previous one, or null when the workspace does not exist. */

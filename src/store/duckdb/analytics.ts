@@ -5,7 +5,7 @@
 import type { DuckDBConnection } from '@duckdb/node-api';
 import type { CompiledQuery, PropertyCatalog } from '../../criteria/index.js';
 import {
-  type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type DiffMember, type EventRecord,
+  type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type DiffMember, type ErasedRows, type EventRecord,
   type MemberRow, type PageviewRecord, type PaymentStateChanges, type PaymentStateKeys, RefusedValue,
   type SnapshotInput, type Staged, type StoredPaymentState, type UnitOfWork,
 } from '../analytics.js';
@@ -15,6 +15,7 @@ import { QueriedStore } from '../query/forwarding.js';
 import { CriteriaQueries } from '../query/queries.js';
 import { controlTx } from './control.js';
 import type { Store } from './db.js';
+import { eraseBefore, eraseKeys } from './erase.js';
 import { appendEvents } from './events.js';
 import { appendPageviews, latestPageviews } from './pageviews.js';
 import { readPaymentState, writePaymentState } from './payments.js';
@@ -86,6 +87,14 @@ export class DuckDBAnalytics extends QueriedStore<CompiledQuery> implements Anal
   /** One transaction holds both sides: stored once it commits. */
   async stage<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<Staged<T>> {
     return { value: await this.unit(fn), stored: Promise.resolve() };
+  }
+
+  eraseKeys(ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows> {
+    return eraseKeys(this.store, ws, personKeys, visitorKeys);
+  }
+
+  eraseBefore(ws: string, before: Date): Promise<ErasedRows> {
+    return eraseBefore(this.store, ws, before);
   }
 
   propertyCatalog(ws: string): Promise<PropertyCatalog> {

@@ -32,6 +32,8 @@ export const duckdbDialect: ControlDialect = {
     const shape = `[{${Object.entries(fields).map(([name, type]) => `"${name}":"${FIELD_TYPES[type]}"`).join(',')}}]`;
     return `(SELECT unnest(from_json(${param}, '${shape}'), recursive := true)) AS ${alias}`;
   },
+  // A JSON Pointer: keys are taken as they are (a JSONPath would need quoting).
+  hasPath: (column, path) => `json_exists(${column}, '/' || replace(CAST(${path} AS VARCHAR), '.', '/'))`,
   refusal: refusedValue,
   duplicateKey: (err) => err instanceof Error && err.message.startsWith('Constraint Error: Duplicate key'),
 };

@@ -58,6 +58,10 @@ export class DuckDBKnownIds implements KnownIds {
     });
   }
 
+  forget(ws: string): void {
+    this.workspaces.delete(ws);
+  }
+
   isReady(ws: string): boolean {
     return this.workspaces.get(ws)?.ready ?? false;
   }

@@ -457,4 +457,39 @@ export const MIGRATIONS: readonly string[] = [
   CREATE TABLE event_names (workspace_id VARCHAR NOT NULL, event_name VARCHAR NOT NULL, PRIMARY KEY (workspace_id, event_name));
   INSERT INTO event_names SELECT DISTINCT workspace_id, event_name FROM events;
   `,
+  // Privacy (privacy/): requests with the SHA-256 of their identifiers (the audit trail), the raw
+  // identifiers and the keys they resolved to only while a request is under way, each workspace's
+  // suppression list as hashes, and its retention (PostgreSQL: migrations/007_privacy.sql).
+  `
+  CREATE TABLE privacy_requests (
+    workspace_id VARCHAR NOT NULL,
+    request_id VARCHAR NOT NULL,
+    type VARCHAR NOT NULL,
+    status VARCHAR NOT NULL,
+    phase VARCHAR NOT NULL,
+    identifier_hashes JSON NOT NULL,
+    persons BIGINT,
+    visitors BIGINT,
+    events BIGINT,
+    pageviews BIGINT,
+    customers BIGINT,
+    error VARCHAR,
+    created_at TIMESTAMP NOT NULL,
+    finished_at TIMESTAMP,
+    PRIMARY KEY (workspace_id, request_id)
+  );
+  CREATE TABLE privacy_request_items (
+    workspace_id VARCHAR NOT NULL,
+    request_id VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    value VARCHAR NOT NULL
+  );
+  CREATE TABLE suppressions (
+    workspace_id VARCHAR NOT NULL,
+    hash VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (workspace_id, hash)
+  );
+  ALTER TABLE workspaces ADD COLUMN retention_days INTEGER;
+`,
 ];

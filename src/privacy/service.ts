@@ -1,0 +1,31 @@
+// The privacy feature assembled: the worker of requests and the retention job, sharing one clock.
+
+import type { Stores } from '../store/open.js';
+import { Retention } from './retention.js';
+import { PrivacyWorker } from './worker.js';
+
+export interface PrivacyService {
+  worker: PrivacyWorker;
+  retention: Retention;
+  start(): void;
+  stop(): Promise<void>;
+}
+
+export const PRIVACY_INTERVAL_MS = 10_000;
+
+export function createPrivacyService(stores: Stores, clock: () => Date, onError: (err: unknown) => void, intervalMs = PRIVACY_INTERVAL_MS): PrivacyService {
+  const worker = new PrivacyWorker(stores, { clock, intervalMs, onError });
+  const retention = new Retention(stores, { clock, onError });
+  return {
+    worker,
+    retention,
+    start: () => {
+      worker.start();
+      retention.start();
+    },
+    stop: async () => {
+      await worker.stop();
+      await retention.stop();
+    },
+  };
+}

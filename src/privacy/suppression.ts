@@ -1,0 +1,33 @@
+// The suppression check at ingest: identifiers on the workspace's suppression list are stored
+// nowhere. The list is kept in memory per workspace as hashes (control/privacy.ts identifierHash),
+// so a workspace without one pays a map lookup a batch, and one with a list a hash per identifier.
+// A store nobody else writes keeps the list until this process changes it; a shared one (many API
+// nodes) reads it again after SHARED_READ_MS, so another node's change applies within that time.
+
+import { identifierHash, type IdentifierKind, suppressionHashes } from '../store/control/privacy.js';
+import type { ControlStore } from '../store/control/store.js';
+
+export const SHARED_READ_MS = 5000;
+
+/** Whether an identifier is suppressed; null: the workspace suppresses nothing. */
+export type SuppressionCheck = ((kind: IdentifierKind, value: string | undefined) => boolean) | null;
+
+export async function suppressionCheck(store: ControlStore, ws: string): Promise<SuppressionCheck> {
+  const cache = store.caches.suppressions;
+  let entry = cache.get(ws);
+  if (!entry || (store.shared && Date.now() - entry.readAt > SHARED_READ_MS)) {
+    const [readAt, changes] = [Date.now(), store.caches.suppressionChanges];
+    const hashes = await suppressionHashes(store, ws);
+    entry = { hashes: hashes.size === 0 ? null : hashes, readAt };
+    if (changes === store.caches.suppressionChanges) cache.set(ws, entry);
+  }
+  const hashes = entry.hashes;
+  if (!hashes) return null;
+  return (kind, value) => value !== undefined && hashes.has(identifierHash(kind, value));
+}
+
+/** The workspace's list changed here: read again at the next check. */
+export function suppressionsChanged(store: ControlStore, ws: string): void {
+  store.caches.suppressionChanges++;
+  store.caches.suppressions.delete(ws);
+}

@@ -1,0 +1,138 @@
+// The privacy worker: every tick (and when a request arrives), each workspace with unfinished
+// requests is worked on by one process (a lease per workspace), all its waiting requests in one
+// pass: suppression lists first, in the order asked; then the deletes together. A delete is
+// resumable: its identifiers are first replaced by the keys they reach (one transaction), then the
+// control rows go (persons, visitors, the payers' identities), then the analytical rows, and the
+// requests are done only once no such row is left. A process killed anywhere leaves the requests
+// running with their lease expiring: the next tick, here or on another node, does the rest again
+// (each step finds what is left and is harmless when nothing is).
+
+import { randomUUID } from 'node:crypto';
+import { LEASE_DEFAULTS, type LeaseOptions, withLease } from '../store/control/leases.js';
+import {
+  type ErasedKeys, eraseControlRows, finishRequests, type Identifier, type IdentifierKind, markRunning, type PrivacyRequestRow,
+  recordErasedRows, recordResolved, requestItems, resolveErased, suppress, unfinishedRequests, unsuppress, workspacesWithUnfinished,
+} from '../store/control/privacy.js';
+import type { Stores } from '../store/open.js';
+import { suppressionsChanged } from './suppression.js';
+
+export interface PrivacyWorkerOptions {
+  clock: () => Date;
+  intervalMs: number;
+  lease?: LeaseOptions;
+  onError?: (err: unknown) => void;
+}
+
+const DELETES = new Set(['delete', 'suppress_and_delete']);
+
+export class PrivacyWorker {
+  private timer: NodeJS.Timeout | null = null;
+  private readonly running = new Map<string, Promise<void>>();
+  private readonly holder = `privacy:${process.pid}:${randomUUID()}`;
+
+  constructor(private readonly stores: Stores, private readonly options: PrivacyWorkerOptions) {}
+
+  start(): void {
+    if (this.timer) return;
+    this.timer = setInterval(() => void this.tick().catch((err) => this.options.onError?.(err)), this.options.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Works on every workspace with unfinished requests; resolves when those passes end. */
+  async tick(): Promise<void> {
+    await Promise.all((await workspacesWithUnfinished(this.stores.control)).map((ws) => this.kick(ws)));
+  }
+
+  /** Works on the workspace's requests now, unless a pass of this process is under way (it is then waited for). */
+  kick(ws: string): Promise<void> {
+    let pass = this.running.get(ws);
+    if (!pass) {
+      pass = this.pass(ws).catch((err) => this.options.onError?.(err)).finally(() => this.running.delete(ws));
+      this.running.set(ws, pass);
+    }
+    return pass;
+  }
+
+  /** Waits for the passes under way. */
+  async idle(): Promise<void> {
+    await Promise.all([...this.running.values()]);
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    this.timer = null;
+    await this.idle();
+  }
+
+  private async pass(ws: string): Promise<void> {
+    await withLease(this.stores.control, `privacy:${ws}`, this.holder, this.options.lease ?? LEASE_DEFAULTS, async () => {
+      const requests = await unfinishedRequests(this.stores.control, ws);
+      if (requests.length === 0) return;
+      await this.stores.control.transaction((tx) => markRunning(tx, ws, requests.map((r) => r.request_id)));
+      await this.applySuppressions(ws, requests);
+      const deletes = requests.filter((r) => DELETES.has(r.type));
+      if (deletes.length > 0) await this.erase(ws, deletes);
+    });
+  }
+
+  /** Suppress and unsuppress in the order asked; suppress-only requests are then done. */
+  private async applySuppressions(ws: string, requests: PrivacyRequestRow[]): Promise<void> {
+    const control = this.stores.control;
+    const listed = requests.filter((r) => r.type !== 'delete');
+    if (listed.length === 0) return;
+    const now = this.options.clock();
+    await control.transaction(async (tx) => {
+      for (const r of listed) {
+        const hashes = r.identifier_hashes.map((h) => h.sha256);
+        if (r.type === 'unsuppress') await unsuppress(tx, ws, hashes);
+        else await suppress(tx, ws, hashes, now);
+      }
+      await finishRequests(tx, ws, listed.filter((r) => !DELETES.has(r.type)).map((r) => r.request_id), 'done', null, now);
+      tx.afterCommit(() => suppressionsChanged(control, ws));
+    });
+    if (control.shared) suppressionsChanged(control, ws);
+  }
+
+  private async erase(ws: string, requests: PrivacyRequestRow[]): Promise<void> {
+    const { control, analytics } = this.stores;
+    await this.resolve(ws, requests.filter((r) => r.phase === 'resolve'));
+    const ids = requests.map((r) => r.request_id);
+    const keys = keysOf(await requestItems(control, ws, ids));
+    const now = this.options.clock();
+    await analytics.unit(async (work) => {
+      const { traitPaths } = await eraseControlRows(work.control, work.mirror, ws, keys, now);
+      work.control.afterCommit(() => {
+        control.caches.identities.forgetWorkspace(ws);
+        control.caches.knownIds?.forget(ws);
+        const known = control.caches.traitPaths.get(ws);
+        for (const path of traitPaths) known?.delete(path);
+      });
+    });
+    const erased = await analytics.eraseKeys(ws, keys.personKeys, keys.visitorKeys);
+    await control.transaction(async (tx) => {
+      await recordErasedRows(tx, ws, ids, erased.events, erased.pageviews);
+      await finishRequests(tx, ws, ids, 'done', null, this.options.clock());
+    });
+  }
+
+  /** Replaces the identifiers of requests not resolved yet by their keys, in one transaction. */
+  private async resolve(ws: string, requests: PrivacyRequestRow[]): Promise<void> {
+    if (requests.length === 0) return;
+    const items = await requestItems(this.stores.control, ws, requests.map((r) => r.request_id));
+    await this.stores.control.transaction(async (tx) => {
+      const resolved = new Map<string, ErasedKeys>();
+      for (const r of requests) {
+        const identifiers = items.filter((i) => i.request_id === r.request_id)
+          .map((i): Identifier => ({ kind: i.kind as IdentifierKind, value: i.value }));
+        resolved.set(r.request_id, await resolveErased(tx, ws, identifiers));
+      }
+      await recordResolved(tx, ws, resolved);
+    });
+  }
+}
+
+/** The union of the keys the requests' items hold. */
+function keysOf(items: { kind: string; value: string }[]): ErasedKeys {
+  const of = (kind: string) => [...new Set(items.filter((i) => i.kind === kind).map((i) => i.value))];
+  return { personKeys: of('person_key').map(Number), visitorKeys: of('visitor_key').map(Number), customerIds: of('customer_id') };
+}

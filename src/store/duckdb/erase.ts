@@ -1,0 +1,36 @@
+// Privacy deletes and retention on DuckDB: the events and page views of erased keys, or older than
+// a workspace's retention, in one transaction; then a checkpoint, so that the write-ahead log,
+// which holds the rows as they were inserted, no longer does.
+
+import type { ErasedRows } from '../analytics.js';
+import type { Params, Store } from './db.js';
+import { timestamp } from './time.js';
+
+const list = (param: string) => `CAST(CAST(${param} AS JSON) AS BIGINT[])`;
+
+/** The statements of events and page views, each with its own parameters. */
+async function erase(store: Store, statements: [events: [string, Params], pageviews: [string, Params]]): Promise<ErasedRows> {
+  const erased = await store.transaction(async (tx) => {
+    const events = Number((await tx.run(...statements[0])).rowsChanged);
+    const pageviews = Number((await tx.run(...statements[1])).rowsChanged);
+    return { events, pageviews };
+  });
+  await store.checkpoint();
+  return erased;
+}
+
+export function eraseKeys(store: Store, ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows> {
+  const [persons, visitors] = [JSON.stringify(personKeys), JSON.stringify(visitorKeys)];
+  return erase(store, [
+    [`DELETE FROM events WHERE workspace_id = $1 AND (list_contains(${list('$2')}, person_key) OR list_contains(${list('$3')}, visitor_key))`, [ws, persons, visitors]],
+    [`DELETE FROM pageviews WHERE workspace_id = $1 AND list_contains(${list('$2')}, visitor_key)`, [ws, visitors]],
+  ]);
+}
+
+export function eraseBefore(store: Store, ws: string, before: Date): Promise<ErasedRows> {
+  const params = [ws, timestamp(before)];
+  return erase(store, [
+    ['DELETE FROM events WHERE workspace_id = $1 AND ts < $2', params],
+    ['DELETE FROM pageviews WHERE workspace_id = $1 AND ts < $2', params],
+  ]);
+}

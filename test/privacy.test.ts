@@ -1,0 +1,119 @@
+// Privacy requests (decisions §12) on every engine layout: a delete leaves no row holding the
+// person's identifiers anywhere, estimates stop counting it, revenue totals stay; suppression
+// stores nothing of the identifiers; retention erases old rows; a request left running resumes.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startTestApp, type TestApp } from './support/app.js';
+import { ENGINES_WITH_POSTGRES } from './support/engines.js';
+import { tablesHolding } from './support/scan.js';
+import { checkoutSession, deliver, invoice, notification, nowS } from './support/stripe.js';
+
+let t: TestApp;
+const get = (url: string) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${t.ws.secret_key}` } });
+const signedUp = { version: 1, root: { source: 'product_event', name: 'signup', occurrence: { op: 'did', count: { op: '>=', value: 1 }, window: { kind: 'ever' } } } };
+const count = async () => (await t.compile(signedUp)).json().estimated_count.count as number;
+const revenue = async () => (await t.post('/v1/reports/revenue', { from: '2020-01-01', to: '2030-01-01', interval: 'month', group_by: 'channel_category' })).json().totals;
+
+async function request(type: string, identifiers: Record<string, string>[]) {
+  const res = await t.post('/v1/privacy/requests', { type, identifiers });
+  expect(res.statusCode).toBe(202);
+  await t.app.privacy.worker.idle();
+  return (await get(`/v1/privacy/requests/${res.json().id}`)).json();
+}
+
+describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
+  beforeAll(async () => { t = await startTestApp({ engine }); });
+  afterAll(async () => { await t.close(); });
+
+  it('a delete leaves no row holding the person\'s identifiers, and revenue totals unchanged', async () => {
+    await t.freshWorkspace();
+    await t.post('/v1/pageviews', { visitor_id: 'v-ada-1', url: 'https://shop.example/?ref=ada', referrer: 'https://chatgpt.com/' });
+    await t.post('/v1/pageviews', { visitor_id: 'v-ada-2', url: 'https://shop.example/pricing' });
+    await t.post('/v1/events', { batch: [
+      { event_name: 'signup', user_id: 'ada-ext-77', visitor_id: 'v-ada-1', email: 'ada.l@example.com', traits: { ada_only_trait: 'x', plan: 'pro' } },
+      { event_name: 'login', user_id: 'ada-ext-77', visitor_id: 'v-ada-2' },
+      { event_name: 'signup', user_id: 'bob-ext-5', traits: { plan: 'free' } },
+    ] });
+    await t.post('/v1/persons', { external_id: 'ada-ext-77', name: 'Ada Lovelace-Byron' });
+    const T = nowS();
+    await deliver(t, notification('checkout.session.completed', checkoutSession('cus_ada', { tr_user_id: 'ada-ext-77', tr_visitor_id: 'v-ada-1' }, 'ada.l@example.com'), T));
+    await deliver(t, notification('invoice.paid', invoice('cus_ada'), T));
+    const before = await revenue();
+    expect(before.revenue).not.toEqual({});
+    expect(await count()).toBe(2);
+    const needles = ['ada-ext-77', 'ada.l@example.com', 'v-ada-1', 'v-ada-2', 'Lovelace-Byron', 'ref=ada', 'ada_only_trait'];
+    expect((await tablesHolding(t, needles)).length).toBeGreaterThan(0);
+
+    const done = await request('delete', [{ external_id: 'ada-ext-77' }]);
+    expect(done).toMatchObject({ status: 'done', counts: { persons: 1, visitors: 2, events: 2, pageviews: 2, customers: 1 } });
+    expect(done.identifiers).toEqual([{ kind: 'external_id', sha256: expect.stringMatching(/^[0-9a-f]{64}$/) }]);
+    expect(await tablesHolding(t, needles)).toEqual([]);
+    expect(await count()).toBe(1);
+    expect(await revenue()).toEqual(before);
+    expect((await get('/v1/definitions')).json().traits).toEqual(['plan']);
+    expect((await get('/people?q=ada')).json().data).toEqual([expect.objectContaining({ person_id: null, email: null, customer_ids: ['cus_ada'] })]);
+    // The identifiers are new people from then on, unless suppressed.
+    const again = await t.post('/v1/events', { event_name: 'signup', user_id: 'ada-ext-77' });
+    expect(again.json().person_id).not.toBeNull();
+    expect(await count()).toBe(2);
+  });
+
+  it('suppressed identifiers are stored nowhere on any ingest path, and unsuppress lifts it', async () => {
+    await t.freshWorkspace();
+    expect(await request('suppress', [{ email: ' Cy@Example.com ' }, { visitor_id: 'v-cy' }, { external_id: 'cy-ext' }])).toMatchObject({ status: 'done' });
+    const events = await t.post('/v1/events', { batch: [
+      { event_name: 'signup', email: 'cy@example.com' },
+      { event_name: 'signup', user_id: 'cy-ext' },
+      { event_name: 'signup', visitor_id: 'v-cy' },
+      { event_name: 'signup', user_id: 'dee' },
+    ] });
+    expect(events.json()).toMatchObject({ accepted: 1, suppressed: 3 });
+    expect((await t.post('/v1/persons', { external_id: 'cy-ext', traits: { a: 1 } })).json()).toEqual({ person_id: null, suppressed: true });
+    expect((await t.post('/v1/pageviews', { visitor_id: 'v-cy', url: 'https://shop.example/' })).json()).toEqual({ accepted: 0, suppressed: 1 });
+    const T = nowS();
+    await deliver(t, notification('checkout.session.completed', checkoutSession('cus_cy', { tr_user_id: 'cy-ext', tr_visitor_id: 'v-cy' }, 'cy@example.com'), T));
+    expect(await tablesHolding(t, ['cy-ext', 'cy@example.com', 'v-cy'])).toEqual([]);
+    expect(await count()).toBe(1);
+
+    expect(await request('unsuppress', [{ email: 'cy@example.com' }])).toMatchObject({ status: 'done' });
+    expect((await t.post('/v1/events', { event_name: 'signup', email: 'cy@example.com' })).json().person_id).not.toBeNull();
+  });
+
+  it('a request left running by a stopped process is done by the next pass', async () => {
+    await t.freshWorkspace();
+    await t.post('/v1/events', { event_name: 'signup', user_id: 'eve-ext', visitor_id: 'v-eve' });
+    // As a process killed after it resolved the identifiers and erased the control rows leaves it.
+    const row = await t.post('/v1/privacy/requests', { type: 'delete', identifiers: [{ visitor_id: 'v-eve' }] });
+    await t.app.privacy.worker.idle();
+    const id = row.json().id as string;
+    await t.stores.control.run("UPDATE privacy_requests SET status = 'running', finished_at = NULL WHERE request_id = $1", [id]);
+    await t.app.privacy.worker.tick();
+    expect((await get(`/v1/privacy/requests/${id}`)).json()).toMatchObject({ status: 'done' });
+    expect(await tablesHolding(t, ['eve-ext', 'v-eve'])).toEqual([]);
+  });
+
+  it('retention erases the events and page views older than the workspace keeps', async () => {
+    await t.freshWorkspace();
+    const old = new Date(Date.now() - 40 * 86_400_000).toISOString();
+    await t.post('/v1/events', { batch: [{ event_name: 'signup', user_id: 'old', timestamp: old }, { event_name: 'signup', user_id: 'new' }] });
+    await t.post('/v1/pageviews', { visitor_id: 'v-old', url: 'https://shop.example/', timestamp: old });
+    expect(await count()).toBe(2);
+    const patched = await t.app.inject({
+      method: 'PATCH', url: '/v1/workspace', headers: { authorization: `Bearer ${t.ws.secret_key}` }, payload: { retention_days: 30 },
+    });
+    expect(patched.json()).toMatchObject({ retention_days: 30 });
+    const erased = await t.app.privacy.retention.run();
+    expect(erased.get(t.ws.workspace_id)).toEqual({ events: 1, pageviews: 1 });
+    expect(await count()).toBe(1);
+  });
+
+  it('refuses malformed requests naming the field', async () => {
+    const bad = await t.post('/v1/privacy/requests', { type: 'delete', identifiers: [{ email: 'a@b.c', external_id: 'x' }] });
+    expect(bad.statusCode).toBe(400);
+    expect((await t.post('/v1/privacy/requests', { type: 'forget', identifiers: [{ email: 'a@b.c' }] })).statusCode).toBe(400);
+    expect((await t.post('/v1/privacy/requests', { type: 'delete', identifiers: [] })).statusCode).toBe(400);
+    expect((await get('/v1/privacy/requests/prv_nope')).statusCode).toBe(404);
+    const list = (await get('/v1/privacy/requests?limit=1')).json();
+    expect(list.data).toHaveLength(1);
+  });
+});
