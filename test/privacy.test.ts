@@ -108,12 +108,18 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
   });
 
   it('refuses malformed requests naming the field', async () => {
+    await t.freshWorkspace();
     const bad = await t.post('/v1/privacy/requests', { type: 'delete', identifiers: [{ email: 'a@b.c', external_id: 'x' }] });
     expect(bad.statusCode).toBe(400);
+    expect(bad.json().message).toContain('identifiers/0');
     expect((await t.post('/v1/privacy/requests', { type: 'forget', identifiers: [{ email: 'a@b.c' }] })).statusCode).toBe(400);
     expect((await t.post('/v1/privacy/requests', { type: 'delete', identifiers: [] })).statusCode).toBe(400);
     expect((await get('/v1/privacy/requests/prv_nope')).statusCode).toBe(404);
-    const list = (await get('/v1/privacy/requests?limit=1')).json();
-    expect(list.data).toHaveLength(1);
+    await request('suppress', [{ email: 'a@b.c' }]);
+    await request('unsuppress', [{ email: 'a@b.c' }]);
+    const first = (await get('/v1/privacy/requests?limit=1')).json();
+    expect(first.data).toEqual([expect.objectContaining({ type: 'unsuppress', status: 'done' })]);
+    const second = (await get(`/v1/privacy/requests?limit=1&cursor=${first.next_cursor}`)).json();
+    expect(second).toEqual({ data: [expect.objectContaining({ type: 'suppress' })], next_cursor: null });
   });
 });

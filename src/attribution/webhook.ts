@@ -12,6 +12,7 @@ import { settingsGeneration } from '../store/control/workspaces.js';
 import type { Stores } from '../store/open.js';
 import { invoiceOf, PAID_INVOICE_TYPES, type Plan, planOf, subscriptionOf } from './facts.js';
 import { PaymentGroup } from './group.js';
+import { suppressionCheck, withoutSuppressed } from '../privacy/suppression.js';
 import { updateCustomer } from './link.js';
 import { type Notification, parseNotification } from './notification.js';
 import { verifyNotification } from './signature.js';
@@ -64,13 +65,15 @@ export class PaymentWebhook {
    * read loaded at once, each applied in arrival order on that state, what they changed written at
    * once (group.ts). An id twice in the group is claimed by its first delivery; the later ones are duplicates.
    */
-  private applyGroup(ws: string, ns: Notification[]): Promise<Staged<{ duplicate: boolean }[]>> {
+  private async applyGroup(ws: string, ns: Notification[]): Promise<Staged<{ duplicate: boolean }[]>> {
     const now = this.clock();
+    const check = await suppressionCheck(this.stores.control, ws);
     return this.stores.analytics.stage(async (work) => {
       // In one order on every node: two groups claiming the same ids never wait for each other crosswise.
       const fresh = await claimNotifications(work.control, ws, [...new Set(ns.map((n) => n.id))].sort());
       const receipts = ns.map((n) => ({ duplicate: !fresh.delete(n.id) }));
-      const plans = ns.flatMap((n, i) => (receipts[i]!.duplicate ? [] : [planOf(n)])).filter((p): p is Plan => p !== null);
+      const plans = ns.flatMap((n, i) => (receipts[i]!.duplicate ? [] : [planOf(n)])).filter((p): p is Plan => p !== null)
+        .map((p) => withoutSuppressed(check, p));
       if (plans.length === 0) return receipts;
       const group = await PaymentGroup.load(this.stores.control, work, ws, plans, now);
       for (const p of plans) await applyEffects(group, p, now);

@@ -127,7 +127,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(definitionRoutes, { analytics: opts.stores.analytics });
   await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.stores, ingest) });
   await app.register(peopleRoutes, { stores: opts.stores });
-  const privacy = createPrivacyService(opts.stores, clock, (err) => { console.error('PRIV', err); app.log.error({ err }, 'privacy request or retention failed'); }, opts.privacyIntervalMs);
+  const privacy = createPrivacyService(opts.stores, clock, (err) => app.log.error({ err }, 'privacy request or retention failed'), opts.privacyIntervalMs);
   app.decorate('privacy', privacy);
   app.addHook('onClose', () => privacy.stop());
   await app.register(privacyRoutes, { control: opts.stores.control, worker: privacy.worker, clock });

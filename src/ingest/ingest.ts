@@ -12,8 +12,12 @@ import { propertyPaths } from '../store/property-paths.js';
 import { stringifyWellFormed } from '../well-formed.js';
 import { derivePageviewFields, isInternalNavigation, type PageviewFields } from './channels.js';
 import { GroupCommit } from './group-commit.js';
+import { type SuppressionCheck, suppressionCheck } from '../privacy/suppression.js';
 import { type IdentityInput, resolveIdentities } from './identity.js';
 import type { EventInput, EventResult, PageviewInput, PersonInput } from './schemas.js';
+
+/** The result of an event stored nowhere: one of its identifiers is suppressed. */
+const SUPPRESSED_EVENT: EventResult = { event_id: null, person_id: null, duplicate: false, suppressed: true };
 
 /** An internal navigation inherits the channel of a landing view at most this old. */
 const SESSION_MS = 30 * 60_000;
@@ -22,6 +26,22 @@ const SESSION_MS = 30 * 60_000;
 function newIds(prefix: string, n: number): string[] {
   const random = randomBytes(12 * n).toString('base64url');
   return Array.from({ length: n }, (_, i) => `${prefix}_${random.slice(16 * i, 16 * i + 16)}`);
+}
+
+/** Whether an input carries an identifier on the workspace's suppression list: it is then stored nowhere. */
+function suppressed(check: SuppressionCheck, input: PersonInput | EventInput | PageviewInput): boolean {
+  if (!check) return false;
+  const visitor = input.visitor_id ?? ('tr_visitor_id' in input ? input.tr_visitor_id : undefined);
+  if (check('visitor_id', visitor)) return true;
+  if (!('email' in input || 'external_id' in input || 'user_id' in input)) return false;
+  const person = input as PersonInput;
+  return check('external_id', person.external_id ?? person.user_id) || check('email', person.email);
+}
+
+/** The results of `kept` inputs (in order) with `skipped` ones in their places. */
+function merged<T>(keep: boolean[], kept: T[], skipped: T): T[] {
+  let next = 0;
+  return keep.map((k) => (k ? kept[next++]! : skipped));
 }
 
 function identityOf(input: PersonInput | EventInput, at: Date, event?: true): IdentityInput {
@@ -102,8 +122,9 @@ export class Ingest {
     this.linkListeners.push(listener);
   }
 
-  async person(ws: string, input: PersonInput): Promise<{ person_id: string | null }> {
+  async person(ws: string, input: PersonInput): Promise<{ person_id: string | null; suppressed?: true }> {
     const now = this.clock();
+    if (suppressed(await suppressionCheck(this.stores.control, ws), input)) return { person_id: null, suppressed: true };
     const resolved = await this.stores.analytics.unit(async (work) => {
       const { resolved, links } = await resolveIdentities(this.stores.control, work, ws, [identityOf(input, now)], now);
       await this.notify(work, links);
@@ -117,15 +138,20 @@ export class Ingest {
    * work). The inputs are within the limits of the schema (src/ingest/limits.ts): what
    * walks or serializes them here runs before the batch joins a group, so it can only fail itself.
    */
-  async events(ws: string, inputs: EventInput[]): Promise<EventResult[]> {
+  async events(ws: string, all: EventInput[]): Promise<EventResult[]> {
     const receivedAt = this.clock();
+    const check = await suppressionCheck(this.stores.control, ws);
+    const keep = all.map((input) => !suppressed(check, input));
+    const inputs = check ? all.filter((_, i) => keep[i]) : all;
+    if (inputs.length === 0) return merged(keep, [], SUPPRESSED_EVENT);
     const items = inputs.map((input) => ({
       input,
       ts: timeOf(input, receivedAt),
       paths: propertyPaths(input.properties),
       properties: stringifyWellFormed(input.properties ?? {}),
     }));
-    return this.eventWrites.submit(ws, items).catch(asRefusal);
+    const results = await this.eventWrites.submit(ws, items).catch(asRefusal);
+    return check ? merged(keep, results, SUPPRESSED_EVENT) : results;
   }
 
   /**
@@ -207,14 +233,18 @@ export class Ingest {
   }
 
   /** Stores a batch of page views (grouped with the workspace's waiting batches, like events). */
-  async pageviews(ws: string, inputs: PageviewInput[]): Promise<{ pageview_id: string }[]> {
+  /** Stores page views; those of a suppressed visitor are acknowledged and counted apart. */
+  async pageviews(ws: string, all: PageviewInput[]): Promise<{ stored: { pageview_id: string }[]; suppressed: number }> {
     const receivedAt = this.clock();
+    const check = await suppressionCheck(this.stores.control, ws);
+    const inputs = check ? all.filter((input) => !suppressed(check, input)) : all;
     const items = inputs.map((input) => ({
       input,
       ts: timeOf(input, receivedAt),
       fields: derivePageviewFields(input.url, input.referrer ?? null),
     }));
-    return this.pageviewWrites.submit(ws, items).catch(asRefusal);
+    const stored = items.length === 0 ? [] : await this.pageviewWrites.submit(ws, items).catch(asRefusal);
+    return { stored, suppressed: all.length - inputs.length };
   }
 
   private writePageviews(ws: string, items: PreparedPageview[]): Promise<Staged<{ pageview_id: string }[]>> {

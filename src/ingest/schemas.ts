@@ -69,15 +69,26 @@ export type PersonInput = z.output<typeof personBody>;
 export type EventInput = z.output<typeof eventBody>;
 export type PageviewInput = z.output<typeof pageviewBody>;
 
-export const personAnswer = z.object({ person_id: z.string().nullable() });
+export const personAnswer = z.object({
+  person_id: z.string().nullable(),
+  suppressed: z.literal(true).optional().describe('an identifier is on the suppression list: nothing was stored'),
+});
 
 export const eventResult = z.object({
   event_id: z.string().nullable(),
   person_id: z.string().nullable(),
   duplicate: z.boolean().describe('the message_id was seen before: the event was not stored again'),
+  suppressed: z.literal(true).optional().describe('an identifier is on the suppression list: the event was stored nowhere'),
 });
 export type EventResult = z.infer<typeof eventResult>;
 
-export const eventsAnswer = z.union([eventResult, z.object({ accepted: z.number().int(), results: z.array(eventResult) })]);
+export const eventsAnswer = z.union([eventResult, z.object({
+  accepted: z.number().int(),
+  suppressed: z.number().int().optional().describe('events stored nowhere: an identifier is on the suppression list (absent when none)'),
+  results: z.array(eventResult),
+})]);
 
-export const pageviewsAnswer = z.object({ accepted: z.number().int() });
+export const pageviewsAnswer = z.object({
+  accepted: z.number().int(),
+  suppressed: z.number().int().optional().describe('page views stored nowhere: their visitor is on the suppression list (absent when none)'),
+});

@@ -31,3 +31,17 @@ export function suppressionsChanged(store: ControlStore, ws: string): void {
   store.caches.suppressionChanges++;
   store.caches.suppressions.delete(ws);
 }
+
+/** A payment notification's identifiers with the suppressed ones dropped: its payment stays, carrying nothing of them. */
+export function withoutSuppressed<T extends { metadata: { userId: string | null; visitorId: string | null }; reference: string | null;
+  email: string | null; customerEmail: string | null | undefined }>(check: SuppressionCheck, plan: T): T {
+  if (!check) return plan;
+  const drop = (kind: IdentifierKind, value: string | null | undefined) => (value !== null && value !== undefined && check(kind, value) ? null : value);
+  return {
+    ...plan,
+    metadata: { userId: drop('external_id', plan.metadata.userId) ?? null, visitorId: drop('visitor_id', plan.metadata.visitorId) ?? null },
+    reference: drop('visitor_id', plan.reference) ?? null,
+    email: drop('email', plan.email) ?? null,
+    customerEmail: drop('email', plan.customerEmail),
+  };
+}

@@ -59,17 +59,19 @@ const JSON_TYPE = 'application/json; charset=utf-8';
  * gives); a batch's answer is one string built of them, not 500 objects stringified.
  */
 const resultJson = (r: EventResult): string =>
-  `{"event_id":${JSON.stringify(r.event_id)},"person_id":${JSON.stringify(r.person_id)},"duplicate":${r.duplicate}}`;
+  `{"event_id":${JSON.stringify(r.event_id)},"person_id":${JSON.stringify(r.person_id)},"duplicate":${r.duplicate}${r.suppressed ? ',"suppressed":true' : ''}}`;
 
 function batchJson(results: EventResult[]): string {
   let accepted = 0;
+  let suppressed = 0;
   let json = '';
   for (let i = 0; i < results.length; i++) {
     const r = results[i]!;
-    if (!r.duplicate) accepted++;
+    if (r.suppressed) suppressed++;
+    else if (!r.duplicate) accepted++;
     json += i === 0 ? resultJson(r) : `,${resultJson(r)}`;
   }
-  return `{"accepted":${accepted},"results":[${json}]}`;
+  return `{"accepted":${accepted},${suppressed > 0 ? `"suppressed":${suppressed},` : ''}"results":[${json}]}`;
 }
 
 export const ingestRoutes: FastifyPluginAsyncZod<{ ingest: Ingest }> = async (app, { ingest }) => {
@@ -122,7 +124,7 @@ async function pageviewRoutes(app: FastifyInstance, { ingest }: { ingest: Ingest
     },
   }, async (request) => {
     const body = fastPageviews(request.body) ?? parse(pageviewsBody, request.body);
-    const stored = await ingest.pageviews(request.workspaceId, items(body));
-    return { accepted: stored.length };
+    const { stored, suppressed } = await ingest.pageviews(request.workspaceId, items(body));
+    return suppressed > 0 ? { accepted: stored.length, suppressed } : { accepted: stored.length };
   });
 }
