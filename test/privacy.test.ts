@@ -2,8 +2,13 @@
 // person's identifiers anywhere, estimates stop counting it, revenue totals stay; suppression
 // stores nothing of the identifiers; retention erases old rows; a request left running resumes.
 
+import { createHash } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AUDIENCE_DEFAULTS } from '../src/audiences/service.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { startReceiver } from './support/receiver.js';
 import { ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { tablesHolding } from './support/scan.js';
 import { checkoutSession, deliver, invoice, notification, nowS } from './support/stripe.js';
@@ -21,9 +26,55 @@ async function request(type: string, identifiers: Record<string, string>[]) {
   return (await get(`/v1/privacy/requests/${res.json().id}`)).json();
 }
 
+/** Meta's custom audience users edge as a loopback double: what it was sent (the delivery tests check its request shapes). */
+const meta: { method: string; url: string; body: { payload: { data: string[][] } } }[] = [];
+const metaServer = createServer((req, res) => {
+  let raw = '';
+  req.on('data', (c: Buffer) => { raw += c.toString('utf8'); });
+  req.on('end', () => {
+    meta.push({ method: req.method!, url: req.url!, body: raw ? JSON.parse(raw) : null });
+    res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ audience_id: '42', num_received: 1, num_invalid_entries: 0 }));
+  });
+});
+await new Promise<void>((resolve) => metaServer.listen(0, '127.0.0.1', resolve));
+const metaBaseUrl = `http://127.0.0.1:${(metaServer.address() as AddressInfo).port}/meta`;
+
 describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
-  beforeAll(async () => { t = await startTestApp({ engine }); });
+  beforeAll(async () => { t = await startTestApp({ engine, audiences: { delivery: { ...AUDIENCE_DEFAULTS.delivery, metaBaseUrl, backoffBaseMs: 5 } } }); });
   afterAll(async () => { await t.close(); });
+
+  it('an audience drops a deleted member at its next refresh and its destinations receive the removal', async () => {
+    await t.freshWorkspace();
+    const receiver = await startReceiver();
+    meta.length = 0;
+    await t.post('/v1/events', { batch: [
+      { event_name: 'signup', user_id: 'fay-ext', email: 'fay@example.com', visitor_id: 'v-fay' },
+      { event_name: 'signup', user_id: 'gus-ext', email: 'gus@example.com' },
+    ] });
+    const audience = await t.post('/v1/audiences', {
+      name: 'signed up', criteria_json: signedUp,
+      destinations: [{ type: 'webhook', url: receiver.url, secret: 'whsec_test_0123456789' }, { type: 'meta_custom_audience', audience_id: '42', access_token: 'tok' }],
+    });
+    expect(audience.statusCode, audience.body).toBe(201);
+    const deliver = async () => {
+      await t.app.audiences.scheduler.tick(new Date());
+      await t.app.audiences.deliverer.idle();
+    };
+    await deliver();
+    expect(receiver.members()).toHaveLength(2);
+
+    expect(await request('delete', [{ email: 'fay@example.com' }])).toMatchObject({ status: 'done', counts: { persons: 1 } });
+    await deliver();
+    const removed = receiver.accepted.flatMap((p) => p.removed);
+    expect(removed).toEqual([expect.objectContaining({ external_id: 'fay-ext', email: 'fay@example.com' })]);
+    expect(receiver.members()).toHaveLength(1);
+    const hash = createHash('sha256').update('fay@example.com').digest('hex');
+    expect(meta.filter((r) => r.method === 'DELETE').map((r) => r.body.payload.data)).toEqual([[[hash]]]);
+    // Once delivered, the departure goes too: nothing of the person is left.
+    await t.app.privacy.worker.tick();
+    expect(await tablesHolding(t, ['fay-ext', 'fay@example.com', 'v-fay'])).toEqual([]);
+    receiver.close();
+  });
 
   it('a delete leaves no row holding the person\'s identifiers, and revenue totals unchanged', async () => {
     await t.freshWorkspace();

@@ -23,6 +23,7 @@ import type { Destination, DestinationType } from './destinations/schema.js';
 import { webhookDriver } from './destinations/webhook.js';
 import { storedDestinations } from './resource.js';
 import { Slots } from './slots.js';
+import { withDepartures } from '../privacy/departures.js';
 
 const DRIVERS: { [T in DestinationType]: Driver<Extract<Destination, { type: T }>> } = {
   webhook: webhookDriver,
@@ -173,7 +174,7 @@ export class Deliverer {
     try {
       for (; page < delivery.page_count!; page++) {
         if (lease.lost) throw new Stopped();
-        const members = await this.stores.analytics.deliveryPage(delivery, page);
+        const members = await withDepartures(this.stores.control, delivery.workspace_id, await this.stores.analytics.deliveryPage(delivery, page));
         const position = {
           workspaceId: delivery.workspace_id, deliveryId: delivery.delivery_id, pageSize: delivery.page_size!,
           added: delivery.added_count ?? 0, removed: delivery.removed_count ?? 0,

@@ -10,7 +10,7 @@
 import { randomUUID } from 'node:crypto';
 import { LEASE_DEFAULTS, type LeaseOptions, withLease } from '../store/control/leases.js';
 import {
-  type ErasedKeys, eraseControlRows, finishRequests, type Identifier, type IdentifierKind, markRunning, type PrivacyRequestRow,
+  clearDepartures, type ErasedKeys, eraseControlRows, finishRequests, type Identifier, type IdentifierKind, markRunning, type PrivacyRequestRow,
   recordErasedRows, recordResolved, requestItems, resolveErased, suppress, unfinishedRequests, unsuppress, workspacesWithUnfinished,
 } from '../store/control/privacy.js';
 import type { Stores } from '../store/open.js';
@@ -41,6 +41,7 @@ export class PrivacyWorker {
   /** Works on every workspace with unfinished requests; resolves when those passes end. */
   async tick(): Promise<void> {
     await Promise.all((await workspacesWithUnfinished(this.stores.control)).map((ws) => this.kick(ws)));
+    await clearDepartures(this.stores.control);
   }
 
   /** Works on the workspace's requests now, unless a pass of this process is under way (it is then waited for). */

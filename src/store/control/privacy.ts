@@ -227,6 +227,7 @@ export async function eraseControlRows(tx: ControlTx, mirror: ControlMirror, ws:
   const persons = column(keys.personKeys);
   const candidatePaths = new Set<string>();
   for (const traits of (await personTraits(tx, ws, keys.personKeys)).values()) for (const path of propertyPaths(JSON.parse(traits))) candidatePaths.add(path);
+  await recordDepartures(tx, ws, keys, at);
   await tx.run(`DELETE FROM persons WHERE workspace_id = $1 AND person_key IN (SELECT ${keyList('$2')})`, [ws, persons]);
   await tx.run(`DELETE FROM visitors WHERE workspace_id = $1 AND visitor_key IN (SELECT ${keyList('$2')})`, [ws, column(keys.visitorKeys)]);
   await deidentifyCustomers(tx, mirror, ws, keys.customerIds, at);
@@ -262,4 +263,44 @@ async function dropOrphanTraitPaths(tx: ControlSql, ws: string, paths: string[])
 export async function retentions(sql: ControlSql): Promise<{ workspace_id: string; retention_days: number }[]> {
   const rows = await sql.all('SELECT workspace_id, retention_days FROM workspaces WHERE retention_days IS NOT NULL');
   return rows.map((r) => ({ workspace_id: r.workspace_id as string, retention_days: Number(r.retention_days) }));
+}
+
+/**
+ * Keeps the public ids of the erased profiles while an audience may still hold them (a workspace
+ * with a snapshot): its next refresh removes them, and the removal's delivery names them from here
+ * (fillDepartures). The audiences holding a snapshot are made due now, so that happens at once.
+ */
+async function recordDepartures(tx: ControlSql, ws: string, keys: ErasedKeys, at: Date): Promise<void> {
+  const [held] = await tx.all('SELECT 1 AS one FROM audiences WHERE workspace_id = $1 AND snapshot_id IS NOT NULL LIMIT 1', [ws]);
+  if (!held) return;
+  const { keys: keyList } = tx.dialect;
+  await tx.run(`INSERT INTO privacy_departures (workspace_id, profile, person_id, visitor_id, external_id, email, created_at)
+    SELECT workspace_id, person_key, person_id, NULL, external_id, email, $3 FROM persons
+    WHERE workspace_id = $1 AND person_key IN (SELECT ${keyList('$2')})`, [ws, column(keys.personKeys), at]);
+  await tx.run(`INSERT INTO privacy_departures (workspace_id, profile, person_id, visitor_id, external_id, email, created_at)
+    SELECT workspace_id, -visitor_key, NULL, visitor_id, NULL, NULL, $3 FROM visitors
+    WHERE workspace_id = $1 AND visitor_key IN (SELECT ${keyList('$2')}) AND person_key IS NULL`, [ws, column(keys.visitorKeys), at]);
+  await tx.run('UPDATE audiences SET next_refresh_at = $2 WHERE workspace_id = $1 AND snapshot_id IS NOT NULL AND next_refresh_at > $2', [ws, at]);
+}
+
+/** The public ids of erased profiles among `profiles`, by profile. */
+export async function departures(sql: ControlSql, ws: string, profiles: number[]): Promise<Map<number, Record<'person_id' | 'visitor_id' | 'external_id' | 'email', string | null>>> {
+  if (profiles.length === 0) return new Map();
+  const rows = await sql.all(`SELECT profile, person_id, visitor_id, external_id, email FROM privacy_departures
+    WHERE workspace_id = $1 AND profile IN (SELECT ${sql.dialect.keys('$2')})`, [ws, column(profiles)]);
+  return new Map(rows.map((r) => [Number(r.profile), {
+    person_id: (r.person_id as string | null) ?? null, visitor_id: (r.visitor_id as string | null) ?? null,
+    external_id: (r.external_id as string | null) ?? null, email: (r.email as string | null) ?? null,
+  }]));
+}
+
+/**
+ * Forgets the departures whose removal went out: every audience of their workspace with a snapshot
+ * has refreshed since, and no delivery of the workspace is pending.
+ */
+export async function clearDepartures(sql: ControlSql): Promise<number> {
+  return sql.run(`DELETE FROM privacy_departures
+    WHERE NOT EXISTS (SELECT 1 FROM audience_deliveries d WHERE d.workspace_id = privacy_departures.workspace_id AND d.status = 'pending')
+      AND created_at <= coalesce((SELECT min(a.last_refreshed_at) FROM audiences a
+        WHERE a.workspace_id = privacy_departures.workspace_id AND a.snapshot_id IS NOT NULL), created_at)`);
 }

@@ -459,7 +459,8 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // Privacy (privacy/): requests with the SHA-256 of their identifiers (the audit trail), the raw
   // identifiers and the keys they resolved to only while a request is under way, each workspace's
-  // suppression list as hashes, and its retention (PostgreSQL: migrations/007_privacy.sql).
+  // suppression list as hashes, its retention, and the public ids of erased audience members until
+  // their removal is delivered (PostgreSQL: migrations/007_privacy.sql).
   `
   CREATE TABLE privacy_requests (
     workspace_id VARCHAR NOT NULL,
@@ -489,6 +490,15 @@ export const MIGRATIONS: readonly string[] = [
     hash VARCHAR NOT NULL,
     created_at TIMESTAMP NOT NULL,
     PRIMARY KEY (workspace_id, hash)
+  );
+  CREATE TABLE privacy_departures (
+    workspace_id VARCHAR NOT NULL,
+    profile BIGINT NOT NULL,
+    person_id VARCHAR,
+    visitor_id VARCHAR,
+    external_id VARCHAR,
+    email VARCHAR,
+    created_at TIMESTAMP NOT NULL
   );
   ALTER TABLE workspaces ADD COLUMN retention_days INTEGER;
 `,

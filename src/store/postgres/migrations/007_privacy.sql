@@ -1,4 +1,4 @@
--- Privacy requests, their identifiers while under way, suppression lists and retention
+-- Privacy requests, their identifiers while under way, suppression lists, departures and retention
 -- (as store/duckdb/migrations.ts adds them).
 
 -- Up Migration
@@ -34,11 +34,22 @@ CREATE TABLE suppressions (
   created_at timestamptz NOT NULL,
   PRIMARY KEY (workspace_id, hash)
 );
+CREATE TABLE privacy_departures (
+  workspace_id text NOT NULL,
+  profile bigint NOT NULL,
+  person_id text,
+  visitor_id text,
+  external_id text,
+  email text,
+  created_at timestamptz NOT NULL
+);
+CREATE INDEX privacy_departures_by_profile ON privacy_departures (workspace_id, profile);
 ALTER TABLE workspaces ADD COLUMN retention_days integer;
 
 -- Down Migration
 
 ALTER TABLE workspaces DROP COLUMN retention_days;
+DROP TABLE privacy_departures;
 DROP TABLE suppressions;
 DROP TABLE privacy_request_items;
 DROP TABLE privacy_requests;
