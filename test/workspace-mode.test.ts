@@ -102,3 +102,21 @@ it('refuses an unknown mode (usage, exit 2) and an unknown workspace (exit 1), c
     await store.close();
   }
 });
+
+it('sets a retention by workspace name, shown by GET /v1/workspace; forever lifts it', async () => {
+  const res = await cli('workspace', 'retention', 'shop', '30', '--data', db, '--json');
+  expect(res.code, res.stderr).toBe(0);
+  expect(JSON.parse(res.stdout)).toEqual({ workspace_id: shop.workspace_id, name: 'shop', retention_days: 30 });
+  const shown = async () => withApp(async (t) => {
+    const ws = await t.app.inject({ method: 'GET', url: '/v1/workspace', headers: { authorization: `Bearer ${shop.secret_key}` } });
+    expect(ws.json().retention_days).toBe(days);
+  });
+  let days: number | null = 30;
+  await shown();
+  expect((await cli('workspace', 'retention', 'shop', 'forever', '--data', db)).code).toBe(0);
+  days = null;
+  await shown();
+  const bad = await cli('workspace', 'retention', 'shop', '0', '--data', db);
+  expect(bad.code).toBe(2);
+  expect(bad.stderr).toContain('<days> must be a whole number');
+});

@@ -16,8 +16,9 @@ import { type CliIo, Output } from './output.js';
 import { report } from './report.js';
 import { validate } from './validate.js';
 import { workspaceCreate, workspaceList, workspaceMode } from './workspace.js';
+import { workspaceRetention } from './retention.js';
 
-const COMMANDS: Command[] = [load, validate, estimate, members, explain, report, migrateCommand, workspaceCreate, workspaceList, workspaceMode, keysRotate];
+const COMMANDS: Command[] = [load, validate, estimate, members, explain, report, migrateCommand, workspaceCreate, workspaceList, workspaceMode, workspaceRetention, keysRotate];
 const WIDTH = Math.max(...COMMANDS.map((c) => c.name.length));
 
 const commandLine = (c: Command) => `  ${c.name.padEnd(WIDTH)}  ${c.summary}`;
