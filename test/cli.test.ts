@@ -428,7 +428,7 @@ describe('cli error paths', () => {
   });
 
   it('every command answers --help', async () => {
-    const commands = ['load', 'validate', 'estimate', 'members', 'explain', 'workspace create', 'workspace list', 'workspace mode', 'workspace retention', 'keys rotate'];
+    const commands = ['load', 'validate', 'estimate', 'members', 'explain', 'workspace create', 'workspace list', 'workspace mode', 'workspace retention', 'keys rotate', 'privacy delete', 'privacy suppress', 'privacy unsuppress'];
     const results = await Promise.all(commands.map((c) => cli(...c.split(' '), '--help')));
     for (const [i, res] of results.entries()) {
       expect(res.code).toBe(0);

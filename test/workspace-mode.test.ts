@@ -2,7 +2,7 @@
 // checked through the real app: GET /v1/workspace shows the mode, the webhook applies it.
 
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -119,4 +119,25 @@ it('sets a retention by workspace name, shown by GET /v1/workspace; forever lift
   const bad = await cli('workspace', 'retention', 'shop', '0', '--data', db);
   expect(bad.code).toBe(2);
   expect(bad.stderr).toContain('<days> must be a whole number');
+});
+
+it('privacy delete and suppress on the database file: the person is gone, the suppressed ids are refused', async () => {
+  await withApp(async (t) => {
+    await t.post('/v1/events', { event_name: 'signup', user_id: 'hal-ext', email: 'hal@example.com', visitor_id: 'v-hal' }, shop.secret_key);
+  });
+  const res = await cli('privacy', 'delete', '--workspace', 'shop', '--email', 'HAL@example.com', '--data', db, '--json');
+  expect(res.code, res.stderr).toBe(0);
+  expect(JSON.parse(res.stdout)).toMatchObject({ status: 'done', counts: { persons: 1, visitors: 1, events: 1 } });
+  const ids = join(dir, 'ids.csv');
+  writeFileSync(ids, 'external_id,visitor_id\nivy-ext,\n,v-ivy\n');
+  const suppressed = await cli('privacy', 'suppress', '--workspace', 'shop', '--file', ids, '--data', db);
+  expect(suppressed.code, suppressed.stderr).toBe(0);
+  expect(suppressed.stdout).toContain('done');
+  await withApp(async (t) => {
+    const people = await t.app.inject({ method: 'GET', url: '/people?q=hal', headers: { authorization: `Bearer ${shop.secret_key}` } });
+    expect(people.json().data).toEqual([]);
+    const events = await t.post('/v1/events', { batch: [{ event_name: 'signup', user_id: 'ivy-ext' }, { event_name: 'signup', visitor_id: 'v-ivy' }] }, shop.secret_key);
+    expect(events.json()).toMatchObject({ accepted: 0, suppressed: 2 });
+  });
+  expect((await cli('privacy', 'delete', '--workspace', 'shop', '--data', db)).code).toBe(2);
 });

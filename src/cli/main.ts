@@ -17,8 +17,9 @@ import { report } from './report.js';
 import { validate } from './validate.js';
 import { workspaceCreate, workspaceList, workspaceMode } from './workspace.js';
 import { workspaceRetention } from './retention.js';
+import { privacyDelete, privacySuppress, privacyUnsuppress } from './privacy.js';
 
-const COMMANDS: Command[] = [load, validate, estimate, members, explain, report, migrateCommand, workspaceCreate, workspaceList, workspaceMode, workspaceRetention, keysRotate];
+const COMMANDS: Command[] = [load, validate, estimate, members, explain, report, migrateCommand, workspaceCreate, workspaceList, workspaceMode, workspaceRetention, keysRotate, privacyDelete, privacySuppress, privacyUnsuppress];
 const WIDTH = Math.max(...COMMANDS.map((c) => c.name.length));
 
 const commandLine = (c: Command) => `  ${c.name.padEnd(WIDTH)}  ${c.summary}`;
