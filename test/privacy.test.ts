@@ -27,7 +27,7 @@ async function request(type: string, identifiers: Record<string, string>[]) {
 }
 
 /** Meta's custom audience users edge as a loopback double: what it was sent (the delivery tests check its request shapes). */
-const meta: { method: string; url: string; body: { payload: { data: string[][] } } }[] = [];
+const meta: { method: string; url: string; body: { payload: { data: string[] } } }[] = [];
 const metaServer = createServer((req, res) => {
   let raw = '';
   req.on('data', (c: Buffer) => { raw += c.toString('utf8'); });
@@ -69,7 +69,7 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
     expect(removed).toEqual([expect.objectContaining({ external_id: 'fay-ext', email: 'fay@example.com' })]);
     expect(receiver.members()).toHaveLength(1);
     const hash = createHash('sha256').update('fay@example.com').digest('hex');
-    expect(meta.filter((r) => r.method === 'DELETE').map((r) => r.body.payload.data)).toEqual([[[hash]]]);
+    expect(meta.filter((r) => r.method === 'DELETE').map((r) => r.body.payload.data)).toEqual([[hash]]);
     // Once delivered, the departure goes too: nothing of the person is left.
     await t.app.privacy.worker.tick();
     expect(await tablesHolding(t, ['fay-ext', 'fay@example.com', 'v-fay'])).toEqual([]);
