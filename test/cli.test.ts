@@ -436,7 +436,7 @@ describe('cli error paths', () => {
     }
     const group = await cli('workspace', '--help');
     expect(group.code).toBe(0);
-    expect(group.stdout).toMatch(/^usage: audiences workspace <create\|list\|mode>/);
+    expect(group.stdout).toMatch(/^usage: audiences workspace <create\|list\|mode\|retention>/);
   });
 
   it('the process exits with the command\'s code: 2 for a wrong command line, the message one line on stderr', async () => {
