@@ -460,7 +460,7 @@ export const MIGRATIONS: readonly string[] = [
   // Privacy (privacy/): requests with the SHA-256 of their identifiers (the audit trail), the raw
   // identifiers and the keys they resolved to only while a request is under way, each workspace's
   // suppression list as hashes, its retention, and the public ids of erased audience members until
-  // their removal is delivered (PostgreSQL: migrations/007_privacy.sql).
+  // their removal is delivered (PostgreSQL: migrations/009_privacy.sql).
   `
   CREATE TABLE privacy_requests (
     workspace_id VARCHAR NOT NULL,
