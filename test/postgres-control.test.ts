@@ -193,7 +193,7 @@ describe.skipIf(!POSTGRES_RUNNING)('PostgreSQL migrations', () => {
       const tables = await again.all("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name");
       expect(tables.map((t) => t.name)).toEqual([
         'analytics_outbox', 'api_keys', 'audience_deliveries', 'audience_delivery_attempts', 'audience_destination_changes',
-        'audience_destinations', 'audience_snapshots', 'audiences', 'event_messages', 'event_properties', 'leases', 'payment_customers',
+        'audience_destinations', 'audience_snapshots', 'audiences', 'event_messages', 'event_names', 'event_properties', 'leases', 'payment_customers',
         'payment_objects', 'payments', 'persons', 'pgmigrations', 'privacy_departures', 'privacy_request_items', 'privacy_requests',
         'processed_notifications', 'refunds', 'suppressions', 'trait_definitions', 'visitors', 'workspaces',
       ]);
