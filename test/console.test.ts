@@ -40,7 +40,11 @@ async function seed() {
     ['v_mail', 'https://shop.example/?utm_source=newsletter&utm_medium=email&utm_campaign=launch', null],
     ['v_direct', 'https://shop.example/', null],
   ].map(([visitor_id, url, referrer]) => ({ visitor_id, url, referrer }));
-  await ok(await t.post('/v1/pageviews', { batch: pageviews }, t.ws.publishable_key));
+  // The payers' visitors came the same way ten weeks ago too, before their first payments: a touch
+  // after a payment acquires nobody (decisions §10).
+  const before = new Date(Date.now() - 10 * 7 * 86_400_000).toISOString();
+  const earlier = pageviews.filter((p) => ['v_ai_1', 'v_search', 'v_mail'].includes(p.visitor_id!)).map((p) => ({ ...p, timestamp: before }));
+  await ok(await t.post('/v1/pageviews', { batch: [...earlier, ...pageviews] }, t.ws.publishable_key));
   const people = [
     ['u_ada', 'ada@example.com', 'v_ai_1', 'pro'],
     ['u_bob', 'bob@example.com', 'v_search', 'free'],
