@@ -53,7 +53,8 @@ function kindOf(res: LightMyRequestResponse): Kind {
     return 'overloaded';
   }
   expect(res.statusCode, res.body).toBe(200);
-  const body = res.json();
+  // An empty workspace has received no signup: the answer also warns of it (unknown_event), which this queue test does not look at.
+  const { warnings: _warnings, ...body } = res.json();
   if (body.estimated_count.count === null) {
     // The sampled count may have made it within the budget.
     const { approximate } = body.estimated_count;
@@ -117,7 +118,7 @@ describe.each(ENGINES)('%s: the estimate queue', (engine) => {
     await expect(compileCriteria(t.stores.analytics, t.ws.workspace_id, signedUp, { at, budgetMs: 50 })).rejects.toSatisfy(
       (err) => err instanceof AppError && err.code === 'overloaded' && err.status === 503,
     );
-    expect(await Promise.all(waiting)).toEqual(Array(QUEUE_MAX).fill(OVER_BUDGET));
+    expect((await Promise.all(waiting)).map((result) => ({ ...result, warnings: undefined }))).toEqual(Array(QUEUE_MAX).fill(OVER_BUDGET));
     expect(statsOf(t)).toMatchObject({ started: before.started, expired: before.expired + 2 * QUEUE_MAX, refused: before.refused + 1 });
     await blockers.released;
   });
