@@ -77,4 +77,25 @@ describe('npm run fixtures:load', () => {
     expect(res.code).toBe(0);
     expect(await personCount(path)).toBeGreaterThan(0);
   });
+
+  it('--new-workspace loads beside a workspace that holds data, into a new one whose printed key works, and refuses a name taken', async () => {
+    const path = join(dir, 'beside.duckdb');
+    await database(path, 3);
+    const out = await run(process.execPath, ['--import', 'tsx', LOAD, '--dir', fixtures, '--database', path, '--new-workspace', 'demo'], { timeout: 120_000 });
+    const key = /secret key, shown only once: (sk_\S+)/.exec(out.stdout)?.[1];
+    expect(key, out.stdout).toBeDefined();
+    const stores = await openStores({ analyticsStore: 'duckdb', databasePath: path });
+    try {
+      const owner = await new Workspaces(stores.control).authenticate(key!);
+      const [demo] = (await new Workspaces(stores.control).list()).filter((w) => w.name === 'demo');
+      expect(owner?.workspaceId).toBe(demo!.workspace_id);
+      const rows = await duckdbOf(stores).query('SELECT workspace_id, count(*) AS n FROM persons GROUP BY workspace_id ORDER BY n');
+      expect(rows.map((r) => Number(r.n))).toEqual([3, 200]);
+    } finally {
+      await stores.close();
+    }
+    const taken = await load('--dir', fixtures, '--database', path, '--new-workspace', 'demo');
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toMatch(/already named "demo"/);
+  });
 });

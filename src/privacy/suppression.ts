@@ -16,12 +16,19 @@ export async function suppressionCheck(store: ControlStore, ws: string): Promise
   const cache = store.caches.suppressions;
   let entry = cache.get(ws);
   if (!entry || (store.shared && Date.now() - entry.readAt > SHARED_READ_MS)) {
-    const [readAt, changes] = [Date.now(), store.caches.suppressionChanges];
-    const hashes = await suppressionHashes(store, ws);
-    entry = { hashes: hashes.size === 0 ? null : hashes, readAt };
-    if (changes === store.caches.suppressionChanges) cache.set(ws, entry);
+    // One read for every batch arriving meanwhile: each awaits the same promise, so the batches go
+    // on in their order of arrival (the group commit keeps that order).
+    const changes = store.caches.suppressionChanges;
+    const fresh = { hashes: suppressionHashes(store, ws).then((h) => (h.size === 0 ? null : h)), readAt: Date.now() };
+    entry = fresh;
+    cache.set(ws, fresh);
+    fresh.hashes.then(() => {
+      if (changes !== store.caches.suppressionChanges && cache.get(ws) === fresh) cache.delete(ws);
+    }, () => {
+      if (cache.get(ws) === fresh) cache.delete(ws);
+    });
   }
-  const hashes = entry.hashes;
+  const hashes = await entry.hashes;
   if (!hashes) return null;
   return (kind, value) => value !== undefined && hashes.has(identifierHash(kind, value));
 }

@@ -19,7 +19,7 @@ export class ControlCaches {
    * Each workspace's suppression list as read (hashes; null: empty) and when (privacy/suppression.ts):
    * kept until this process changes it, and for a few seconds where other nodes may.
    */
-  readonly suppressions = new Map<string, { hashes: Set<string> | null; readAt: number }>();
+  readonly suppressions = new Map<string, { hashes: Promise<Set<string> | null>; readAt: number }>();
   /** Changes to suppression lists made through this process: a read that overlapped one is not kept. */
   suppressionChanges = 0;
   /**
