@@ -20,6 +20,18 @@ export const TIME_DECAY_SCALE = 1_000_000;
 
 export const MICROS_PER_DAY = 86_400_000_000;
 
+/** The window columns a printer ranks each touch by, past `from_last` (which every model reads: the remainder's touch). */
+export type TouchRank = 'n' | 'from_first' | 'last_non_direct' | 'age';
+
+/** The ranks each model's weight reads (touchWeightSql). */
+export const RANKS_OF: Record<TouchModel, readonly TouchRank[]> = {
+  last_touch: [],
+  last_non_direct: ['last_non_direct'],
+  linear: [],
+  position_based: ['n', 'from_first'],
+  time_decay: ['age'],
+};
+
 export const isTouchModel = (model: AttributionModel): model is TouchModel => model !== 'first_touch';
 
 /** The columns of one ranked touch of a payment, as the printers name them. */

@@ -1,21 +1,14 @@
 // The revenue report's per-payment models on ClickHouse, as DuckDB's (print/duckdb-touches.ts):
 // each money row split over its profile's page views in the lookback before its anchor.
 
-import { MICROS_PER_DAY, type TouchModel, touchWeightSql } from '../attribution.js';
+import { MICROS_PER_DAY, RANKS_OF, type TouchModel, type TouchRank, touchWeightSql } from '../attribution.js';
 import type { ReportPlan } from '../report.js';
 
-const RANKS: Record<string, string> = {
+const RANKS: Record<TouchRank, string> = {
   n: 'toInt64(count() OVER (PARTITION BY money_id))',
   from_first: 'row_number() OVER (PARTITION BY money_id ORDER BY ts ASC, pageview_id ASC)',
   last_non_direct: "row_number() OVER (PARTITION BY money_id ORDER BY channel_category != 'Direct' DESC, ts DESC, pageview_id DESC)",
   age: 'toUnixTimestamp64Micro(max(ts) OVER (PARTITION BY money_id)) - toUnixTimestamp64Micro(ts)',
-};
-const NEEDS: Record<TouchModel, string[]> = {
-  last_touch: [],
-  last_non_direct: ['last_non_direct'],
-  linear: [],
-  position_based: ['n', 'from_first'],
-  time_decay: ['age'],
 };
 
 /** The money row's anchor: a payment's own time; a refund's latest payment at or before it (else its own). */
@@ -29,7 +22,7 @@ export const CLICKHOUSE_ANCHOR = `if(is_payment = 1, ts, ifNull(max(if(is_paymen
 export function clickhouseCredits(
   report: ReportPlan, model: TouchModel, inRange: string, pageviews: string, add: (v: number, type: 'UInt64' | 'Float64') => string,
 ): string {
-  const ranks = ['row_number() OVER (PARTITION BY money_id ORDER BY ts DESC, pageview_id DESC) AS from_last', ...NEEDS[model].map((c) => `${RANKS[c]} AS ${c}`)];
+  const ranks = ['row_number() OVER (PARTITION BY money_id ORDER BY ts DESC, pageview_id DESC) AS from_last', ...RANKS_OF[model].map((c) => `${RANKS[c]} AS ${c}`)];
   const weight = touchWeightSql(model, { count: 'n', fromFirst: 'from_first', fromLast: 'from_last', lastNonDirect: 'last_non_direct', ageMicros: 'age' },
     () => add(report.halfLifeDays * MICROS_PER_DAY, 'Float64'), (x) => x);
   const touches = `SELECT r.money_id AS money_id, r.amount AS amount, x.ts AS ts, x.pageview_id AS pageview_id, x.channel_category AS channel_category,

@@ -2,22 +2,15 @@
 // `in_range` (a payment, or a refund anchored at the customer's latest payment at or before it)
 // split over the page views of its profile in the lookback before its anchor. CTEs over `in_range`.
 
-import { MICROS_PER_DAY, type TouchModel, touchWeightSql } from '../attribution.js';
+import { MICROS_PER_DAY, RANKS_OF, type TouchModel, type TouchRank, touchWeightSql } from '../attribution.js';
 import type { ReportPlan } from '../report.js';
 
 /** The window columns each model reads (every model reads from_last: the remainder's touch). */
-const RANKS: Record<string, string> = {
+const RANKS: Record<TouchRank, string> = {
   n: 'count(*) OVER m',
   from_first: 'row_number() OVER (m ORDER BY ts, pageview_id)',
   last_non_direct: "row_number() OVER (m ORDER BY channel_category <> 'Direct' DESC, ts DESC, pageview_id DESC)",
   age: 'epoch_us(max(ts) OVER m) - epoch_us(ts)',
-};
-const NEEDS: Record<TouchModel, string[]> = {
-  last_touch: [],
-  last_non_direct: ['last_non_direct'],
-  linear: [],
-  position_based: ['n', 'from_first'],
-  time_decay: ['age'],
 };
 
 /** `in_range.anchor`: the payment's own time; a refund's latest payment at or before it (else its own). */
@@ -27,7 +20,7 @@ export const DUCKDB_ANCHOR = `CASE WHEN is_payment THEN ts ELSE coalesce(max(ts)
 /** CTEs ending in `credits (money_id, v, share)`: the shares of each money row with a touch, per touch value. */
 export function duckdbCredits(report: ReportPlan, model: TouchModel, column: string, w: string, add: (v: number) => string): string[] {
   const lookback = add(report.lookbackDays);
-  const ranks = ['row_number() OVER (m ORDER BY ts DESC, pageview_id DESC) AS from_last', ...NEEDS[model].map((c) => `${RANKS[c]} AS ${c}`)];
+  const ranks = ['row_number() OVER (m ORDER BY ts DESC, pageview_id DESC) AS from_last', ...RANKS_OF[model].map((c) => `${RANKS[c]} AS ${c}`)];
   const weight = touchWeightSql(model, { count: 'n', fromFirst: 'from_first', fromLast: 'from_last', lastNonDirect: 'last_non_direct', ageMicros: 'age' },
     () => `CAST(${add(report.halfLifeDays * MICROS_PER_DAY)} AS DOUBLE)`, (x) => `CAST(${x} AS BIGINT)`);
   return [
