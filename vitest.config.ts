@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import { LongestFirst } from './test/support/sequencer.js';
 
 export default defineConfig({
   test: {
@@ -8,6 +9,8 @@ export default defineConfig({
     // Two test files at once on two cores (vitest's default is one fewer than the cores): much of
     // the suite waits on timers, sockets and child processes, and every suite passes at load 8–10.
     maxWorkers: 2,
+    // The longest files first (test/support/file-times.json): the workers then finish together.
+    sequence: { sequencer: LongestFirst },
     // A worker loads its modules (Fastify, DuckDB, zod, chDB) once for all the files it runs: every
     // suite builds its own app and stores, and closes them (bench/RESULTS.md, "Test suite times").
     isolate: false,

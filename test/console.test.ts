@@ -264,9 +264,12 @@ describe('the web console, a newcomer\'s first minutes', () => {
   // Needs estimated_count.approximate in POST /v1/audiences/compile (issue: approximate counts).
   it('shows the approximate count and its interval when an estimate is over budget', async () => {
     const slow = await startTestApp({ budgetMs: 1 });
+    // The page goes before the app: a page left open keeps requests in flight, and the app's close
+    // would wait on them, hiding a failed assertion behind the test's timeout.
+    let other: Page | undefined;
     try {
       const slowOrigin = await slow.app.listen({ port: 0, host: '127.0.0.1' });
-      const other = await context.newPage();
+      other = await context.newPage();
       other.on('console', (msg) => { if (msg.type() === 'error') consoleErrors.push(msg.text()); });
       await other.goto(`${slowOrigin}/`);
       await other.getByLabel('Secret key', { exact: true }).fill(slow.ws.secret_key);
@@ -279,8 +282,8 @@ describe('the web console, a newcomer\'s first minutes', () => {
       if (answer.estimated_count.approximate) {
         expect(await other.getByTestId('interval').textContent()).toMatch(/between \d+ and \d+/);
       }
-      await other.close();
     } finally {
+      await other?.close();
       await slow.close();
     }
   });

@@ -30,6 +30,14 @@ describe('compiled SQL against the reference evaluator', () => {
       const ws = `ws_prop_${workspaces++}`;
       await importDataset(store, ws, ds);
       const typed = await store.typed.printable(ws);
+      // Half the leaf statements repeat one already run on this dataset (an untyped plan printed the
+      // same as its typed twin, a leaf shared by trees): each distinct statement runs once.
+      const counted = new Map<string, number | null>();
+      const countOnce = async ({ sql, params }: ReturnType<typeof printCount>) => {
+        const key = `${sql}\u0000${JSON.stringify(params)}`;
+        if (!counted.has(key)) counted.set(key, await store.countWithin(sql, params, 60_000));
+        return counted.get(key);
+      };
       for (const tree of trees) {
         const validated = validateCriteria(criteriaToJson(tree), PROPERTY_CATALOG);
         expect(validated.ok && validated.criteria).toEqual(withExplicitCounts(tree));
@@ -49,7 +57,7 @@ describe('compiled SQL against the reference evaluator', () => {
           for (const leafPlan of [planCriteria(single, AT), withTypedPaths(planCriteria(single, AT), typed)]) {
             const count = printCount(leafPlan, ws);
             if (/\bprop_[snb]\d+\b/.test(count.sql)) typedReads++;
-            expect(await store.countWithin(count.sql, count.params, 60_000)).toBe(expected);
+            expect(await countOnce(count)).toBe(expected);
           }
           if ('source' in single.root && single.root.source === 'person' && expected > 0 && expected < ds.persons.length) splittingPersonLeaves++;
         }
