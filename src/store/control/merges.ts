@@ -92,13 +92,16 @@ export async function mergePersonRows(work: MergeWrites, ws: string, from: Perso
   if (from.external_id !== null && merged.external_id !== from.external_id) aliases.push(['external_id', from.external_id]);
   if (from.email !== null && merged.email !== from.email) aliases.push(['email', from.email]);
   await tx.run(`INSERT INTO person_aliases (workspace_id, kind, value, person_key)
-    SELECT $1, kind, value, $2 FROM (SELECT ${tx.dialect.texts('$3')} AS kind, ${tx.dialect.texts('$4')} AS value) AS a`,
+    SELECT $1, kind, value, $2 FROM (SELECT ${tx.dialect.texts('$3')} AS kind, ${tx.dialect.texts('$4')} AS value) AS a ON CONFLICT DO NOTHING`,
   [ws, into.person_key, column(aliases.map((a) => a[0])), column(aliases.map((a) => a[1]))]);
   // Deleted first: the identifiers it hands over are unique in the workspace.
   await tx.run('DELETE FROM persons WHERE workspace_id = $1 AND person_key = $2', [ws, from.person_key]);
   const { personSearch } = tx.search;
+  const { mergeObject, json } = tx.dialect;
+  // into's traits over from's; a side whose traits are not an object (an import may bring any JSON) has none.
+  const intoTraits = mergeObject('persons.traits', "'{}'");
   await tx.run(`UPDATE persons SET external_id = $3, email = $4, name = coalesce(persons.name, $5),
-      traits = ${tx.dialect.mergeObject(tx.dialect.json('$6'), `coalesce(persons.traits, ${tx.dialect.json("'{}'")})`)}, updated_at = $7${personSearch
+      traits = ${mergeObject(json('$6'), intoTraits)}, updated_at = $7${personSearch
   ? `, search = ${personSearch('$4', '$3', 'coalesce(persons.name, $5)')}` : ''}
     WHERE workspace_id = $1 AND person_key = $2`,
   [ws, into.person_key, merged.external_id, merged.email, (named?.name as string | null) ?? null, traits, at]);
