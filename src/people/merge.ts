@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { AppError, invalidRequest } from '../errors.js';
 import {
-  mergedIdentifiers, mergePersonRows, mergesOf, type MergeRow, moveLinkedRows, personByRef, type PersonRef, recordMerge,
+  mergedIdentifiers, mergePersonRows, mergesOf, type MergeRow, movable, moveLinkedRows, personByRef, type PersonRef, recordMerge,
 } from '../store/control/merges.js';
 import type { PersonRecord } from '../store/control/people.js';
 import type { ControlSql } from '../store/control/store.js';
@@ -80,12 +80,10 @@ export async function previewMerge(stores: Stores, ws: string, body: MergeBody):
   const sql = stores.control;
   const [from, into] = await bothPersons(sql, ws, body);
   if (from.person_key === into.person_key) throw invalidRequest([{ field: '/into', message: 'from and into are the same person' }]);
-  const countOf = async (table: 'visitors' | 'payment_customers') => Number((await sql.all(
-    `SELECT count(*) AS n FROM ${table} WHERE workspace_id = $1 AND person_key = $2`, [ws, from.person_key]))[0]!.n);
   const ids = (p: PersonRecord) => ({ person_id: p.person_id, external_id: p.external_id, email: p.email });
   return {
     from: ids(from), into: ids(mergedIdentifiers(from, into)), needs_force: needsForce(from, into),
-    moves: { visitors: await countOf('visitors'), customers: await countOf('payment_customers') },
+    moves: await movable(sql, ws, from.person_key),
   };
 }
 

@@ -23,7 +23,7 @@ export const mergeAnswer = z.object({
   merge_id: z.string().nullable().describe('the merge recorded; null when from and into were already one person'),
   moved: z.object({
     visitors: z.number().int(),
-    customers: z.number().int().describe('payment customers that were from\'s'),
+    customers: z.number().int().describe('payment customers that were from\'s, or its visitors\''),
     events: z.number().int().describe('events recorded for from itself (those of its visitors follow the visitors)'),
   }),
 });

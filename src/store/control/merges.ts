@@ -138,7 +138,18 @@ export async function moveLinkedRows(work: MergeWrites, ws: string, fromKey: num
   const ids = (await tx.all('SELECT customer_id FROM payment_customers WHERE workspace_id = $1 AND person_key = $2', [ws, fromKey])).map((r) => r.customer_id as string);
   const customers = [...(await readCustomers(tx, ws, ids)).values()].map((c) => ({ ...c, person_key: intoKey }));
   await writeCustomers({ control: tx, mirror: work.mirror }, ws, [], customers, [], at);
-  return { visitors, customers: customers.length };
+  // Customers linked through a visitor follow it: counted, nothing to write.
+  const [following] = await tx.all(`SELECT count(*) AS n FROM payment_customers WHERE workspace_id = $1 AND person_key IS NULL
+    AND visitor_key IN (SELECT ${tx.dialect.keys('$2')})`, [ws, column(visitors.map((v) => v.visitor_key))]);
+  return { visitors, customers: customers.length + Number(following!.n) };
+}
+
+/** What a merge of `fromKey` would move: its visitors, and the payment customers that are its own or its visitors'. */
+export async function movable(sql: ControlSql, ws: string, fromKey: number): Promise<{ visitors: number; customers: number }> {
+  const [row] = await sql.all(`SELECT (SELECT count(*) FROM visitors WHERE workspace_id = $1 AND person_key = $2) AS visitors,
+    (SELECT count(*) FROM payment_customers c WHERE c.workspace_id = $1 AND (c.person_key = $2 OR c.person_key IS NULL
+      AND c.visitor_key IN (SELECT visitor_key FROM visitors WHERE workspace_id = $1 AND person_key = $2))) AS customers`, [ws, fromKey]);
+  return { visitors: Number(row!.visitors), customers: Number(row!.customers) };
 }
 
 /** Records a merge; the merges recorded before of `from` count for `into` from now on. */
