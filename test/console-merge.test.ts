@@ -2,26 +2,18 @@
 // of what moves, force asked for when both persons have a user id, the merge done through the API
 // (its record read back), an accessibility check and no console error.
 
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { launchChromium } from './support/browser.js';
+import { axeViolations, launchChromium } from './support/browser.js';
 import { checkoutSession, deliver, notification } from './support/stripe.js';
 
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 
 let t: TestApp;
 let browser: Browser;
 let page: Page;
 const consoleErrors: string[] = [];
 
-async function axeViolations(): Promise<string[]> {
-  await page.evaluate(AXE);
-  return await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`) as string[];
-}
 
 const get = (url: string) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${t.ws.secret_key}` } });
 
@@ -68,7 +60,7 @@ describe('merging a person from the people page', () => {
     await preview.waitFor();
     expect(await preview.textContent()).toContain('Moves 1 visitors (with their page views and events) and 1 payment customers (with their revenue) to main@example.com');
     expect(await preview.textContent()).toContain('A merge cannot be undone.');
-    expect(await axeViolations()).toEqual([]);
+    expect(await axeViolations(page)).toEqual([]);
     await page.getByRole('button', { name: 'Merge into main@example.com' }).click();
     await page.getByRole('status').filter({ hasText: 'Merged' }).waitFor();
     const main = (await t.post('/v1/persons', { user_id: 'u_main' })).json().person_id;
