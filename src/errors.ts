@@ -12,6 +12,7 @@ export const ERRORS = {
   not_found: { status: 404, message: 'no such resource' },
   method_not_allowed: { status: 405, message: 'method not allowed' },
   conflict: { status: 409, message: 'the resource is busy; try again' },
+  merge_conflict: { status: 409, message: 'both persons have an external_id: merging them needs force: true' },
   request_timeout: { status: 408, message: 'the request was not received in time' },
   payload_too_large: { status: 413, message: 'the request body is larger than 1 MiB' },
   uri_too_long: { status: 414, message: 'a path segment of the URL is too long' },

@@ -3,16 +3,13 @@
 // webhook receiver: add, edit and remove destinations, credentials never shown back, the consent
 // choice explained, Send now, and each destination's last delivery with its counts and errors.
 
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import type { Browser, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.js';
-import { launchChromium } from './support/browser.js';
+import { axeViolations, launchChromium } from './support/browser.js';
 import { type AdPlatforms, CREDENTIALS, startAdPlatforms } from './support/platforms/index.js';
 import { type Receiver, startReceiver } from './support/receiver.js';
 
-const AXE = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
 const signedUp = { version: 1, root: { source: 'product_event', name: 'signup', occurrence: { op: 'did', count: null, window: { kind: 'ever' } } } };
 
 let t: TestApp;
@@ -23,11 +20,6 @@ let page: Page;
 let audienceId: string;
 const consoleErrors: string[] = [];
 
-async function axeViolations(): Promise<string[]> {
-  await page.evaluate(AXE);
-  return await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
-    .filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`) as string[];
-}
 
 const row = (type: string) => page.locator('.destinations tbody tr', { hasText: type });
 
@@ -83,7 +75,7 @@ describe('destinations on the audience page', () => {
     await page.getByLabel('OAuth client secret', { exact: true }).fill(CREDENTIALS.dataManager.client_secret);
     await page.getByLabel('Refresh token', { exact: true }).fill(CREDENTIALS.dataManager.refresh_token);
     await page.getByLabel('Ad personalization consent', { exact: true }).selectOption('DENIED');
-    expect(await axeViolations()).toEqual([]);
+    expect(await axeViolations(page)).toEqual([]);
     await page.getByRole('button', { name: 'Save destination' }).click();
     await row('Google Customer Match').waitFor();
     expect(await row('Google Customer Match').textContent()).toContain('Customer: 1234567890');
@@ -125,7 +117,7 @@ describe('destinations on the audience page', () => {
     const saved = (await t.app.inject({ method: 'GET', url: `/v1/audiences/${audienceId}`, headers: { authorization: `Bearer ${t.ws.secret_key}` } })).json();
     expect(saved.destinations.map((d: { type: string }) => d.type)).toEqual(['meta_custom_audience', 'webhook']);
     expect(JSON.stringify(saved)).not.toContain('whsec_console');
-    expect(await axeViolations()).toEqual([]);
+    expect(await axeViolations(page)).toEqual([]);
   });
 
   it('logged no console error', () => {

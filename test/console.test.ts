@@ -208,7 +208,7 @@ describe('the web console, a newcomer\'s first minutes', () => {
     await page.getByRole('button', { name: 'Look up' }).click();
     const row = page.locator('tbody tr', { hasText: 'ada@example.com' });
     await row.waitFor();
-    expect(await row.locator('td').allTextContents()).toEqual(['ada@example.com', 'u_ada', '', 'cus_ada', 'linked', 'AI']);
+    expect(await row.locator('td').allTextContents()).toEqual(['ada@example.com', 'u_ada', '', 'cus_ada', 'linked', 'AI', 'Merge into…']);
     expect(await axeViolations()).toEqual([]);
   });
 

@@ -194,7 +194,7 @@ describe.skipIf(!POSTGRES_RUNNING)('PostgreSQL migrations', () => {
       expect(tables.map((t) => t.name)).toEqual([
         'analytics_outbox', 'api_keys', 'audience_deliveries', 'audience_delivery_attempts', 'audience_destination_changes',
         'audience_destinations', 'audience_snapshots', 'audiences', 'event_messages', 'event_names', 'event_properties', 'leases', 'payment_customers',
-        'payment_objects', 'payments', 'persons', 'pgmigrations', 'privacy_departures', 'privacy_request_items', 'privacy_requests',
+        'payment_objects', 'payments', 'person_aliases', 'person_merges', 'persons', 'pgmigrations', 'privacy_departures', 'privacy_request_items', 'privacy_requests',
         'processed_notifications', 'refunds', 'suppressions', 'trait_definitions', 'visitors', 'workspaces',
       ]);
       // The people lookup's trigram indexes (003_people_lookup.sql; the customers without an owner's, 006).

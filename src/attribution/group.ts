@@ -15,7 +15,8 @@ import {
   type CustomerRecord, linkDeferredCustomers, type Money, type PaymentState, readCustomers, readObjects, readPayments, readRefunds, type RefundState,
   SOURCE_RANK, type StoredPayment, type StoredRefund, writeCustomers, writeObjects, writePayments, writeRefunds,
 } from '../store/control/payments.js';
-import { personsBy, visitorsById } from '../store/control/people.js';
+import { personsByIdentifier } from '../store/control/merges.js';
+import { visitorsById } from '../store/control/people.js';
 import type { ControlStore } from '../store/control/store.js';
 import { PAID_INVOICE_TYPES, type Plan, type RefundedLevel } from './facts.js';
 import { levelOf, standInAmounts, standInId } from './refunds.js';
@@ -211,7 +212,7 @@ export class PaymentGroup {
     }
     if (!this.emailsRead.has(email)) {
       const wanted = this.emailsRead.size === 0 ? unique([...this.emails, email]) : [email];
-      for (const p of await personsBy(this.work.control, this.ws, 'email', wanted)) this.emailPersons.set(p.email!, p.person_key);
+      for (const { value, person } of await personsByIdentifier(this.work.control, this.ws, 'email', wanted)) this.emailPersons.set(value, person.person_key);
       for (const e of wanted) this.emailsRead.add(e);
     }
     return this.emailPersons.get(email) ?? null;

@@ -63,6 +63,7 @@ export type { Audience, BreakdownRow, CompileAnswer, Delivery, Member } from '..
 export type { PublicDestination } from '../audiences/destinations/schema.js';
 export type { PersonMatch as Person, PeoplePage } from '../attribution/people-schema.js';
 export type { CriteriaError } from '../criteria/errors.js';
+export type { MergeAnswer, MergePreview } from '../people/schema.js';
 export type { Definitions } from '../http/routes/definitions.js';
 export type { Workspace } from '../http/routes/workspace.js';
 export type { Amounts as Money, RevenueReport } from '../reports/response.js';

@@ -2,7 +2,8 @@
 
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
-import { api, type PeoplePage, type Person } from './api.js';
+import { api, type MergeAnswer, type PeoplePage, type Person } from './api.js';
+import { MergeInto } from './merge.js';
 import { ErrorNote, valueOf } from './ui.js';
 
 export function People() {
@@ -11,6 +12,8 @@ export function People() {
   const [next, setNext] = useState<string | null>(null);
   const [error, setError] = useState<unknown>(null);
   const [loading, setLoading] = useState(false);
+  const [merging, setMerging] = useState<Person | null>(null);
+  const [merged, setMerged] = useState<MergeAnswer | null>(null);
 
   const load = async (cursor?: string) => {
     setLoading(true);
@@ -37,14 +40,21 @@ export function People() {
     ${people && people.length > 0 && html`<div class="table-wrap"><table>
       <caption class="sr-only">People matching ${q}</caption>
       <thead><tr><th scope="col">Email</th><th scope="col">User id</th><th scope="col">Name</th><th scope="col">Customers</th>
-        <th scope="col">Link state</th><th scope="col">First-touch channel</th></tr></thead>
+        <th scope="col">Link state</th><th scope="col">First-touch channel</th><th scope="col"><span class="sr-only">Actions</span></th></tr></thead>
       <tbody>${people.map((p) => html`<tr>
         <td>${p.email ?? ''}</td><td>${p.external_id ?? ''}</td><td>${p.name ?? ''}</td>
         <td>${p.customer_ids.map((c) => html`<code class="kv">${c}</code>`)}</td>
         <td>${p.link_state ?? '—'}</td>
         <td><span class=${p.first_touch_channel === 'Non-attributed' ? 'muted' : 'channel'}>${p.first_touch_channel}</span></td>
+        <td>${p.person_id && html`<button type="button" class="small" onClick=${() => { setMerged(null); setMerging(p); }}>Merge into…</button>`}</td>
       </tr>`)}</tbody>
     </table></div>`}
+    ${merging && html`<${MergeInto} key=${merging.person_id} person=${merging} onDone=${(answer: MergeAnswer | null) => {
+      setMerging(null);
+      setMerged(answer);
+      if (answer) void load();
+    }} />`}
+    ${merged && html`<p class="notice" role="status">Merged: ${merged.moved.visitors} visitors and ${merged.moved.customers} payment customers moved to ${merged.person_id}.</p>`}
     ${next && html`<button type="button" onClick=${() => load(next)} disabled=${loading}>More</button>`}
     <p class="hint">A payer still Non-attributed minutes after checkout means the payment metadata (tr_user_id, tr_visitor_id) is not arriving.</p>
   </section>`;

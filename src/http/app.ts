@@ -24,6 +24,7 @@ import { consoleRoutes } from './routes/console.js';
 import { definitionRoutes } from './routes/definitions.js';
 import { PaymentWebhook } from '../attribution/webhook.js';
 import { peopleRoutes } from './routes/people.js';
+import { mergeRoutes } from './routes/merges.js';
 import { privacyRoutes } from './routes/privacy.js';
 import { createPrivacyService, type PrivacyService } from '../privacy/service.js';
 import { reportRoutes } from './routes/reports.js';
@@ -127,6 +128,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(definitionRoutes, { analytics: opts.stores.analytics });
   await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.stores, ingest) });
   await app.register(peopleRoutes, { stores: opts.stores });
+  await app.register(mergeRoutes, { stores: opts.stores, clock });
   const privacy = createPrivacyService(opts.stores, clock, (err) => app.log.error({ err }, 'privacy request or retention failed'), opts.privacyIntervalMs);
   app.decorate('privacy', privacy);
   app.addHook('onClose', () => privacy.stop());

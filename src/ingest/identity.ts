@@ -9,6 +9,7 @@ import type { UnitOfWork, VisitorLink } from '../store/analytics.js';
 import {
   type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type VisitorRecord, visitorsById,
 } from '../store/control/people.js';
+import { personsByIdentifier } from '../store/control/merges.js';
 import { recordNewTraitPaths } from '../store/control/properties.js';
 import type { IdentityCache } from '../store/control/identity-cache.js';
 import type { KnownIds } from '../store/control/known-ids.js';
@@ -57,6 +58,9 @@ export class IdentityResolution {
   private readonly persons = new Map<number, PersonRecord>();
   private readonly byExternalId = new Map<string, PersonRecord>();
   private readonly byEmail = new Map<string, PersonRecord>();
+  /** Identifiers of persons merged away, by the key of the person they were merged into. */
+  private readonly aliasedExternalIds = new Map<string, number>();
+  private readonly aliasedEmails = new Map<string, number>();
   /** Keys drawn up front: at most one new person per identifier not found, one visitor per id. */
   private personKeys: number[] = [];
   private visitorKeys: number[] = [];
@@ -124,8 +128,17 @@ export class IdentityResolution {
     });
     const known = this.known;
     const maybeStored = known && by !== 'person_key' ? unknown.filter((value) => !known.absent(this.ws, by, value as string)) : unknown;
-    const found = await personsBy(this.work.control, this.ws, by, maybeStored);
-    for (const p of found) this.add(p, false);
+    if (by === 'person_key') {
+      const found = await personsBy(this.work.control, this.ws, by, maybeStored);
+      for (const p of found) this.add(p, false);
+      return unknown.length - found.length;
+    }
+    // An identifier of a person merged away finds the person it was merged into (an alias).
+    const found = await personsByIdentifier(this.work.control, this.ws, by, maybeStored as string[]);
+    for (const { value, person } of found) {
+      this.add(person, false);
+      if (person[by] !== value) (by === 'external_id' ? this.aliasedExternalIds : this.aliasedEmails).set(value, person.person_key);
+    }
     return unknown.length - found.length;
   }
 
@@ -160,9 +173,10 @@ export class IdentityResolution {
   /** The person an input's external_id, else its email, names: found, or created. */
   private identify(input: IdentityInput): PersonRecord | null {
     if (input.external_id !== undefined) {
-      const person = this.byExternalId.get(input.external_id) ?? this.createPerson(input.external_id, null);
+      const person = this.byExternalId.get(input.external_id) ?? this.aliased(this.aliasedExternalIds, input.external_id)
+        ?? this.createPerson(input.external_id, null);
       // The email joins this person only when free: persons are never merged implicitly.
-      if (input.email === undefined || person.email !== null || this.byEmail.has(input.email)) return person;
+      if (input.email === undefined || person.email !== null || this.byEmail.has(input.email) || this.aliasedEmails.has(input.email)) return person;
       const writable = this.writablePerson(person);
       writable.email = input.email;
       this.known?.add(this.ws, 'email', input.email);
@@ -171,8 +185,14 @@ export class IdentityResolution {
       this.updates.set(writable.person_key, { ...this.updates.get(writable.person_key), emailSet: true });
       return writable;
     }
-    if (input.email !== undefined) return this.byEmail.get(input.email) ?? this.createPerson(null, input.email);
+    if (input.email !== undefined) return this.byEmail.get(input.email) ?? this.aliased(this.aliasedEmails, input.email) ?? this.createPerson(null, input.email);
     return null;
+  }
+
+  /** The person an identifier of a merged-away person names now (its record as the batch holds it). */
+  private aliased(aliases: Map<string, number>, value: string): PersonRecord | undefined {
+    const key = aliases.get(value);
+    return key === undefined ? undefined : this.persons.get(key);
   }
 
   /** The input's visitor, created when new; linked to `person`, or marked as having anonymous events. */

@@ -235,6 +235,11 @@ export interface AnalyticsWrites {
    * the work lists through them).
    */
   dropSnapshots(ws: string, audienceId: string): Promise<void>;
+  /**
+   * A person merge (people/merge.ts): the events of person `fromKey` become `intoKey`'s in this
+   * unit, where the engine can change stored rows in it (DuckDB); elsewhere finishPersonMove does.
+   */
+  movePersonEvents(ws: string, fromKey: number, intoKey: number): Promise<void>;
 }
 
 /**
@@ -284,6 +289,12 @@ export interface AnalyticsStore {
    * (ClickHouse: its mutations finished); the counts of the rows erased.
    */
   eraseKeys(ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows>;
+  /**
+   * After a merge committed (and the transactions older than it ended): no stored row is left of
+   * person `fromKey`, its events being `intoKey`'s. Resolves once that is so (ClickHouse: its
+   * mutations finished); the events moved here.
+   */
+  finishPersonMove(ws: string, fromKey: number, intoKey: number): Promise<number>;
   /** Erases the workspace's events and page views older than `before` (retention). */
   eraseBefore(ws: string, before: Date): Promise<ErasedRows>;
 

@@ -7,7 +7,7 @@ import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readFileSync
 import { createRequire } from 'node:module';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
-import { type Browser, chromium } from 'playwright-core';
+import { type Browser, chromium, type Page } from 'playwright-core';
 
 /** Chromium stays off the network, which is closed here. Playwright adds a fresh user data dir. */
 export const CHROMIUM_ARGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
@@ -101,4 +101,11 @@ export async function launchChromium(): Promise<Browser> {
   } catch (err) {
     throw new NoBrowser(`${executablePath} did not start (${String(err).split('\n')[0]})`);
   }
+}
+
+/** The page's serious and critical accessibility violations (axe-core), one line each. */
+export async function axeViolations(page: Page): Promise<string[]> {
+  await page.evaluate(readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8'));
+  return await page.evaluate(`axe.run(document, { resultTypes: ['violations'] }).then((r) => r.violations
+    .filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => v.id + ': ' + v.nodes.map((n) => n.target.join(' ')).join(', ')))`) as string[];
 }

@@ -349,3 +349,31 @@ function compare(op: PredicateOp, x: unknown, value: unknown): boolean {
     default: throw new Error(`not a comparison: ${op}`);
   }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Person merges (decisions §12, docs/merges.md), applied to a dataset: what the evaluator then reads.
+
+const traitsObject = (traits: string | null): Record<string, unknown> => {
+  const parsed = traits === null ? null : parseJson(traits);
+  return parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed) ? parsed as Record<string, unknown> : {};
+};
+
+/**
+ * The dataset after merging person `fromId` into `intoId`: from's visitors, events and payment
+ * customers are into's; into's traits win over from's (shallow), and into takes the external_id,
+ * email and name it has none of; from is gone.
+ */
+export function mergeIntoReference(ds: Dataset, fromId: string, intoId: string): Dataset {
+  const from = ds.persons.find((p) => p.person_id === fromId)!;
+  const to = (id: string | null) => (id === fromId ? intoId : id);
+  return {
+    ...ds,
+    persons: ds.persons.filter((p) => p.person_id !== fromId).map((p) => (p.person_id !== intoId ? p : {
+      ...p, external_id: p.external_id ?? from.external_id, email: p.email ?? from.email, name: p.name ?? from.name,
+      traits: JSON.stringify({ ...traitsObject(from.traits), ...traitsObject(p.traits) }),
+    })),
+    visitors: ds.visitors.map((v) => ({ ...v, person_id: to(v.person_id) })),
+    events: ds.events.map((e) => ({ ...e, person_id: to(e.person_id) })),
+    customers: ds.customers.map((c) => ({ ...c, person_id: to(c.person_id) })),
+  };
+}

@@ -12,6 +12,7 @@ import { CriteriaQueries } from '../query/queries.js';
 import type { DeliveryRow, SnapshotResult } from '../types.js';
 import type { ClickHouseContext } from './context.js';
 import { eraseBefore, eraseKeys } from './erase.js';
+import { finishPersonMove } from './merge.js';
 import { ClickHouseDriver, type EstimateOptions } from './driver.js';
 import { ClickHouseSnapshots } from './snapshots.js';
 import { ClickHouseUnits, type UnitsOptions } from './writes.js';
@@ -41,6 +42,10 @@ export class ClickHouseAnalytics extends QueriedStore<ClickHouseQuery> implement
 
   eraseKeys(ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows> {
     return eraseKeys(this.ctx, ws, personKeys, visitorKeys, () => this.units.sweep());
+  }
+
+  finishPersonMove(ws: string, fromKey: number, intoKey: number): Promise<number> {
+    return finishPersonMove(this.ctx, ws, fromKey, intoKey, () => this.units.sweep());
   }
 
   eraseBefore(ws: string, before: Date): Promise<ErasedRows> {

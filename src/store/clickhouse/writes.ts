@@ -376,6 +376,9 @@ class ClickHouseWrites implements AnalyticsWrites, ControlMirror {
   async dropSnapshots(ws: string, audienceId: string): Promise<void> {
     this.droppedAudiences.push([ws, audienceId]);
   }
+
+  /** Events are rewritten by a mutation once the merge has committed (ClickHouseAnalytics.finishPersonMove). */
+  async movePersonEvents(): Promise<void> {}
 }
 
 export class ClickHouseUnits {

@@ -88,6 +88,25 @@ export class IdentityCache {
     this.evict();
   }
 
+  /** Forgets these persons (by each of their identifiers) and visitors (a merge moved them). */
+  forget(ws: string, persons: readonly PersonRecord[], visitorIds: readonly string[]): void {
+    const indexes = this.workspaces.get(ws);
+    if (!indexes) return;
+    const drop = (index: Map<string | number, Entry>, key: string | number | null) => {
+      const entry = key === null ? undefined : index.get(key);
+      if (!entry) return;
+      this.unlink(entry);
+      index.delete(key!);
+      this.count--;
+    };
+    for (const p of persons) {
+      drop(indexes.person_key, p.person_key);
+      drop(indexes.external_id, p.external_id);
+      drop(indexes.email, p.email);
+    }
+    for (const id of visitorIds) drop(indexes.visitor_id, id);
+  }
+
   /** Forgets every entry of the workspace (a privacy delete: its records may name persons gone). */
   forgetWorkspace(ws: string): void {
     const indexes = this.workspaces.get(ws);

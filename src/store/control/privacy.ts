@@ -4,6 +4,7 @@
 // de-identifies. Statements written once for both control engines.
 
 import { createHash } from 'node:crypto';
+import { eraseMerges } from './merges.js';
 import { personTraits } from './people.js';
 import { type CustomerRecord, readCustomers, writeCustomers } from './payments.js';
 import { columnOf as column, type ControlSql, type ControlStore, type ControlTx, type ControlValue } from './store.js';
@@ -198,8 +199,10 @@ export async function resolveErased(tx: ControlSql, ws: string, identifiers: Ide
   const of = (kind: IdentifierKind) => column(identifiers.filter((i) => i.kind === kind).map((i) => i.value));
   const [externalIds, emails, visitorIds] = [of('external_id'), of('email'), of('visitor_id')];
   const named = await tx.all(`SELECT visitor_key, person_key FROM visitors WHERE workspace_id = $1 AND visitor_id IN (SELECT ${texts('$2')})`, [ws, visitorIds]);
+  // An identifier of a person merged away names the person it was merged into.
   const persons = await tx.all(`SELECT person_key FROM persons WHERE workspace_id = $1 AND (external_id IN (SELECT ${texts('$2')})
-      OR email IN (SELECT ${texts('$3')}) OR person_key IN (SELECT ${keys('$4')}))`,
+      OR email IN (SELECT ${texts('$3')}) OR person_key IN (SELECT ${keys('$4')}) OR person_key IN (SELECT person_key FROM person_aliases
+        WHERE workspace_id = $1 AND (kind = 'external_id' AND value IN (SELECT ${texts('$2')}) OR kind = 'email' AND value IN (SELECT ${texts('$3')}))))`,
   [ws, externalIds, emails, column(named.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])))]);
   const personKeys = keysOf(persons, 'person_key');
   const theirs = await tx.all(`SELECT visitor_key FROM visitors WHERE workspace_id = $1 AND person_key IN (SELECT ${keys('$2')})`, [ws, column(personKeys)]);
@@ -229,6 +232,7 @@ export async function eraseControlRows(tx: ControlTx, mirror: ControlMirror, ws:
   for (const traits of (await personTraits(tx, ws, keys.personKeys)).values()) for (const path of propertyPaths(JSON.parse(traits))) candidatePaths.add(path);
   await recordDepartures(tx, ws, keys, at);
   await tx.run(`DELETE FROM persons WHERE workspace_id = $1 AND person_key IN (SELECT ${keyList('$2')})`, [ws, persons]);
+  await eraseMerges(tx, ws, keys.personKeys);
   await tx.run(`DELETE FROM visitors WHERE workspace_id = $1 AND visitor_key IN (SELECT ${keyList('$2')})`, [ws, column(keys.visitorKeys)]);
   await deidentifyCustomers(tx, mirror, ws, keys.customerIds, at);
   const traitPaths = await dropOrphanTraitPaths(tx, ws, [...candidatePaths]);

@@ -82,6 +82,12 @@ export interface ControlStore extends ControlSql {
    * nothing read may be cached across transactions in one process.
    */
   readonly shared: boolean;
+  /**
+   * Resolves once every transaction that began before the call has ended, on any node: what they
+   * write is then committed, and every later one reads what committed before the call (a merge
+   * moves what such a transaction linked to the merged-away person: people/merge.ts).
+   */
+  awaitOlderTransactions(): Promise<void>;
   /** `n` fresh keys from a sequence, never handed out before (control/keys.ts). */
   nextKeys(sequence: KeySequence, n: number): Promise<number[]>;
   /** What this process keeps in memory of the store's rows. */

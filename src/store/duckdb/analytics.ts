@@ -15,7 +15,7 @@ import { QueriedStore } from '../query/forwarding.js';
 import { CriteriaQueries } from '../query/queries.js';
 import { controlTx } from './control.js';
 import type { Store } from './db.js';
-import { eraseBefore, eraseKeys } from './erase.js';
+import { eraseBefore, eraseKeys, movePersonEvents } from './erase.js';
 import { appendEvents } from './events.js';
 import { appendPageviews, latestPageviews } from './pageviews.js';
 import { readPaymentState, writePaymentState } from './payments.js';
@@ -62,6 +62,10 @@ class DuckDBWrites implements AnalyticsWrites {
   dropSnapshots(ws: string, audienceId: string): Promise<void> {
     return dropSnapshots(this.tx, ws, audienceId);
   }
+
+  async movePersonEvents(ws: string, fromKey: number, intoKey: number): Promise<void> {
+    await movePersonEvents(this.tx, ws, fromKey, intoKey);
+  }
 }
 
 export class DuckDBAnalytics extends QueriedStore<CompiledQuery> implements AnalyticsStore {
@@ -95,6 +99,11 @@ export class DuckDBAnalytics extends QueriedStore<CompiledQuery> implements Anal
 
   eraseBefore(ws: string, before: Date): Promise<ErasedRows> {
     return eraseBefore(this.store, ws, before);
+  }
+
+  /** The merge's unit moved them: one writer at a time, nothing can have landed since (0 unless it did). */
+  finishPersonMove(ws: string, fromKey: number, intoKey: number): Promise<number> {
+    return this.store.transaction((tx) => movePersonEvents(tx, ws, fromKey, intoKey));
   }
 
   propertyCatalog(ws: string): Promise<PropertyCatalog> {

@@ -108,6 +108,11 @@ export class DuckDBControl implements ControlStore {
     return this.store.transaction((conn) => fn(controlTx(this.store, conn)));
   }
 
+  /** One writer at a time: an empty transaction waits out those queued before it. */
+  async awaitOlderTransactions(): Promise<void> {
+    await this.store.transaction(async () => undefined);
+  }
+
   async schemaVersion(): Promise<number> {
     const [row] = await this.all('SELECT max(version) AS v FROM schema_migrations');
     return Number(row?.v ?? 0);

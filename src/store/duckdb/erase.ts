@@ -1,7 +1,8 @@
-// Privacy deletes and retention on DuckDB: the events and page views of erased keys, or older than
+// Privacy deletes, retention and person merges on DuckDB: the events and page views of erased keys, or older than
 // a workspace's retention, in one transaction; then a checkpoint, so that the write-ahead log,
 // which holds the rows as they were inserted, no longer does.
 
+import type { DuckDBConnection } from '@duckdb/node-api';
 import type { ErasedRows } from '../analytics.js';
 import type { Params, Store } from './db.js';
 import { timestamp } from './time.js';
@@ -33,4 +34,10 @@ export function eraseBefore(store: Store, ws: string, before: Date): Promise<Era
     ['DELETE FROM events WHERE workspace_id = $1 AND ts < $2', params],
     ['DELETE FROM pageviews WHERE workspace_id = $1 AND ts < $2', params],
   ]);
+}
+
+/** A person merge: the events of `fromKey` become `intoKey`'s; how many moved. */
+export async function movePersonEvents(tx: DuckDBConnection, ws: string, fromKey: number, intoKey: number): Promise<number> {
+  const moved = await tx.run('UPDATE events SET person_key = $3 WHERE workspace_id = $1 AND person_key = $2', [ws, fromKey, intoKey]);
+  return Number(moved.rowsChanged);
 }

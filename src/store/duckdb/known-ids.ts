@@ -16,6 +16,7 @@
 
 import { GrowingBloom } from '../bloom.js';
 import type { IdKind, KnownIds } from '../control/known-ids.js';
+import { aliasValues } from '../control/merges.js';
 import type { ControlStore } from '../control/store.js';
 
 /** Ids read per statement while a filter is filled from the tables. */
@@ -88,5 +89,7 @@ export class DuckDBKnownIds implements KnownIds {
         if (r.email !== null) entry.filters.email.add(r.email as string);
       }
     });
+    // Identifiers of persons merged away are held too: they name the person merged into.
+    for (const { kind, value } of await aliasValues(this.store, ws)) if (kind !== 'person_id') entry.filters[kind].add(value);
   }
 }

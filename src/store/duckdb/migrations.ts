@@ -502,4 +502,28 @@ export const MIGRATIONS: readonly string[] = [
   );
   ALTER TABLE workspaces ADD COLUMN retention_days INTEGER;
 `,
+  // Person merges (people/merge.ts): the record of every merge, and the identifiers of merged-away
+  // persons, which resolve to the person they were merged into (PostgreSQL: migrations/012_person_merges.sql).
+  `
+  CREATE TABLE person_merges (
+    workspace_id VARCHAR NOT NULL,
+    merge_id VARCHAR NOT NULL,
+    from_person_id VARCHAR NOT NULL,
+    into_person_id VARCHAR NOT NULL,
+    into_person_key BIGINT NOT NULL,
+    current_person_key BIGINT NOT NULL,
+    forced BOOLEAN NOT NULL,
+    visitors BIGINT NOT NULL,
+    customers BIGINT NOT NULL,
+    created_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (workspace_id, merge_id)
+  );
+  CREATE TABLE person_aliases (
+    workspace_id VARCHAR NOT NULL,
+    kind VARCHAR NOT NULL,
+    value VARCHAR NOT NULL,
+    person_key BIGINT NOT NULL,
+    PRIMARY KEY (workspace_id, kind, value)
+  );
+  `,
 ];
