@@ -3,6 +3,7 @@
 
 import { z } from 'zod';
 import { isPageUrl } from './channels.js';
+import { consentWellFormed } from './consent.js';
 import { eventWithinSize, onValid, propertiesWithinLimits, traitsWithinLimits } from './limits.js';
 
 const identifier = z.string().min(1).max(256);
@@ -11,7 +12,7 @@ const userId = z.union([identifier, z.number().int().refine(Number.isSafeInteger
   .transform((v) => String(v));
 const email = z.string().trim().min(1).max(256).transform((v) => v.toLowerCase());
 const jsonObject = z.record(z.string(), z.unknown());
-const traits = jsonObject.superRefine(traitsWithinLimits);
+const traits = jsonObject.superRefine(traitsWithinLimits).superRefine(consentWellFormed);
 const properties = jsonObject.superRefine(propertiesWithinLimits);
 export const timestamp = z.iso.datetime({ offset: true, local: true });
 
