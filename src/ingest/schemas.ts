@@ -56,19 +56,32 @@ export const eventBody = z.object({
 export const MAX_BATCH = 500;
 export const eventsBody = z.union([eventBody, z.object({ batch: z.array(eventBody).min(1).max(MAX_BATCH) })]);
 
+/** A visitor id, or the mark of a page view without one (the tracker's data-cookieless): one of them. */
+function checkVisitor(value: { visitor_id?: string; cookieless?: true }, ctx: z.RefinementCtx): void {
+  if (value.visitor_id !== undefined && value.cookieless) {
+    ctx.addIssue({ code: 'custom', path: ['cookieless'], message: 'a cookieless page view carries no visitor_id' });
+  } else if (value.visitor_id === undefined && !value.cookieless) {
+    ctx.addIssue({ code: 'custom', path: ['visitor_id'], message: 'visitor_id is required (or cookieless: true)' });
+  }
+}
+
 export const pageviewBody = z.object({
-  visitor_id: identifier.describe('the raw value of the tr_v cookie'),
+  visitor_id: identifier.optional().describe('the raw value of the tr_v cookie; absent with cookieless'),
+  cookieless: z.literal(true).optional()
+    .describe('no cookie (the tracker\'s data-cookieless): the visitor is derived from a daily-rotating salted hash of the address and user agent'),
   url: z.string().max(4096).refine(isPageUrl, 'must be an http(s) URL such as https://example.com/pricing, or a path such as /pricing')
     .describe('the page\'s address (location.href)'),
   referrer: z.string().max(4096).nullable().optional(),
   title: z.string().max(1024).nullable().optional(),
   timestamp: timestamp.optional(),
-});
+}).superRefine(checkVisitor);
 export const pageviewsBody = z.union([pageviewBody, z.object({ batch: z.array(pageviewBody).min(1).max(MAX_BATCH) })]);
 
 export type PersonInput = z.output<typeof personBody>;
 export type EventInput = z.output<typeof eventBody>;
-export type PageviewInput = z.output<typeof pageviewBody>;
+export type PageviewBody = z.output<typeof pageviewBody>;
+/** A page view with its visitor (a cookieless one's derived). */
+export type PageviewInput = Omit<PageviewBody, 'visitor_id' | 'cookieless'> & { visitor_id: string };
 
 export const personAnswer = z.object({
   person_id: z.string().nullable(),
