@@ -69,6 +69,7 @@ export function fastEvent(v: unknown): EventInput | null {
 export function fastPageview(v: unknown): PageviewInput | null {
   if (!isObject(v)) return null;
   const { visitor_id, url, referrer, title, timestamp: at } = v;
+  if (v.cookieless !== undefined) return null;
   if (!within(visitor_id, 1, 256) || !within(url, 0, 4096) || !isPageUrl(url)) return null;
   if (referrer !== undefined && referrer !== null && !within(referrer, 0, 4096)) return null;
   if (title !== undefined && title !== null && !within(title, 0, 1024)) return null;
