@@ -17,7 +17,7 @@ import { sendMembers } from './destinations/removal.js';
 import type { AdPlatform } from './destinations/schema.js';
 
 /** Members read per step of the consent pass. */
-const PASS_PAGE = 5_000;
+const PASS_PAGE = 50_000;
 
 /** Whether the platform may hold a member with this ads consent (undefined: none given). */
 export const mayHold = (destination: AdPlatform, ads: boolean | undefined): boolean =>

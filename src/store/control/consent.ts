@@ -10,8 +10,9 @@ export const ADS_CONSENT_PATH = '$consent.ads';
 /** The explicit ads consent (`$consent.ads` true or false) of persons by key; persons without one are absent. */
 export async function adsConsent(sql: ControlSql, ws: string, personKeys: number[]): Promise<Map<number, boolean>> {
   if (personKeys.length === 0) return new Map();
-  const rows = await sql.all(`SELECT person_key, ${sql.dialect.jsonAt('traits', '$3')} AS ads FROM persons
-    WHERE workspace_id = $1 AND person_key IN (SELECT ${sql.dialect.keys('$2')})`, [ws, column(personKeys), ADS_CONSENT_PATH]);
+  const { byKeys, jsonAt } = sql.dialect;
+  const rows = await sql.all(`SELECT person_key, ${jsonAt('traits', '$3')} AS ads FROM ${byKeys('persons', 'person_key', '$2', '$1', 'person_key, traits')} AS p`,
+    [ws, column(personKeys), ADS_CONSENT_PATH]);
   const found = new Map<number, boolean>();
   for (const r of rows) if (r.ads === 'true' || r.ads === 'false') found.set(Number(r.person_key), r.ads === 'true');
   return found;
