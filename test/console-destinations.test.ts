@@ -75,9 +75,12 @@ describe('destinations on the audience page', () => {
     await page.getByLabel('OAuth client secret', { exact: true }).fill(CREDENTIALS.dataManager.client_secret);
     await page.getByLabel('Refresh token', { exact: true }).fill(CREDENTIALS.dataManager.refresh_token);
     await page.getByLabel('Ad personalization consent', { exact: true }).selectOption('DENIED');
+    await page.getByLabel('Only members who granted ads consent', { exact: true }).check();
     expect(await axeViolations(page)).toEqual([]);
     await page.getByRole('button', { name: 'Save destination' }).click();
     await row('Google Customer Match').waitFor();
+    const saved = (await t.app.inject({ method: 'GET', url: `/v1/audiences/${audienceId}`, headers: { authorization: `Bearer ${t.ws.secret_key}` } })).json();
+    expect(saved.destinations.map((d: { require_consent?: boolean }) => d.require_consent ?? false)).toEqual([false, true]);
     expect(await row('Google Customer Match').textContent()).toContain('Customer: 1234567890');
     const html = await page.content();
     for (const secret of [CREDENTIALS.meta, CREDENTIALS.dataManager.client_secret, CREDENTIALS.dataManager.refresh_token]) expect(html).not.toContain(secret);

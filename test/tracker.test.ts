@@ -19,11 +19,11 @@ let browser: Browser;
 let context: BrowserContext;
 let page: Page;
 
-/** The customer's page. `api` overrides where page views go; `before` runs ahead of the tracker. */
-function html({ api, before = '' }: { api?: string; before?: string } = {}): string {
+/** The customer's page. `api` overrides where page views go; `before` runs ahead of the tracker; `attributes` go on its tag. */
+function html({ api, before = '', attributes = '' }: { api?: string; before?: string; attributes?: string } = {}): string {
   return `<!doctype html><html><head><title>Shop</title>
 <script>${before}</script>
-<script src="${apiOrigin}/tracker.js" data-key="${t.ws.publishable_key}"${api ? ` data-api="${api}"` : ''}></script>
+<script src="${apiOrigin}/tracker.js" data-key="${t.ws.publishable_key}"${api ? ` data-api="${api}"` : ''} ${attributes}></script>
 </head><body><button id="to-pricing" onclick="history.pushState({}, '', '/pricing')">Pricing</button></body></html>`;
 }
 
@@ -40,6 +40,8 @@ beforeAll(async () => {
       : path === '/unreachable-fetch' ? html({ api: `http://127.0.0.1:${closedPort}`, before: 'Navigator.prototype.sendBeacon = () => false;' })
       : path === '/no-beacon' ? html({ before: 'delete Navigator.prototype.sendBeacon;' })
       : path === '/globals' ? html({ before: 'window.__before = Object.getOwnPropertyNames(window);' })
+      : path.startsWith('/consent/') ? html({ attributes: 'data-consent="required"' })
+      : path.startsWith('/cookieless/') ? html({ attributes: 'data-cookieless' })
       : html();
     res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' }).end(body);
   });
@@ -151,7 +153,7 @@ describe('the browser tracker', () => {
     expect(code).not.toMatch(/\/\/ /); // comments stripped
   });
 
-  it('throws nothing into the page and leaks no globals, even when the API is unreachable', async () => {
+  it('throws nothing into the page and adds no global but tr, even when the API is unreachable', async () => {
     const errors: Error[] = [];
     page.on('pageerror', (err) => errors.push(err));
     const failed: string[] = [];
@@ -172,7 +174,7 @@ describe('the browser tracker', () => {
     await waitForPageviews(1);
     const added = await page.evaluate(() => Object.getOwnPropertyNames(window)
       .filter((name) => !(window as unknown as { __before: string[] }).__before.includes(name)));
-    expect(added).toEqual(['__before']);
+    expect(added).toEqual(['__before', 'tr']);
 
     // The listener does see a failed fetch left uncaught, so the empty list above means something.
     await page.evaluate((url) => { void fetch(url, { method: 'POST', body: '{}' }); }, toClosedPort);
@@ -184,5 +186,51 @@ describe('the browser tracker', () => {
     expect(await page.evaluate(() => 'sendBeacon' in navigator)).toBe(false);
     const rows = await waitForPageviews(1);
     expect(rows[0]).toMatchObject({ path: '/no-beacon', visitor_id: (await visitorCookie())?.value, channel_category: 'Direct' });
+  });
+
+  it('with data-consent="required" sets no cookie and sends nothing until tr.consent(true), then the cookie and the page views held back', async () => {
+    const sent: string[] = [];
+    page.on('request', (req) => {
+      if (req.url().startsWith(`${apiOrigin}/v1/pageviews`)) sent.push(req.postData() ?? '');
+    });
+    await page.goto(`${siteOrigin}/consent/landing?utm_source=newsletter&utm_medium=email`);
+    await page.click('#to-pricing');
+    // The tracker ran (its switch is there) and has sent nothing, set nothing.
+    expect(await page.evaluate(() => typeof (window as unknown as { tr?: { consent?: unknown } }).tr?.consent)).toBe('function');
+    expect(await context.cookies()).toEqual([]);
+    expect(sent).toEqual([]);
+    expect(await pageviews()).toEqual([]);
+
+    await page.evaluate(() => (window as unknown as { tr: { consent(granted: boolean): void } }).tr.consent(true));
+    const rows = await waitForPageviews(2);
+    const cookie = await visitorCookie();
+    expect(cookie, 'tr_v cookie once consent is given').toBeDefined();
+    // The page views held back, in one request: the landing with its campaign, and the in-app navigation carrying it.
+    expect(rows.map((r) => [r.visitor_id, r.path, r.channel_category])).toEqual([
+      [cookie!.value, '/consent/landing', 'Email'], [cookie!.value, '/pricing', 'Email'],
+    ]);
+    expect(sent).toHaveLength(1);
+
+    await page.evaluate(() => (window as unknown as { tr: { consent(granted: boolean): void } }).tr.consent(false));
+    expect(await visitorCookie()).toBeUndefined();
+    await page.evaluate(() => history.pushState({}, '', '/consent/after'));
+    await page.reload();
+    expect(await context.cookies()).toEqual([]);
+    expect(sent).toHaveLength(1);
+  });
+
+  it('with data-cookieless never sets a cookie, and the page views are counted and classified under a visitor the service derives', async () => {
+    await page.goto(`${siteOrigin}/cookieless/landing?utm_source=newsletter&utm_medium=email`);
+    await page.click('#to-pricing');
+    await page.goto(`${siteOrigin}/cookieless/docs`);
+    const rows = await waitForPageviews(3);
+    expect(await context.cookies()).toEqual([]);
+    expect(rows.map((r) => [r.path, r.channel_category])).toEqual([['/cookieless/landing', 'Email'], ['/pricing', 'Email'], ['/cookieless/docs', 'Direct']]);
+    expect(rows[0]!.channel).toBe('newsletter');
+    // One visitor for the day, derived on the server: no address or user agent in it.
+    expect(new Set(rows.map((r) => r.visitor_id)).size).toBe(1);
+    expect(rows[0]!.visitor_id).toMatch(/^cl_[\w-]{32}$/);
+    const salts = await t.store.query('SELECT day FROM visitor_salts');
+    expect(salts).toEqual([{ day: new Date().toISOString().slice(0, 10) }]);
   });
 });

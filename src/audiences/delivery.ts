@@ -6,7 +6,8 @@
 // (slots.ts), in this process and across the processes sharing the control store (a lease per
 // destination: a node killed mid-delivery leaves it to another once the lease expires, which resumes
 // at the first unacknowledged page). Every HTTP attempt is logged. stop() aborts requests and backoff
-// sleeps at once.
+// sleeps at once. Ad platforms get only the members their consent allows (consent.ts); after its
+// deliveries, each ad platform's run sends the changes of consent since (the consent pass).
 
 import { randomUUID } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
@@ -19,11 +20,12 @@ import { googleDriver } from './destinations/google.js';
 import { DestinationClient, RequestFailed } from './destinations/http.js';
 import { metaDriver } from './destinations/meta.js';
 import { AccessTokens } from './destinations/oauth.js';
-import type { Destination, DestinationType } from './destinations/schema.js';
+import { type AdPlatform, type Destination, type DestinationType, isAdPlatform } from './destinations/schema.js';
 import { webhookDriver } from './destinations/webhook.js';
 import { storedDestinations } from './resource.js';
 import { Slots } from './slots.js';
 import { withDepartures } from '../privacy/departures.js';
+import { screenPage, sendConsentChanges } from './consent.js';
 
 const DRIVERS: { [T in DestinationType]: Driver<Extract<Destination, { type: T }>> } = {
   webhook: webhookDriver,
@@ -55,6 +57,12 @@ export interface DeliveryConfig extends DriverConfig {
   startLimitMs: number;
   onError?: (err: unknown) => void;
 }
+
+/** Where a delivery's attempts are logged. */
+type LoggedAs = Pick<DeliveryRow, 'workspace_id' | 'delivery_id' | 'destination_id'>;
+
+/** The page number of the consent pass's attempts, logged on the destination's latest delivery. */
+export const CONSENT_PASS_PAGE = -1;
 
 /** The service is stopping, or the lease was lost: the delivery stays pending and resumes later (here or elsewhere). */
 class Stopped extends Error {}
@@ -111,8 +119,11 @@ export class Deliverer {
     await this.idle();
   }
 
+  /** The destinations with a pending delivery, and every ad platform of the audience (for its consent pass). */
   private async deliverPending(ws: string, audienceId: string): Promise<void> {
     const destinationIds = new Set((await pendingDeliveries(this.stores.control, ws, audienceId)).map((d) => d.destination_id));
+    const audience = await getAudience(this.stores.control, ws, audienceId);
+    for (const d of audience ? storedDestinations(audience) : []) if (isAdPlatform(d)) destinationIds.add(d.id);
     await Promise.all([...destinationIds].map((destinationId) => this.chain(ws, audienceId, destinationId)));
   }
 
@@ -140,7 +151,7 @@ export class Deliverer {
   /**
    * Until the destination has no pending delivery: the one under way is resumed; otherwise the one
    * of the latest snapshot is started, superseding older ones whose changes it carries. Each ends
-   * delivered, failed or canceled, or the run stops with the service.
+   * delivered, failed or canceled, or the run stops with the service. Then an ad platform's consent pass.
    */
   private async run(ws: string, audienceId: string, destinationId: string, lease: HeldLease): Promise<void> {
     while (!this.stopped && !lease.lost) {
@@ -148,7 +159,10 @@ export class Deliverer {
       if (!audience) return;
       const destination = storedDestinations(audience).find((d) => d.id === destinationId);
       const pending = (await pendingDeliveries(this.stores.control, ws, audienceId)).filter((d) => d.destination_id === destinationId);
-      if (pending.length === 0) return;
+      if (pending.length === 0) {
+        if (destination && isAdPlatform(destination)) await this.consentPass(ws, audienceId, destination);
+        return;
+      }
       if (!destination) {
         for (const delivery of pending) await this.finish(delivery, 'canceled', 'the destination was removed from the audience');
         return;
@@ -157,6 +171,15 @@ export class Deliverer {
       const delivery = pending.find((d) => d.page_count !== null) ?? await this.start(latest(pending), driver.pageSize(destination, this.config));
       if (delivery) await this.deliverOne(destination, driver, delivery, lease);
     }
+  }
+
+  /** Sends the changes of consent since the destination's last delivery; a failure is logged and retried at the next run. */
+  private async consentPass(ws: string, audienceId: string, destination: AdPlatform): Promise<void> {
+    const key = { ws, audienceId, destinationId: destination.id };
+    const context = (deliveryId: number) => this.context({ workspace_id: ws, delivery_id: deliveryId, destination_id: destination.id }, CONSENT_PASS_PAGE, 'consent: ');
+    await sendConsentChanges(this.stores, key, destination, context).catch((err) => {
+      if (!(err instanceof Stopped)) this.config.onError?.(err);
+    });
   }
 
   /** Starts a delivery; one whose work list cannot be made fails (the next refresh queues another). */
@@ -174,14 +197,20 @@ export class Deliverer {
     try {
       for (; page < delivery.page_count!; page++) {
         if (lease.lost) throw new Stopped();
-        const members = await withDepartures(this.stores.control, delivery.workspace_id, await this.stores.analytics.deliveryPage(delivery, page));
+        const diff = await withDepartures(this.stores.control, delivery.workspace_id, await this.stores.analytics.deliveryPage(delivery, page));
+        const screened = isAdPlatform(destination)
+          ? await screenPage(this.stores.control, { ws: delivery.workspace_id, audienceId: delivery.audience_id, destinationId: destination.id }, destination, diff)
+          : null;
         const position = {
           workspaceId: delivery.workspace_id, deliveryId: delivery.delivery_id, pageSize: delivery.page_size!,
           added: delivery.added_count ?? 0, removed: delivery.removed_count ?? 0,
         };
-        const result = await driver.deliverPage(destination,
-          { audienceId: delivery.audience_id, snapshotId: delivery.snapshot_id, page, members, delivery: position }, this.context(delivery, page));
-        skipped += result.skipped;
+        const result = await driver.deliverPage(destination, {
+          audienceId: delivery.audience_id, snapshotId: delivery.snapshot_id, page, members: screened?.members ?? diff, delivery: position,
+          ...(screened ? { consent: screened.consent } : {}),
+        }, this.context(delivery, page));
+        await screened?.settle();
+        skipped += result.skipped + (screened?.withheld ?? 0);
         await this.stores.analytics.acknowledgePage(delivery, page, skipped);
       }
       await this.finish(delivery, 'delivered', null);
@@ -195,9 +224,9 @@ export class Deliverer {
     return this.stores.analytics.finishDelivery(delivery, status, error, this.config.clock());
   }
 
-  private context(delivery: DeliveryRow, page: number): DeliveryContext {
+  private context(delivery: LoggedAs, page: number, labelPrefix = ''): DeliveryContext {
     return {
-      send: this.sender(delivery, page),
+      send: this.sender(delivery, page, labelPrefix),
       wait: (ms) => delay(ms, undefined, { signal: this.stopping.signal }).catch(() => {
         throw new Stopped();
       }),
@@ -210,12 +239,13 @@ export class Deliverer {
    * Sends with retries on network errors, timeouts, 429, 5xx and what the platform's judge calls
    * throttling, logging each attempt; other 4xx and addresses the policy refuses give up at once.
    */
-  private sender(delivery: DeliveryRow, page: number): Send {
+  private sender(delivery: LoggedAs, page: number, labelPrefix: string): Send {
     return async (build) => {
       let lastError = '';
       for (let attempt = 1; attempt <= this.config.maxTries; attempt++) {
         const now = this.config.clock();
-        const request = await build(now);
+        const built = await build(now);
+        const request = labelPrefix ? { ...built, label: labelPrefix + built.label } : built;
         const outcome = await this.slots.run(delivery.workspace_id, this.stopping.signal, () => this.attempt(request)).catch((err) => {
           throw this.stopped ? new Stopped() : err;
         });

@@ -50,12 +50,16 @@ export class Scheduler {
     // A refresh whose holder is gone would read `refreshing` forever: due again now.
     await resetInterruptedRefreshes(this.store, now);
     // Every node ticks; the refresher's lease and its due check make each due audience refresh once.
+    const refreshed = new Map<string, string>();
     for (const { workspace_id, audience_id } of await dueAudiences(this.store, now)) {
-      await this.refresher.refreshIfDue(workspace_id, audience_id, now).catch((err) => this.options.onError?.(err));
+      const outcome = await this.refresher.refreshIfDue(workspace_id, audience_id, now).catch((err) => this.options.onError?.(err));
+      if (outcome?.ok) refreshed.set(audience_id, workspace_id);
     }
     // Deliveries go on in the background: a receiver that hangs or backs off never delays the
     // next tick's refreshes (the deliverer keeps one run per destination, in bounded request slots).
-    for (const a of await audiencesWithPendingDeliveries(this.store)) void this.deliverer.deliver(a.workspace_id, a.audience_id);
+    // A refreshed audience's ad platforms run too, with nothing pending: their consent pass.
+    for (const a of await audiencesWithPendingDeliveries(this.store)) refreshed.set(a.audience_id, a.workspace_id);
+    for (const [audienceId, ws] of refreshed) void this.deliverer.deliver(ws, audienceId);
   }
 
   /**

@@ -81,7 +81,7 @@ export const delivery = z.object({
   pages_delivered: z.number().int(),
   added: z.number().int().nullable().describe('members the delivery adds (null until it starts)'),
   removed: z.number().int().nullable().describe('members the delivery removes (null until it starts)'),
-  skipped: z.number().int().describe('members without an email (ad platforms)'),
+  skipped: z.number().int().describe('members not sent: without an email, or withheld for their ads consent (ad platforms)'),
   last_error: z.string().nullable(),
   created_at: z.string(),
   finished_at: z.string().nullable(),

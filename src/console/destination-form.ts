@@ -24,6 +24,7 @@ const initial = (d: PublicDestination | null): Fields => {
     url: text('url'), audience_id: text('audience_id'), customer_id: text('customer_id'), user_list_id: text('user_list_id'),
     login_customer_id: text('login_customer_id'), api: text('api') || 'data_manager',
     ad_user_data: consent.ad_user_data ?? 'GRANTED', ad_personalization: consent.ad_personalization ?? 'GRANTED',
+    require_consent: d?.require_consent === true ? 'true' : '',
     secret: '', access_token: '', client_id: '', client_secret: '', refresh_token: '', developer_token: '',
   };
 };
@@ -33,10 +34,11 @@ function toInput(type: DestinationType, f: Fields, id: string | undefined): Reco
   const given = (entries: [string, string][]) => Object.fromEntries(entries.filter(([, v]) => v.trim() !== '').map(([k, v]) => [k, v.trim()]));
   const base = { type, ...(id ? { id } : {}) };
   if (type === 'webhook') return { ...base, url: f.url!.trim(), ...given([['secret', f.secret!]]) };
-  if (type === 'meta_custom_audience') return { ...base, audience_id: f.audience_id!.trim(), ...given([['access_token', f.access_token!]]) };
+  const consentRule = f.require_consent === 'true' ? { require_consent: true } : {};
+  if (type === 'meta_custom_audience') return { ...base, ...consentRule, audience_id: f.audience_id!.trim(), ...given([['access_token', f.access_token!]]) };
   const oauth = given([['client_id', f.client_id!], ['client_secret', f.client_secret!], ['refresh_token', f.refresh_token!]]);
   return {
-    ...base, api: f.api, customer_id: f.customer_id!.trim(), user_list_id: f.user_list_id!.trim(),
+    ...base, ...consentRule, api: f.api, customer_id: f.customer_id!.trim(), user_list_id: f.user_list_id!.trim(),
     ...given([['login_customer_id', f.login_customer_id!]]),
     ...(Object.keys(oauth).length > 0 ? { oauth } : {}),
     ...(f.api === 'google_ads' ? given([['developer_token', f.developer_token!]]) : {}),
@@ -69,12 +71,15 @@ export function DestinationForm({ editing, onSave, onCancel }: {
   };
   const consent = (key: string, label: string) => html`<label>${label}
     <select aria-label=${label} value=${f[key]} onChange=${set(key)}><option value="GRANTED">Granted</option><option value="DENIED">Denied</option></select></label>`;
+  const requireConsent = html`<label class="check"><input type="checkbox" aria-label="Only members who granted ads consent"
+    checked=${f.require_consent === 'true'} onChange=${(e: Event) => setF({ ...f, require_consent: (e.target as HTMLInputElement).checked ? 'true' : '' })} />
+    Only members whose <code>$consent.ads</code> is true (otherwise all but those whose it is false)</label>`;
   return html`<form class="panel destination-form" onSubmit=${submit} aria-label=${editing ? 'Edit destination' : 'New destination'}>
     <label>Type <select aria-label="Type" value=${type} disabled=${editing !== null} onChange=${(e: Event) => setType(valueOf(e) as DestinationType)}>
       ${Object.entries(TYPE_NAMES).map(([value, name]) => html`<option value=${value}>${name}</option>`)}</select></label>
     ${type === 'webhook' && html`<div class="row">${text('url', 'URL', { hint: 'https://…' })}${secret('secret', 'Signing secret')}</div>`}
     ${type === 'meta_custom_audience' && html`<div class="row">${text('audience_id', 'Custom audience id', { inputmode: 'numeric' })}
-      ${secret('access_token', 'Access token')}</div>`}
+      ${secret('access_token', 'Access token')}</div>${requireConsent}`}
     ${type === 'google_customer_match' && html`
       <div class="row"><label>API <select aria-label="API" value=${f.api} onChange=${set('api')}>
         <option value="data_manager">Data Manager API</option><option value="google_ads">Google Ads API (allowlisted accounts)</option></select></label>
@@ -83,7 +88,8 @@ export function DestinationForm({ editing, onSave, onCancel }: {
       <div class="row">${secret('client_id', 'OAuth client id')}${secret('client_secret', 'OAuth client secret')}${secret('refresh_token', 'Refresh token')}
         ${f.api === 'google_ads' && secret('developer_token', 'Developer token')}</div>
       <div class="row">${consent('ad_user_data', 'Ad user data consent')}${consent('ad_personalization', 'Ad personalization consent')}</div>
-      <p class="hint" data-testid="consent-hint">Consent is sent to Google with every member; for people in the EEA, Google drops members whose consent is not granted.</p>`}
+      <p class="hint" data-testid="consent-hint">Consent is sent to Google with every member without a <code>$consent.ads</code> trait of its own; for people in the EEA, Google drops members whose consent is not granted.</p>
+      ${requireConsent}`}
     ${editing && html`<p class="hint">Credentials are never shown again: fields left empty keep the saved ones.</p>`}
     <div class="actions"><button type="submit" class="primary" disabled=${saving}>${saving ? 'Saving…' : 'Save destination'}</button>
       <button type="button" onClick=${onCancel}>Cancel</button></div>

@@ -6,6 +6,7 @@
 
 import { isPageUrl } from './channels.js';
 import { eventSizeFault, payloadFault, traitsFault } from './limits.js';
+import { consentFault } from './consent.js';
 import { type EventInput, MAX_BATCH, type PageviewInput, timestamp } from './schemas.js';
 
 type Json = Record<string, unknown>;
@@ -47,7 +48,7 @@ export function fastEvent(v: unknown): EventInput | null {
   if (external_id === undefined && user_id === undefined && mail === undefined && visitor_id === undefined && tr_visitor_id === undefined) return null;
   if (external_id !== undefined && user_id !== undefined && external_id !== user_id) return null;
   if (visitor_id !== undefined && tr_visitor_id !== undefined && visitor_id !== tr_visitor_id) return null;
-  if (traits !== undefined && (!isObject(traits) || traitsFault(traits) !== null)) return null;
+  if (traits !== undefined && (!isObject(traits) || traitsFault(traits) !== null || consentFault(traits) !== null)) return null;
   if (properties !== undefined && (!isObject(properties) || payloadFault(properties, true) !== null)) return null;
   if (at !== undefined && !isTimestamp(at)) return null;
   // Keys in the schema's order, only those given: zod's output.
@@ -68,6 +69,7 @@ export function fastEvent(v: unknown): EventInput | null {
 export function fastPageview(v: unknown): PageviewInput | null {
   if (!isObject(v)) return null;
   const { visitor_id, url, referrer, title, timestamp: at } = v;
+  if (v.cookieless !== undefined) return null;
   if (!within(visitor_id, 1, 256) || !within(url, 0, 4096) || !isPageUrl(url)) return null;
   if (referrer !== undefined && referrer !== null && !within(referrer, 0, 4096)) return null;
   if (title !== undefined && title !== null && !within(title, 0, 1024)) return null;

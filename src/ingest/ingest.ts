@@ -14,7 +14,8 @@ import { derivePageviewFields, isInternalNavigation, type PageviewFields } from 
 import { GroupCommit } from './group-commit.js';
 import { type SuppressionCheck, suppressionCheck } from '../privacy/suppression.js';
 import { type IdentityInput, resolveIdentities } from './identity.js';
-import type { EventInput, EventResult, PageviewInput, PersonInput } from './schemas.js';
+import { CookielessVisitors, type RequestOrigin } from './cookieless.js';
+import type { EventInput, EventResult, PageviewBody, PageviewInput, PersonInput } from './schemas.js';
 
 /** The result of an event stored nowhere: one of its identifiers is suppressed. */
 const SUPPRESSED_EVENT: EventResult = { event_id: null, person_id: null, duplicate: false, suppressed: true };
@@ -112,7 +113,11 @@ export class Ingest {
   /** Property paths known per workspace and event name, so only new ones are written. */
   private readonly knownPaths = new Map<string, KnownPaths>();
 
-  constructor(private readonly stores: Stores, private readonly clock: () => Date = () => new Date()) {}
+  private readonly cookieless: CookielessVisitors;
+
+  constructor(private readonly stores: Stores, private readonly clock: () => Date = () => new Date()) {
+    this.cookieless = new CookielessVisitors(stores.control, clock);
+  }
 
   /**
    * Calls `listener` with each change of visitor-to-person links (a visitor linked or moved), in
@@ -233,8 +238,13 @@ export class Ingest {
   }
 
   /** Stores a batch of page views (grouped with the workspace's waiting batches, like events). */
-  /** Stores page views; those of a suppressed visitor are acknowledged and counted apart. */
-  async pageviews(ws: string, all: PageviewInput[]): Promise<{ stored: { pageview_id: string }[]; suppressed: number }> {
+  /**
+   * Stores page views; those of a suppressed visitor are acknowledged and counted apart. A
+   * cookieless one's visitor is derived from `origin` (cookieless.ts).
+   */
+  async pageviews(ws: string, received: PageviewBody[], origin: RequestOrigin): Promise<{ stored: { pageview_id: string }[]; suppressed: number }> {
+    const all = await Promise.all(received.map(async ({ cookieless, visitor_id, ...rest }): Promise<PageviewInput> =>
+      ({ ...rest, visitor_id: cookieless || visitor_id === undefined ? await this.cookieless.visitorId(ws, origin) : visitor_id })));
     const receivedAt = this.clock();
     const check = await suppressionCheck(this.stores.control, ws);
     const inputs = check ? all.filter((input) => !suppressed(check, input)) : all;

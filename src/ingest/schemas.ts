@@ -3,6 +3,7 @@
 
 import { z } from 'zod';
 import { isPageUrl } from './channels.js';
+import { consentWellFormed } from './consent.js';
 import { eventWithinSize, onValid, propertiesWithinLimits, traitsWithinLimits } from './limits.js';
 
 const identifier = z.string().min(1).max(256);
@@ -11,7 +12,7 @@ const userId = z.union([identifier, z.number().int().refine(Number.isSafeInteger
   .transform((v) => String(v));
 const email = z.string().trim().min(1).max(256).transform((v) => v.toLowerCase());
 const jsonObject = z.record(z.string(), z.unknown());
-const traits = jsonObject.superRefine(traitsWithinLimits);
+const traits = jsonObject.superRefine(traitsWithinLimits).superRefine(consentWellFormed);
 const properties = jsonObject.superRefine(propertiesWithinLimits);
 export const timestamp = z.iso.datetime({ offset: true, local: true });
 
@@ -55,19 +56,32 @@ export const eventBody = z.object({
 export const MAX_BATCH = 500;
 export const eventsBody = z.union([eventBody, z.object({ batch: z.array(eventBody).min(1).max(MAX_BATCH) })]);
 
+/** A visitor id, or the mark of a page view without one (the tracker's data-cookieless): one of them. */
+function checkVisitor(value: { visitor_id?: string; cookieless?: true }, ctx: z.RefinementCtx): void {
+  if (value.visitor_id !== undefined && value.cookieless) {
+    ctx.addIssue({ code: 'custom', path: ['cookieless'], message: 'a cookieless page view carries no visitor_id' });
+  } else if (value.visitor_id === undefined && !value.cookieless) {
+    ctx.addIssue({ code: 'custom', path: ['visitor_id'], message: 'visitor_id is required (or cookieless: true)' });
+  }
+}
+
 export const pageviewBody = z.object({
-  visitor_id: identifier.describe('the raw value of the tr_v cookie'),
+  visitor_id: identifier.optional().describe('the raw value of the tr_v cookie; absent with cookieless'),
+  cookieless: z.literal(true).optional()
+    .describe('no cookie (the tracker\'s data-cookieless): the visitor is derived from a daily-rotating salted hash of the address and user agent'),
   url: z.string().max(4096).refine(isPageUrl, 'must be an http(s) URL such as https://example.com/pricing, or a path such as /pricing')
     .describe('the page\'s address (location.href)'),
   referrer: z.string().max(4096).nullable().optional(),
   title: z.string().max(1024).nullable().optional(),
   timestamp: timestamp.optional(),
-});
+}).superRefine(checkVisitor);
 export const pageviewsBody = z.union([pageviewBody, z.object({ batch: z.array(pageviewBody).min(1).max(MAX_BATCH) })]);
 
 export type PersonInput = z.output<typeof personBody>;
 export type EventInput = z.output<typeof eventBody>;
-export type PageviewInput = z.output<typeof pageviewBody>;
+export type PageviewBody = z.output<typeof pageviewBody>;
+/** A page view with its visitor (a cookieless one's derived). */
+export type PageviewInput = Omit<PageviewBody, 'visitor_id' | 'cookieless'> & { visitor_id: string };
 
 export const personAnswer = z.object({
   person_id: z.string().nullable(),

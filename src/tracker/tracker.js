@@ -1,7 +1,13 @@
 // The browser tracker served at GET /tracker.js (decisions §5). Embedded on a customer's site as
 //   <script src="https://api.example.com/tracker.js" data-key="pk_…"></script>
 // it keeps a first-party visitor cookie and sends a page view on load and on single-page-app
-// navigations. It runs inside someone else's page: it must never throw there, and it leaks no globals.
+// navigations. It runs inside someone else's page: it must never throw there, and it adds one
+// global, `tr`, the consent switch (decisions §12):
+//   data-consent="required"  no cookie, nothing sent, until the page calls tr.consent(true); then
+//                            the cookie and the page views held back (the landing's campaign with
+//                            them). tr.consent(false) stops sending and deletes the cookie.
+//   data-cookieless          never a cookie: page views go without a visitor id, which the
+//                            service derives from a daily-rotating salted hash.
 (() => {
   try {
     const script = document.currentScript;
@@ -11,6 +17,10 @@
     const api = (script.getAttribute('data-api') || new URL(script.src).origin).replace(/\/+$/, '');
     const endpoint = api + '/v1/pageviews?key=' + encodeURIComponent(key);
     const COOKIE = 'tr_v';
+    const cookieless = script.hasAttribute('data-cookieless');
+    let consented = script.getAttribute('data-consent') !== 'required';
+    // Page views held back until consent, with the time they happened (a few: the landing first).
+    const held = [];
 
     const randomId = () => {
       const c = window.crypto;
@@ -20,6 +30,7 @@
     };
 
     const visitorId = () => {
+      if (cookieless) return null;
       let id;
       try {
         const found = document.cookie.split('; ').find((c) => c.startsWith(COOKIE + '='));
@@ -49,21 +60,22 @@
       }
     };
 
-    // The URL last sent: not sent again in a row, and the referrer of the next in-app navigation,
+    // The URL last tracked: not tracked again in a row, and the referrer of the next in-app navigation,
     // so the server sees an internal navigation and carries the landing's channel.
     let last = null;
+    const visitor = () => {
+      const id = visitorId();
+      return id ? { visitor_id: id } : { cookieless: true };
+    };
     const track = () => {
       try {
         const url = location.href;
         if (url === last) return;
         const referrer = last || document.referrer || null;
         last = url;
-        post({
-          visitor_id: visitorId(),
-          url: url.slice(0, 4096),
-          referrer: referrer && referrer.slice(0, 4096),
-          title: document.title.slice(0, 1024),
-        });
+        const view = { url: url.slice(0, 4096), referrer: referrer && referrer.slice(0, 4096), title: document.title.slice(0, 1024) };
+        if (consented) post({ ...visitor(), ...view });
+        else if (held.length < 20) held.push({ ...view, timestamp: new Date().toISOString() });
       } catch (e) {}
     };
 
@@ -77,6 +89,17 @@
       };
     }
     window.addEventListener('popstate', track);
+    window.tr = {
+      consent(granted) {
+        try {
+          consented = granted === true;
+          if (consented && held.length > 0) {
+            const ids = visitor();
+            post({ batch: held.splice(0).map((view) => ({ ...ids, ...view })) });
+          } else if (!consented && !cookieless) document.cookie = COOKIE + '=; Max-Age=0; Path=/; SameSite=Lax';
+        } catch (e) {}
+      },
+    };
     track();
   } catch (e) {}
 })();

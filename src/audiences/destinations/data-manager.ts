@@ -1,11 +1,14 @@
 // Google's Data Manager API (googleapis google/ads/datamanager/v1 ingestion_service.proto):
 // `POST {GOOGLE_DATA_MANAGER_BASE_URL}/v1/audienceMembers:ingest` and `…:remove`, each with the
 // destination (the Google Ads account and its Customer Match list), `encoding: HEX` and at most
-// 10 000 members; ingest also carries the consent. The answer is `{ requestId }`.
+// 10 000 members; ingest also carries the consent: the destination's for the request, and a
+// member's own (its `$consent.ads`) on the member, which overrides the request's (audience.proto
+// AudienceMember.consent). The answer is `{ requestId }`.
 
 import type { DiffMember } from '../../store/analytics.js';
 import type { DeliveryContext } from './driver.js';
 import { googleAuthorization } from './google-auth.js';
+import type { HashedMember } from './emails.js';
 import type { Destination } from './schema.js';
 
 type Google = Extract<Destination, { type: 'google_customer_match' }>;
@@ -14,6 +17,14 @@ type Google = Extract<Destination, { type: 'google_customer_match' }>;
 export const DATA_MANAGER_MEMBERS_PER_REQUEST = 10_000;
 
 const CONSENT = { GRANTED: 'CONSENT_GRANTED', DENIED: 'CONSENT_DENIED' } as const;
+
+/** A member's own consent: both signals from its ads consent. */
+const memberConsent = (ads: boolean) => ({ adUserData: CONSENT[ads ? 'GRANTED' : 'DENIED'], adPersonalization: CONSENT[ads ? 'GRANTED' : 'DENIED'] });
+
+const audienceMember = ({ hash, ads }: HashedMember, change: DiffMember['change']) => ({
+  userData: { userIdentifiers: [{ emailAddress: hash }] },
+  ...(change === 'added' && ads !== undefined ? { consent: memberConsent(ads) } : {}),
+});
 
 const account = (accountId: string) => ({ accountType: 'GOOGLE_ADS', accountId });
 
@@ -25,13 +36,13 @@ export const dataManagerDestination = (d: Google) => ({
 });
 
 /** Sends hashed emails to the list: `added` with `:ingest`, `removed` with `:remove`. */
-export async function sendToDataManager(destination: Google, change: DiffMember['change'], hashes: string[], context: DeliveryContext): Promise<void> {
+export async function sendToDataManager(destination: Google, change: DiffMember['change'], members: HashedMember[], context: DeliveryContext): Promise<void> {
   const verb = change === 'added' ? 'ingest' : 'remove';
   const url = `${context.config.googleDataManagerBaseUrl}/v1/audienceMembers:${verb}`;
-  for (let from = 0; from < hashes.length; from += DATA_MANAGER_MEMBERS_PER_REQUEST) {
+  for (let from = 0; from < members.length; from += DATA_MANAGER_MEMBERS_PER_REQUEST) {
     const body = {
       destinations: [dataManagerDestination(destination)],
-      audienceMembers: hashes.slice(from, from + DATA_MANAGER_MEMBERS_PER_REQUEST).map((emailAddress) => ({ userData: { userIdentifiers: [{ emailAddress }] } })),
+      audienceMembers: members.slice(from, from + DATA_MANAGER_MEMBERS_PER_REQUEST).map((m) => audienceMember(m, change)),
       ...(change === 'added' ? { consent: { adUserData: CONSENT[destination.consent.ad_user_data], adPersonalization: CONSENT[destination.consent.ad_personalization] } } : {}),
       encoding: 'HEX',
     };

@@ -45,6 +45,8 @@ export interface DiffPage {
   page: number;
   members: DiffMember[];
   delivery: DeliveryPosition;
+  /** The explicit ads consent (`$consent.ads`) of the page's persons, by profile (ad platforms). */
+  consent?: ReadonlyMap<number, boolean>;
 }
 
 export interface DriverConfig {
@@ -79,7 +81,7 @@ export interface DeliveryContext {
 export interface Driver<D> {
   /** Diff rows per page, each page acknowledged on its own. */
   pageSize(destination: D, config: DriverConfig): number;
-  /** Sends one page; answers how many members it skipped (no email for an ad platform). */
+  /** Sends one page; answers how many members it skipped (no email for an ad platform). Ad platforms get only members they may hold (audiences/consent.ts). */
   deliverPage(destination: D, page: DiffPage, context: DeliveryContext): Promise<{ skipped: number }>;
 }
 

@@ -25,16 +25,30 @@ export function googleEmail(email: string): string {
 
 export type Normalize = (email: string) => string;
 
-/** The hashes of the members of one change, each normalized email once; and how many had no email. */
-export function hashedEmails(members: DiffMember[], change: DiffMember['change'], normalize: Normalize): string[] {
-  const hashes = new Set<string>();
+/** A member's hashed email, with its explicit ads consent when it has one. */
+export interface HashedMember {
+  hash: string;
+  ads?: boolean;
+}
+
+/** The hashed emails of the members of one change, each normalized email once, with their ads consent from `consent` (by profile). */
+export function hashedMembers(members: DiffMember[], change: DiffMember['change'], normalize: Normalize,
+  consent?: ReadonlyMap<number, boolean>): HashedMember[] {
+  const found = new Map<string, HashedMember>();
   for (const m of members) {
     if (m.change !== change || !m.email) continue;
     const normalized = normalize(m.email);
-    if (normalized) hashes.add(sha256(normalized));
+    if (!normalized) continue;
+    const hash = sha256(normalized);
+    const ads = consent?.get(m.profile);
+    if (!found.has(hash)) found.set(hash, ads === undefined ? { hash } : { hash, ads });
   }
-  return [...hashes];
+  return [...found.values()];
 }
+
+/** The hashes of the members of one change, each normalized email once. */
+export const hashedEmails = (members: DiffMember[], change: DiffMember['change'], normalize: Normalize): string[] =>
+  hashedMembers(members, change, normalize).map((m) => m.hash);
 
 /** Members of a page an ad platform cannot match: no email. */
 export const withoutEmail = (members: DiffMember[]) => members.filter((m) => !m.email || !m.email.trim()).length;

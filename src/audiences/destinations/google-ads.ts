@@ -1,7 +1,8 @@
 // The Google Ads API, for accounts Google still allowlists for Customer Match (googleapis
 // google/ads/googleads/v25/services/offline_user_data_job_service.proto; google-ads-python's
 // add_customer_match_user_list example). Per change: one offline user data job, created with the
-// list and the consent, given its operations (at most 10 000 a request, partial failure on), run,
+// list and the destination's consent, given its operations (a member with its own `$consent.ads`
+// carries it in its UserData, which overrides the job's: offline_user_data.proto UserData.consent) (at most 10 000 a request, partial failure on), run,
 // and its status read through GoogleAdsService.Search until it ends. Adds and removes never share a
 // job: Google refuses that (OfflineUserDataJobError CONFLICTING_OPERATION).
 
@@ -9,6 +10,7 @@ import type { DiffMember } from '../../store/analytics.js';
 import { type DeliveryContext, type HttpRequest, jsonOf } from './driver.js';
 import { googleAuthorization } from './google-auth.js';
 import { partialFailure } from './google-errors.js';
+import type { HashedMember } from './emails.js';
 import type { Destination } from './schema.js';
 
 type Google = Extract<Destination, { type: 'google_customer_match' }>;
@@ -59,7 +61,7 @@ async function awaitJob(destination: Google, context: DeliveryContext, job: stri
 }
 
 /** Sends hashed emails to the list as one job of one kind: `added` as create operations, `removed` as remove operations. */
-export async function sendToGoogleAds(destination: Google, change: DiffMember['change'], hashes: string[], context: DeliveryContext): Promise<void> {
+export async function sendToGoogleAds(destination: Google, change: DiffMember['change'], members: HashedMember[], context: DeliveryContext): Promise<void> {
   if (!destination.developer_token) throw new Error('the Google Ads API needs a developer token: save the destination with developer_token');
   const customer = destination.customer_id;
   const created = await request(destination, context, 'create job', `customers/${customer}/offlineUserDataJobs:create`, {
@@ -75,8 +77,11 @@ export async function sendToGoogleAds(destination: Google, change: DiffMember['c
     throw new Error('the job creation answer has no resourceName of this customer');
   }
   const operation = change === 'added' ? 'create' : 'remove';
-  for (let from = 0; from < hashes.length; from += GOOGLE_ADS_OPERATIONS_PER_REQUEST) {
-    const operations = hashes.slice(from, from + GOOGLE_ADS_OPERATIONS_PER_REQUEST).map((hashedEmail) => ({ [operation]: { userIdentifiers: [{ hashedEmail }] } }));
+  for (let from = 0; from < members.length; from += GOOGLE_ADS_OPERATIONS_PER_REQUEST) {
+    const operations = members.slice(from, from + GOOGLE_ADS_OPERATIONS_PER_REQUEST).map(({ hash, ads }) => ({ [operation]: {
+      userIdentifiers: [{ hashedEmail: hash }],
+      ...(change === 'added' && ads !== undefined ? { consent: { adUserData: ads ? 'GRANTED' : 'DENIED', adPersonalization: ads ? 'GRANTED' : 'DENIED' } } : {}),
+    } }));
     await request(destination, context, `add ${operation} operations`, `${job}:addOperations`, { enablePartialFailure: true, operations });
   }
   await request(destination, context, 'run job', `${job}:run`, {});

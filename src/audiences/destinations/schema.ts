@@ -9,6 +9,9 @@ const digits = (what: string) => z.string().trim().regex(/^\d{1,32}$/, `${what}:
 /** Google shows account ids as 123-456-7890; the APIs take the digits. */
 const googleAccount = (what: string) => z.string().transform((v) => v.replaceAll('-', '').trim()).pipe(digits(what));
 const consentStatus = z.enum(['GRANTED', 'DENIED']);
+/** Ad platforms hold a member unless its `$consent.ads` is false; with this, only when it is true (decisions §12). */
+const requireConsent = z.boolean().optional()
+  .describe('send only members whose $consent.ads trait is true (default: all but those whose $consent.ads is false)');
 
 export const GOOGLE_APIS = ['data_manager', 'google_ads'] as const;
 
@@ -22,6 +25,7 @@ const meta = z.object({
   type: z.literal('meta_custom_audience'),
   audience_id: digits('the custom audience id').describe('the custom audience id on Meta (digits)'),
   access_token: secret.describe('a system user access token with ads_management'),
+  require_consent: requireConsent,
 });
 
 const google = z.object({
@@ -33,7 +37,8 @@ const google = z.object({
     .describe('an OAuth client and a refresh token with the datamanager (or, with api google_ads, adwords) scope'),
   developer_token: secret.optional().describe('the Google Ads API developer token (api google_ads only)'),
   consent: z.object({ ad_user_data: consentStatus, ad_personalization: consentStatus })
-    .describe('the EEA consent (Digital Markets Act) sent with every member: Google drops members without granted consent'),
+    .describe('the EEA consent (Digital Markets Act) of members without a $consent.ads trait: Google drops members without granted consent'),
+  require_consent: requireConsent,
   api: z.enum(GOOGLE_APIS).default('data_manager').describe('data_manager (default) or google_ads (accounts Google allowlists for Customer Match)'),
 });
 
@@ -41,6 +46,9 @@ const google = z.object({
 export const storedDestination = z.discriminatedUnion('type', [webhook, meta, google]);
 export type Destination = z.infer<typeof storedDestination> & { id: string };
 export type DestinationType = Destination['type'];
+/** The destinations that match members by their email and honour their ads consent. */
+export type AdPlatform = Extract<Destination, { type: 'meta_custom_audience' | 'google_customer_match' }>;
+export const isAdPlatform = (d: Destination): d is AdPlatform => d.type !== 'webhook';
 
 /** The credentials of each type: write-only. */
 export const CREDENTIALS = {

@@ -124,7 +124,8 @@ async function pageviewRoutes(app: FastifyInstance, { ingest }: { ingest: Ingest
     },
   }, async (request) => {
     const body = fastPageviews(request.body) ?? parse(pageviewsBody, request.body);
-    const { stored, suppressed } = await ingest.pageviews(request.workspaceId, items(body));
+    const origin = { address: request.ip, userAgent: request.headers['user-agent'] ?? '' };
+    const { stored, suppressed } = await ingest.pageviews(request.workspaceId, items(body), origin);
     return suppressed > 0 ? { accepted: stored.length, suppressed } : { accepted: stored.length };
   });
 }

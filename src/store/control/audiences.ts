@@ -87,7 +87,7 @@ export async function deleteAudience(tx: ControlSql, ws: string, id: string): Pr
   if ((await tx.run('DELETE FROM audiences WHERE workspace_id = $1 AND audience_id = $2', [ws, id])) === 0) return false;
   await tx.run(`DELETE FROM audience_delivery_attempts WHERE workspace_id = $1 AND delivery_id IN (
     SELECT delivery_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2)`, [ws, id]);
-  for (const table of ['audience_deliveries', 'audience_destinations', 'audience_destination_changes']) {
+  for (const table of ['audience_deliveries', 'audience_destinations', 'audience_destination_changes', 'audience_consent_withheld']) {
     await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2`, [ws, id]);
   }
   return true;
@@ -152,7 +152,7 @@ export async function adoptSnapshot(tx: ControlSql, a: {
   // Destinations taken off the audience, once no delivery of theirs is pending (their runs only
   // write while one is): their acknowledged state no longer holds a snapshot back.
   const listed = columnOf(a.destinationIds);
-  for (const table of ['audience_destination_changes', 'audience_destinations']) {
+  for (const table of ['audience_destination_changes', 'audience_destinations', 'audience_consent_withheld']) {
     await tx.run(`DELETE FROM ${table} WHERE workspace_id = $1 AND audience_id = $2
       AND destination_id NOT IN (SELECT ${tx.dialect.texts('$3')})
       AND destination_id NOT IN (SELECT destination_id FROM audience_deliveries WHERE workspace_id = $1 AND audience_id = $2 AND status = 'pending')`,

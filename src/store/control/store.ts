@@ -45,6 +45,8 @@ export interface ControlDialect {
   jsonRows(param: string, alias: string, fields: Record<string, 'text' | 'bigint' | 'boolean'>): string;
   /** Whether the JSON `column` holds the dotted path `path` (a text parameter: `a.b`, as store/property-paths.ts spells them). */
   hasPath(column: string, path: string): string;
+  /** The JSON value at the dotted path `path` (a text parameter) of the JSON `column`, as JSON text (`true`, `"a"`); null when absent. */
+  jsonAt(column: string, path: string): string;
   /** Whether `err` is a statement's failure on a unique or primary key that already holds the value. */
   duplicateKey(err: unknown): boolean;
   /** The engine's reason when `err` refuses a value (the input's fault), in one line without the input; null for any other failure. */

@@ -34,6 +34,7 @@ export const duckdbDialect: ControlDialect = {
   },
   // A JSON Pointer: keys are taken as they are (a JSONPath would need quoting).
   hasPath: (column, path) => `json_exists(${column}, '/' || replace(CAST(${path} AS VARCHAR), '.', '/'))`,
+  jsonAt: (column, path) => `CAST(json_extract(${column}, '/' || replace(CAST(${path} AS VARCHAR), '.', '/')) AS VARCHAR)`,
   refusal: refusedValue,
   duplicateKey: (err) => err instanceof Error && err.message.startsWith('Constraint Error: Duplicate key'),
 };

@@ -526,4 +526,18 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (workspace_id, kind, value)
   );
   `,
+  `
+  CREATE TABLE audience_consent_withheld (
+    workspace_id VARCHAR NOT NULL,
+    audience_id VARCHAR NOT NULL,
+    destination_id VARCHAR NOT NULL,
+    profile BIGINT NOT NULL,
+    PRIMARY KEY (workspace_id, audience_id, destination_id, profile)
+  );
+  CREATE TABLE visitor_salts (
+    day VARCHAR PRIMARY KEY,
+    salt VARCHAR NOT NULL,
+    created_at TIMESTAMP NOT NULL
+  );
+`,
 ];

@@ -22,6 +22,7 @@ export const postgresDialect: ControlDialect = {
   jsonRows: (param, alias, fields) =>
     `jsonb_to_recordset(CAST(${param} AS jsonb)) AS ${alias}(${Object.entries(fields).map(([name, type]) => `${name} ${FIELD_TYPES[type]}`).join(', ')})`,
   hasPath: (column, path) => `(${column} #> string_to_array(CAST(${path} AS text), '.')) IS NOT NULL`,
+  jsonAt: (column, path) => `CAST(${column} #> string_to_array(CAST(${path} AS text), '.') AS text)`,
   refusal: refusedValue,
   duplicateKey: (err) => typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505',
 };

@@ -5,7 +5,8 @@
 // `{ requestId }` or a google.rpc.Status with an ErrorInfo reason. It needs an OAuth token with the
 // datamanager scope, refuses a missing encoding, an unknown list, a non-numeric account, more than
 // 10 000 members, identifiers that are not SHA-256 hex, and adds a member to the list only when its
-// consent (the request's) grants both ad_user_data and ad_personalization, as Google does for the EEA.
+// consent grants both ad_user_data and ad_personalization, as Google does for the EEA: the member's
+// own (AudienceMember.consent) when given, which overrides the request's (IngestAudienceMembersRequest.consent).
 
 import { randomUUID } from 'node:crypto';
 import { type GoogleOAuthDouble, googleStatus, unauthorized } from './google-oauth.js';
@@ -19,10 +20,15 @@ const invalid = (reason: string, message: string, field?: string): Answer => goo
   ...(field ? [{ '@type': 'type.googleapis.com/google.rpc.BadRequest', fieldViolations: [{ field, description: message }] }] : []),
 ]);
 
+interface Consent { adUserData?: string; adPersonalization?: string }
+
+const CONSENT_STATUSES = new Set([undefined, 'CONSENT_STATUS_UNSPECIFIED', 'CONSENT_GRANTED', 'CONSENT_DENIED']);
+const granted = (c: Consent | undefined) => c?.adUserData === 'CONSENT_GRANTED' && c.adPersonalization === 'CONSENT_GRANTED';
+
 interface Body {
   destinations?: { operatingAccount?: { accountType?: string; accountId?: string }; loginAccount?: { accountId?: string }; productDestinationId?: string }[];
-  audienceMembers?: { userData?: { userIdentifiers?: { emailAddress?: unknown }[] } }[];
-  consent?: { adUserData?: string; adPersonalization?: string };
+  audienceMembers?: { userData?: { userIdentifiers?: { emailAddress?: unknown }[] }; consent?: Consent }[];
+  consent?: Consent;
   encoding?: string;
 }
 
@@ -65,21 +71,22 @@ export class DataManagerDouble {
     if (members.length === 0) return invalid('REQUIRED_FIELD_MISSING', 'audience_members is required', 'audience_members');
     if (members.length > MAX_MEMBERS) return invalid('TOO_MANY_AUDIENCE_MEMBERS', 'Maximum number of audience members allowed per request is 10,000.', 'audience_members');
     if (body.encoding !== 'HEX' && body.encoding !== 'BASE64') return invalid('REQUIRED_FIELD_MISSING', 'encoding is required for UserData uploads', 'encoding');
-    const hashes: string[] = [];
+    const hashes: { hash: string; consent: Consent | undefined }[] = [];
     for (const member of members) {
+      if (member.consent && !(CONSENT_STATUSES.has(member.consent.adUserData) && CONSENT_STATUSES.has(member.consent.adPersonalization))) {
+        return invalid('INVALID_FORMAT', 'Invalid value at \'audience_members.consent\' (type.googleapis.com/google.ads.datamanager.v1.ConsentStatus)', 'audience_members');
+      }
       const identifiers = member.userData?.userIdentifiers ?? [];
       if (identifiers.length === 0 || identifiers.length > 10) return invalid('TOO_MANY_USER_IDENTIFIERS', 'Between 1 and 10 user identifiers per audience member.', 'audience_members');
       for (const { emailAddress } of identifiers) {
         if (typeof emailAddress !== 'string' || !SHA256_HEX.test(emailAddress)) return invalid('INVALID_SHA256_FORMAT', 'The SHA256 encoded value is malformed.', 'audience_members');
-        hashes.push(emailAddress);
+        hashes.push({ hash: emailAddress, consent: member.consent ?? body.consent });
       }
     }
-    if (verb === 'remove') {
-      for (const hash of hashes) list.delete(hash);
-    } else if (body.consent?.adUserData === 'CONSENT_GRANTED' && body.consent.adPersonalization === 'CONSENT_GRANTED') {
-      for (const hash of hashes) list.add(hash);
-    } else {
-      this.dropped += hashes.length;
+    for (const { hash, consent } of hashes) {
+      if (verb === 'remove') list.delete(hash);
+      else if (granted(consent)) list.add(hash);
+      else this.dropped++;
     }
     return { status: 200, body: { requestId: randomUUID() } };
   }

@@ -24,13 +24,16 @@ const failure = (code: number, status: string, errorCode: Record<string, string>
   }]);
 const jobError = (code: string, message: string) => failure(400, 'INVALID_ARGUMENT', { offlineUserDataJobError: code }, message);
 
-type Operation = { create?: { userIdentifiers?: { hashedEmail?: string }[] }; remove?: { userIdentifiers?: { hashedEmail?: string }[] }; removeAll?: boolean };
+type UserData = { userIdentifiers?: { hashedEmail?: string }[]; consent?: unknown };
+type Operation = { create?: UserData; remove?: UserData; removeAll?: boolean };
 
 interface Job {
   customer: string;
   list: string;
   status: 'PENDING' | 'RUNNING' | 'SUCCESS' | 'FAILED';
   consent: unknown;
+  /** The consent of each identifier's UserData (undefined: the job's applies). */
+  memberConsents: unknown[];
   kind: 'create' | 'remove' | null;
   hashes: string[];
   /** Status reads left before a running job ends. */
@@ -88,7 +91,7 @@ export class GoogleAdsDouble {
     if (body.job?.type !== 'CUSTOMER_MATCH_USER_LIST') return jobError('INVALID_USER_LIST_TYPE', 'Type of the user list is not applicable for the job.');
     const list = /^customers\/(\d+)\/userLists\/(\d+)$/.exec(body.job.customerMatchUserListMetadata?.userList ?? '');
     if (!list || list[1] !== customer || !this.lists.has(`${customer}/${list[2]}`)) return jobError('INVALID_USER_LIST_ID', 'The user list ID provided for the job is invalid.');
-    const id = this.jobs.push({ customer, list: `${customer}/${list[2]}`, status: 'PENDING', consent: body.job.customerMatchUserListMetadata?.consent, kind: null, hashes: [], readsLeft: 0 }) - 1;
+    const id = this.jobs.push({ customer, list: `${customer}/${list[2]}`, status: 'PENDING', consent: body.job.customerMatchUserListMetadata?.consent, memberConsents: [], kind: null, hashes: [], readsLeft: 0 }) - 1;
     return { status: 200, body: { resourceName: `customers/${customer}/offlineUserDataJobs/${id}` } };
   }
 
@@ -104,7 +107,10 @@ export class GoogleAdsDouble {
     const errors: { errorCode: Record<string, string>; message: string; location: unknown }[] = [];
     operations.forEach((op, index) => {
       for (const { hashedEmail } of (op.create ?? op.remove)?.userIdentifiers ?? []) {
-        if (hashedEmail && SHA256_HEX.test(hashedEmail)) job.hashes.push(hashedEmail);
+        if (hashedEmail && SHA256_HEX.test(hashedEmail)) {
+          job.hashes.push(hashedEmail);
+          job.memberConsents.push((op.create ?? op.remove)?.consent);
+        }
         else errors.push({ errorCode: { offlineUserDataJobError: 'INVALID_SHA256_FORMAT' }, message: 'The SHA256 encoded value is malformed.', location: { fieldPathElements: [{ fieldName: 'operations', index }] } });
       }
     });
