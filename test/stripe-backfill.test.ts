@@ -4,7 +4,12 @@
 // mid-run and a resume; the same history sent as signed notifications gives the same revenue report,
 // and a history partly notified before and after a backfill counts each payment once.
 
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { main } from '../src/cli/main.js';
 import { Backfill, type BackfillOptions, stripeClient } from '../src/attribution/backfill.js';
 import { PaymentWebhook } from '../src/attribution/webhook.js';
 import { Ingest } from '../src/ingest/ingest.js';
@@ -187,5 +192,45 @@ describe('the Stripe list API double refuses what Stripe refuses', () => {
   it('lists subscriptions without the canceled ones unless status=all', async () => {
     expect((await (await get('/v1/subscriptions')).json()).data).toEqual([]);
     expect((await (await get('/v1/subscriptions?status=all')).json()).data.map((s: { id: string }) => s.id)).toEqual(['sub_b']);
+  });
+});
+
+describe('the command line on a database file: workspace create, stripe backfill, rates load, report --currency', () => {
+  let double: StripeApiDouble;
+  const dir = mkdtempSync(join(tmpdir(), 'backfill-cli-'));
+  const file = join(dir, 'service.duckdb');
+  beforeAll(async () => { double = await startStripeApi(KEY, data); });
+  afterAll(async () => {
+    await double.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+    let [out, err] = ['', ''];
+    const sink = (append: (s: string) => void) => new Writable({ write(chunk: Buffer, _e, done) { append(chunk.toString()); done(); } });
+    const code = await main(args, { stdout: sink((x) => { out += x; }), stderr: sink((x) => { err += x; }), env: { ...process.env, STRIPE_API_BASE: double.url } });
+    return { code, out, err };
+  }
+
+  it('reads the history through STRIPE_API_BASE and reports it in USD at the day\'s rates', async () => {
+    const created = await cli('workspace', 'create', 'shop', '--data', file, '--json');
+    expect(created.code, created.err).toBe(0);
+    const ws = JSON.parse(created.out).workspace_id as string;
+    const wrongMode = await cli('stripe', 'backfill', 'shop', '--api-key', 'rk_test_x', '--data', file);
+    expect([wrongMode.code, wrongMode.err]).toEqual([1, expect.stringMatching(/counts Stripe's live mode/)]);
+    const run = await cli('stripe', 'backfill', 'shop', '--api-key', KEY, '--data', file, '--json');
+    expect(run.code, run.err).toBe(0);
+    expect(JSON.parse(run.out)).toMatchObject({ workspace_id: ws, complete: true });
+    // A USD rate for each weekday of August and September 2025, in the ECB's layout (newest first).
+    const days = Array.from({ length: 61 }, (_, i) => new Date(Date.UTC(2025, 7, 1 + i))).filter((d) => d.getUTCDay() % 6 !== 0).reverse();
+    const usd = (d: Date) => (1.1 + d.getUTCDate() / 1000).toFixed(4);
+    writeFileSync(join(dir, 'rates.csv'), `Date,USD,JPY,\n${days.map((d) => `${d.toISOString().slice(0, 10)},${usd(d)},N/A,`).join('\n')}\n`);
+    const loaded = await cli('rates', 'load', join(dir, 'rates.csv'), '--data', file);
+    expect(loaded.code, loaded.err).toBe(0);
+    const report = await cli('report', '--data', file, '--workspace', ws, '--from', '2025-08-01', '--to', '2025-10-01', '--currency', 'usd', '--json');
+    expect(report.code, report.err).toBe(0);
+    // $80.00 net in USD, and the guest's €30.00 at the rate of its day (2025-09-03, a Wednesday).
+    const eurToUsd = Math.floor(3000 * Number(usd(new Date(Date.UTC(2025, 8, 3)))) * 100 / 100 + 0.5);
+    expect(JSON.parse(report.out).totals.revenue).toEqual({ usd: 8000 + eurToUsd });
   });
 });
