@@ -192,10 +192,12 @@ describe.skipIf(!POSTGRES_RUNNING)('PostgreSQL migrations', () => {
       expect(await again.schemaVersion()).toBe(MIGRATION_FILES);
       const tables = await again.all("SELECT table_name AS name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name");
       expect(tables.map((t) => t.name)).toEqual([
-        'analytics_outbox', 'api_keys', 'audience_deliveries', 'audience_delivery_attempts', 'audience_destination_changes',
-        'audience_destinations', 'audience_snapshots', 'audiences', 'event_messages', 'event_names', 'event_properties', 'leases', 'payment_customers',
-        'payment_objects', 'payments', 'person_aliases', 'person_merges', 'persons', 'pgmigrations', 'privacy_departures', 'privacy_request_items', 'privacy_requests',
-        'processed_notifications', 'refunds', 'suppressions', 'trait_definitions', 'visitors', 'workspaces',
+        'analytics_outbox', 'api_keys', 'audience_consent_withheld', 'audience_deliveries', 'audience_delivery_attempts',
+        'audience_destination_changes', 'audience_destinations', 'audience_snapshots', 'audiences', 'event_messages',
+        'event_names', 'event_properties', 'exchange_rates', 'leases', 'payment_customers', 'payment_objects', 'payments',
+        'person_aliases', 'person_merges', 'persons', 'pgmigrations', 'privacy_departures', 'privacy_request_items',
+        'privacy_requests', 'processed_notifications', 'refunds', 'stripe_backfill_cursors', 'suppressions', 'trait_definitions',
+        'visitor_salts', 'visitors', 'workspaces',
       ]);
       // The people lookup's trigram indexes (003_people_lookup.sql; the customers without an owner's, 006).
       const trigram = await again.all("SELECT indexname AS name FROM pg_indexes WHERE schemaname = 'public' AND indexdef LIKE '%gin_trgm_ops%' ORDER BY indexname");

@@ -60,6 +60,11 @@ export class PaymentWebhook {
     return receipt!;
   }
 
+  /** Applies verified notifications in order, as one request (backfill.ts: a page of listed objects). */
+  applyAll(ws: string, ns: Notification[]): Promise<{ duplicate: boolean }[]> {
+    return this.writes.submit(ws, ns);
+  }
+
   /**
    * One unit of work for a group: the ids claimed in one statement, what the claimed notifications
    * read loaded at once, each applied in arrival order on that state, what they changed written at

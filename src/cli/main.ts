@@ -18,8 +18,10 @@ import { validate } from './validate.js';
 import { workspaceCreate, workspaceList, workspaceMode } from './workspace.js';
 import { workspaceRetention } from './retention.js';
 import { privacyDelete, privacySuppress, privacyUnsuppress } from './privacy.js';
+import { stripeBackfill } from './stripe-backfill.js';
+import { ratesLoad } from './rates.js';
 
-const COMMANDS: Command[] = [load, validate, estimate, members, explain, report, migrateCommand, workspaceCreate, workspaceList, workspaceMode, workspaceRetention, keysRotate, privacyDelete, privacySuppress, privacyUnsuppress];
+const COMMANDS: Command[] = [load, validate, estimate, members, explain, report, migrateCommand, workspaceCreate, workspaceList, workspaceMode, workspaceRetention, keysRotate, privacyDelete, privacySuppress, privacyUnsuppress, stripeBackfill, ratesLoad];
 const WIDTH = Math.max(...COMMANDS.map((c) => c.name.length));
 
 const commandLine = (c: Command) => `  ${c.name.padEnd(WIDTH)}  ${c.summary}`;

@@ -13,7 +13,7 @@ import { CliError, UsageError } from './errors.js';
 import { type Output, seconds } from './output.js';
 
 const HELP = `usage: audiences report --data <dir|file.duckdb> --from <date> --to <date> [--interval day|week|month]
-       [--group-by <dimension>] [--model <model>] [--lookback-days <n>] [--half-life-days <n>] [--filter <json>]
+       [--group-by <dimension>] [--model <model>] [--lookback-days <n>] [--half-life-days <n>] [--currency <code>] [--filter <json>]
        [--criteria <file.json>] [--at <timestamp>] [--budget <ms>] [--json]
 
 Prints revenue (paid invoices and one-time payments minus refunds, in major units with the
@@ -39,6 +39,8 @@ options:
   --lookback-days <n>       the days before each payment whose page views count (default 90; not
                             for first_touch)
   --half-life-days <n>      time_decay: a touch this many days older weighs half (default 7)
+  --currency <code>         every amount in this currency (e.g. usd), at its day's rate of the rates
+                            loaded with audiences rates load (a weekend takes the last published one)
   --filter <json>           trait predicates, e.g. '{"traits.plan":{"op":"=","value":"pro"}}'
   --criteria <file.json>    only the people of these criteria (evaluated at --at)
   --at <timestamp>          evaluation time of --criteria (default: now)
@@ -69,6 +71,7 @@ function requestOf(values: Values): RevenueRequest {
     model: stringOption(values, 'model'),
     lookback_days: numberOf(stringOption(values, 'lookback-days')),
     half_life_days: numberOf(stringOption(values, 'half-life-days')),
+    currency: stringOption(values, 'currency'),
     filter: parseFilter(stringOption(values, 'filter')),
     criteria_json: criteria === undefined ? undefined : readCriteriaFile(criteria),
   });
@@ -129,7 +132,7 @@ export const report: Command = {
   help: HELP,
   options: {
     ...DATA_OPTIONS, from: { type: 'string' }, to: { type: 'string' }, interval: { type: 'string' }, 'group-by': { type: 'string' },
-    model: { type: 'string' }, 'lookback-days': { type: 'string' }, 'half-life-days': { type: 'string' }, filter: { type: 'string' }, criteria: { type: 'string' }, budget: { type: 'string' },
+    model: { type: 'string' }, 'lookback-days': { type: 'string' }, 'half-life-days': { type: 'string' }, currency: { type: 'string' }, filter: { type: 'string' }, criteria: { type: 'string' }, budget: { type: 'string' },
   },
   positionals: [],
   run,

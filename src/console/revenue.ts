@@ -35,6 +35,8 @@ export function Revenue({ defs }: { defs: Definitions }) {
   const [filters, setFilters] = useState<TraitFilter[]>([]);
   const [audienceId, setAudienceId] = useState('');
   const [currency, setCurrency] = useState<string | null>(null);
+  // Every amount converted to one currency at its day's exchange rate (rates loaded with `audiences rates load`).
+  const [convertTo, setConvertTo] = useState('');
   const audiences = useLoad((signal) => api<{ data: Audience[] }>('GET', '/v1/audiences', undefined, { signal }), []);
 
   const filter = Object.fromEntries(filters.filter((f) => f.key).map((f) => [f.key,
@@ -46,6 +48,7 @@ export function Revenue({ defs }: { defs: Definitions }) {
     ...(model === 'time_decay' ? { half_life_days: Number(halfLife) } : {}),
     ...(Object.keys(filter).length ? { filter } : {}),
     ...(audienceId ? { audience_id: audienceId } : {}),
+    ...(/^[a-z]{3}$/i.test(convertTo) ? { currency: convertTo.toLowerCase() } : {}),
   };
   const request = JSON.stringify(body);
   const report = useLoad((signal) => api<RevenueReport>('POST', '/v1/reports/revenue', body, { signal }), [request]);
@@ -96,6 +99,9 @@ export function Revenue({ defs }: { defs: Definitions }) {
           ? html`<button type="button" class="small" onClick=${() => setFilters([...filters, { key: traitKeys[0]!, op: '=', text: '' }])}>Add trait filter</button>`
           : html`<p class="hint">No traits seen yet.</p>`}
       </fieldset>
+      <label>Convert to <input size="4" maxlength="3" placeholder="e.g. usd" value=${convertTo} aria-describedby="convert-hint"
+        onChange=${(e: Event) => setConvertTo(valueOf(e).trim())} /></label>
+      <p id="convert-hint" class="hint">A currency code: each amount at its day's exchange rate. Empty: figures per currency.</p>
       ${data && data.currencies.length > 1 && html`<label>Currency <select value=${shown} onChange=${(e: Event) => setCurrency(valueOf(e))}>
         ${currencies.map((c) => html`<option value=${c}>${c.toUpperCase()}</option>`)}
       </select></label>`}

@@ -43,6 +43,8 @@ export interface ReportPlan {
   group: ReportGroup;
   /** The profiles the report is restricted to; null: every paying customer. */
   audience: SetPlan | null;
+  /** Every amount in this currency (lowercase), converted at its day's rate (currency.ts); unset or null: per currency. */
+  currency?: string | null;
 }
 
 const DAY_MS = 86_400_000;

@@ -1,15 +1,9 @@
 // Amounts in minor units, as the payment processor counts them, shown in major units with their
-// currency. The exponent is Stripe's, not ISO 4217's: Stripe keeps ISK and HUF at two decimals
-// (docs.stripe.com/currencies, "Zero-decimal", "Three-decimal" and "Special cases").
+// currency (the exponents are Stripe's: criteria/currency.ts).
 
-const ZERO_DECIMAL = new Set(['bif', 'clp', 'djf', 'gnf', 'jpy', 'kmf', 'krw', 'mga', 'pyg', 'rwf', 'ugx', 'vnd', 'vuv', 'xaf', 'xof', 'xpf']);
-const THREE_DECIMAL = new Set(['bhd', 'jod', 'kwd', 'omr', 'tnd']);
+import { minorDigits } from '../criteria/currency.js';
 
-/** The decimals of a currency's minor unit (2 unless Stripe says otherwise). */
-export const minorDigits = (currency: string): number => {
-  const c = currency.toLowerCase();
-  return ZERO_DECIMAL.has(c) ? 0 : THREE_DECIMAL.has(c) ? 3 : 2;
-};
+export { minorDigits };
 
 /** `15700, "usd"` → `157.00 USD`; exact for any safe integer (no floating point division). */
 export function majorUnits(minor: number, currency: string): string {

@@ -21,6 +21,8 @@ export const revenueRequest = z.object({
     .describe(`the days before each payment whose page views count (default ${DEFAULT_LOOKBACK_DAYS}); not for first_touch`),
   half_life_days: z.number().positive().max(MAX_LOOKBACK_DAYS).optional()
     .describe(`time_decay: a touch this many days older than the latest weighs half (default ${DEFAULT_HALF_LIFE_DAYS})`),
+  currency: z.string().regex(/^[A-Za-z]{3}$/, { error: 'expected a three-letter currency code such as usd' }).optional()
+    .describe('every amount in this currency, converted at its day\'s rate of the workspace\'s exchange rates (npx audiences rates load; docs/reports.md)'),
   filter: z.unknown().optional().describe('trait predicates, as a person leaf\'s filter: { "traits.plan": { "op": "=", "value": "pro" } }'),
   criteria_json: criteriaJson('AudienceCriteria: only the people of this audience, evaluated now').optional(),
   audience_id: z.string().min(1).max(128).optional().describe('a saved audience: only its people, its criteria evaluated now'),

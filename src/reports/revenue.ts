@@ -11,7 +11,8 @@ import {
   reportAudience, reportGroup, type ReportGroup, type ReportInterval, type ReportPlan, type SetPlan, validateCriteria, validateTraitFilter,
 } from '../criteria/index.js';
 import { AppError, invalidRequest } from '../errors.js';
-import type { AnalyticsStore, RevenueRow } from '../store/analytics.js';
+import { RATE_LOOKBACK_DAYS } from '../criteria/currency.js';
+import type { AnalyticsStore, EstimateTurn, RevenueRow } from '../store/analytics.js';
 import { getAudience } from '../store/control/audiences.js';
 import type { ControlSql } from '../store/control/store.js';
 import type { revenueRequest } from './request.js';
@@ -125,6 +126,21 @@ function assemble(rows: RevenueRow[]): Pick<RevenueReport, 'currencies' | 'rows'
   return { currencies: [...currencies].sort(), rows: sorted, totals };
 }
 
+/** Refuses a report whose range holds an amount without an exchange rate to its currency; null past the budget. */
+async function checkRates(turn: EstimateTurn, plan: ReportPlan, ws: string): Promise<true | null> {
+  const gaps = await turn.missingRate(plan, ws);
+  if (gaps === null) return null;
+  const [gap] = gaps;
+  if (gap) {
+    throw invalidRequest([{
+      field: '/currency',
+      message: `no exchange rate of ${gap.currency.toUpperCase()} on ${gap.day} (nor in the ${RATE_LOOKBACK_DAYS} days before it) to convert to ${plan.currency!.toUpperCase()}: `
+        + 'load the ECB\'s reference rates covering that day (npx audiences rates load <eurofxref-hist.csv>)',
+    }]);
+  }
+  return true;
+}
+
 export async function revenueReport(
   analytics: AnalyticsStore, control: ControlSql, ws: string, request: RevenueRequest, options: ReportOptions,
 ): Promise<RevenueReport> {
@@ -137,8 +153,9 @@ export async function revenueReport(
     const [lookbackDays, halfLifeDays] = [request.lookback_days ?? DEFAULT_LOOKBACK_DAYS, request.half_life_days ?? DEFAULT_HALF_LIFE_DAYS];
     const plan: ReportPlan = {
       from, to, interval: request.interval, model, lookbackDays, halfLifeDays, group: checked.group, audience: reportAudience(checked.criteria, checked.filter),
+      currency: request.currency?.toLowerCase() ?? null,
     };
-    const rows = await turn.revenue(plan, ws);
+    const rows = plan.currency && (await checkRates(turn, plan, ws)) === null ? null : await turn.revenue(plan, ws);
     const head = {
       from: from.toISOString(), to: to.toISOString(), interval: request.interval, group_by: request.group_by, model,
       lookback_days: isTouchModel(model) ? lookbackDays : null, half_life_days: model === 'time_decay' ? halfLifeDays : null,

@@ -180,6 +180,8 @@ export interface EstimateTurn {
   overlap(plans: SetPlan[], workspaceId: string): Promise<Map<number, number> | null>;
   /** The revenue report's figures within what is left of the budget; null past it. */
   revenue(report: ReportPlan, workspaceId: string): Promise<RevenueRow[] | null>;
+  /** The earliest money row of the report's range without an exchange rate to its currency (none: empty); null past the budget. */
+  missingRate(report: ReportPlan, workspaceId: string): Promise<RateGap[] | null>;
   /** Gives the place back (again is harmless). */
   end(): void;
 }
@@ -205,6 +207,12 @@ export interface RevenueRow {
   refund_count: number;
   paying: number;
   new_paying: number;
+}
+
+/** A currency without an exchange rate on a day (`YYYY-MM-DD`) of a revenue report's range. */
+export interface RateGap {
+  currency: string;
+  day: string;
 }
 
 export interface FirstTouchChannels {

@@ -21,6 +21,8 @@ import { perPayment, type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS, typ
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
 import { literal, quote, VISITOR_LINKS } from './clickhouse-text.js';
+import { minorDigits } from '../currency.js';
+import { clickhouseConverted, clickhouseMissingRate } from './clickhouse-currency.js';
 import { CLICKHOUSE_ANCHOR, clickhouseCredits } from './clickhouse-touches.js';
 import type { Printer } from './printer.js';
 import { anyOfSql, type LeafTests, planFormulas, type SqlParam } from './walker.js';
@@ -539,7 +541,11 @@ function revenueSql(report: ReportPlan, ws: string, params: Params): string {
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
   const bucket = (ts: string) => `${CLICKHOUSE_BUCKET[report.interval]}(${ts})`;
   const split = perPayment(report);
-  const money = split ? `(SELECT *, ${CLICKHOUSE_ANCHOR} FROM (${revenueMoney(w, params)}))` : `(${revenueMoney(w, params)})`;
+  const reportMoney = report.currency
+    ? clickhouseConverted(revenueMoney(w, params), params.add(report.currency, 'String'), params.add(10 ** minorDigits(report.currency), 'UInt64'), w,
+      params.table('exchange_rates'), (v) => params.add(v, typeof v === 'number' ? 'UInt64' : 'String'))
+    : revenueMoney(w, params);
+  const money = split ? `(SELECT *, ${CLICKHOUSE_ANCHOR} FROM (${reportMoney}))` : `(${reportMoney})`;
   // first_paid: the customer's first payment ever; touch_until: its profile's (a customer without one: its own).
   const inRange = `SELECT money_id, customer_id, ts, amount, currency, is_payment, first_paid, touch_until,${split ? ' anchor,' : ''} person_key, profile FROM (
       SELECT m.money_id AS money_id, m.customer_id AS customer_id, m.ts AS ts, m.amount AS amount, m.currency AS currency, m.is_payment AS is_payment,
@@ -654,6 +660,15 @@ SETTINGS join_use_nulls = 1`;
   revenue(report: ReportPlan, workspaceId: string): ClickHouseQuery {
     const params = new Params(this.database);
     return { sql: revenueSql(report, workspaceId, params), params: params.values };
+  }
+
+  missingRate(report: ReportPlan, workspaceId: string): ClickHouseQuery {
+    const params = new Params(this.database);
+    const w = params.add(workspaceId, 'String');
+    const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
+    const sql = clickhouseMissingRate(revenueMoney(w, params), params.add(report.currency ?? '', 'String'), from, to, w, params.table('exchange_rates'),
+      (v) => params.add(v, typeof v === 'number' ? 'UInt64' : 'String'));
+    return { sql, params: params.values };
   }
 
   firstTouches(workspaceId: string, profiles: number[]): ClickHouseQuery {

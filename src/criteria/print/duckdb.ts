@@ -12,6 +12,8 @@ import type { TouchModel } from '../attribution.js';
 import { perPayment, type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS, type TouchDimension } from '../report.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
+import { minorDigits } from '../currency.js';
+import { duckdbConverted, duckdbMissingRate } from './duckdb-currency.js';
 import { DUCKDB_ANCHOR, duckdbCredits } from './duckdb-touches.js';
 import type { Printer } from './printer.js';
 import { anyOfSql, SetPrinter, type SqlParam, type Within } from './walker.js';
@@ -564,7 +566,10 @@ export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQ
   const w = params.add(workspaceId);
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
   const bucket = (ts: string) => `date_trunc(${DUCKDB_TRUNC[report.interval]}, ${ts})`;
-  const money = split ? `(SELECT *, ${DUCKDB_ANCHOR} FROM (${revenueMoney(w)}))` : `(${revenueMoney(w)})`;
+  const reportMoney = report.currency
+    ? duckdbConverted(revenueMoney(w), params.add(report.currency), params.add(10 ** minorDigits(report.currency)), w, (v) => params.add(v))
+    : revenueMoney(w);
+  const money = split ? `(SELECT *, ${DUCKDB_ANCHOR} FROM (${reportMoney}))` : `(${reportMoney})`;
   const ctes = [...links.ctes(), ...(printer?.ctes ?? []),
     `customers AS (
     SELECT c.customer_id, coalesce(c.person_key, v.person_key) AS person_key, ${CUSTOMER_PROFILE} AS profile
@@ -603,6 +608,14 @@ GROUP BY GROUPING SETS ((bucket, grp, currency), (bucket, grp), (currency), ())`
   };
 }
 
+/** Printer.missingRate: the earliest money row of the range without a rate to convert it to the report's currency. */
+export function printMissingRate(report: ReportPlan, workspaceId: string): CompiledQuery {
+  const params = new Params();
+  const w = params.add(workspaceId);
+  const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
+  return { sql: duckdbMissingRate(revenueMoney(w), params.add(report.currency ?? ''), from, to, w, (v) => params.add(v)), params: params.values };
+}
+
 /** `report_rows` of a per-payment model: each money row's shares per touch value, Non-attributed without a touch. */
 function perPaymentRows(report: ReportPlan, split: { model: TouchModel; touch: TouchDimension }, w: string, params: Params): string[] {
   const column = `pv."${TOUCH_DIMENSIONS[split.touch]}"`;
@@ -623,5 +636,6 @@ export const duckdbPrinter: Printer<CompiledQuery> = {
   membersByIds: printMembersByIds,
   profiles: printProfiles,
   revenue: printRevenue,
+  missingRate: printMissingRate,
   firstTouches: printFirstTouches,
 };

@@ -24,6 +24,11 @@ export interface Printer<Q> {
   /** The revenue report's rows at four levels (level = grouping(bucket, grp, currency)). */
   revenue(report: ReportPlan, workspaceId: string): Q;
   /**
+   * `{ currency, day }` of the earliest money row of the report's range whose conversion to
+   * `report.currency` lacks a rate (its own currency's, or the report's), none when every row has both.
+   */
+  missingRate(report: ReportPlan, workspaceId: string): Q;
+  /**
    * `{ profile, value }` of these profiles (persons, and minus the key of anonymous visitors)
    * that have a first touch: its channel category (decisions §10, GET /people's first_touch_channel).
    */

@@ -208,6 +208,18 @@ const TABLES: readonly TableSpec[] = [
     orderBy: '(workspace_id, payment_id)',
   },
   {
+    // The control store's exchange rates (per EUR, per day and currency), copied by each load.
+    name: 'exchange_rates',
+    columns: `
+    workspace_id String,
+    currency String,
+    day Date,
+    per_eur Float64,
+    version UInt64`,
+    engine: 'ReplacingMergeTree(version)',
+    orderBy: '(workspace_id, currency, day)',
+  },
+  {
     // Membership snapshots: the profiles of each refresh.
     name: 'audience_members',
     columns: `

@@ -22,6 +22,7 @@ import { type PersonRecord, personTraits, type VisitorRecord } from '../control/
 import { columnOf, type ControlTx } from '../control/store.js';
 import { propertyCatalog, recordEventNames, recordPropertyPaths } from '../control/properties.js';
 import type { ControlMirror } from '../mirror.js';
+import type { ExchangeRate } from '../control/rates.js';
 import { RisingClock } from './clock.js';
 import type { ClickHouseContext } from './context.js';
 import { type Batch, isReadTable, Outbox, type OutboxOptions, quote, type ReadTable, type Row } from './outbox.js';
@@ -371,6 +372,10 @@ class ClickHouseWrites implements AnalyticsWrites, ControlMirror {
         paid_at: p.paid_at === null ? null : chTime(p.paid_at), invoice_id: p.invoice_id, version: this.version(),
       });
     }
+  }
+
+  async exchangeRates(ws: string, rates: ExchangeRate[]): Promise<void> {
+    for (const r of rates) this.add('exchange_rates', { workspace_id: ws, currency: r.currency, day: r.day, per_eur: r.perEur, version: this.version() });
   }
 
   async dropSnapshots(ws: string, audienceId: string): Promise<void> {

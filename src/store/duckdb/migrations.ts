@@ -540,4 +540,22 @@ export const MIGRATIONS: readonly string[] = [
     created_at TIMESTAMP NOT NULL
   );
 `,
+  // Issue 38: where a Stripe backfill stopped, per object type; the exchange rates reports convert at.
+  `CREATE TABLE stripe_backfill_cursors (
+    workspace_id VARCHAR NOT NULL,
+    object_type VARCHAR NOT NULL,
+    since VARCHAR,
+    last_id VARCHAR,
+    done BOOLEAN NOT NULL,
+    updated_at TIMESTAMP NOT NULL,
+    PRIMARY KEY (workspace_id, object_type)
+  );
+  CREATE TABLE exchange_rates (
+    workspace_id VARCHAR NOT NULL,
+    currency VARCHAR NOT NULL,
+    day DATE NOT NULL,
+    per_eur DOUBLE NOT NULL,
+    PRIMARY KEY (workspace_id, currency, day)
+  );
+`,
 ];

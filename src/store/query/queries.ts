@@ -44,6 +44,7 @@ export class CriteriaQueries<Q> {
       breakdown: async (plan, ws, breakdown, options) => read(printer.breakdown(await driver.prepare(plan, ws), ws, breakdown), breakdownOf, options?.by),
       overlap: async (plans, ws) => read(printer.overlap(await Promise.all(plans.map((p) => driver.prepare(p, ws))), ws), overlapOf),
       revenue: async (report, ws) => read(printer.revenue(await this.prepareReport(report, ws), ws), (rows) => rows.map(revenueRow)),
+      missingRate: async (report, ws) => read(printer.missingRate(report, ws), (rows) => rows.map((r) => ({ currency: String(r.currency), day: String(r.day) }))),
       end: () => driver.leave(place),
     };
   }
