@@ -40,10 +40,13 @@ export class PrivacyWorker {
 
   constructor(private readonly stores: Stores, private readonly options: PrivacyWorkerOptions) {}
 
+  /** Ticks now (requests a stopped process left resume at start) and every interval. */
   start(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => void this.tick().catch((err) => this.options.onError?.(err)), this.options.intervalMs);
+    const tick = () => void this.tick().catch((err) => this.options.onError?.(err));
+    this.timer = setInterval(tick, this.options.intervalMs);
     this.timer.unref();
+    tick();
   }
 
   /** Works on every workspace with unfinished requests; resolves when those passes end. */
