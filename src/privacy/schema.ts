@@ -50,3 +50,4 @@ export const privacyListQuery = z.object({
 });
 
 export const privacyList = z.object({ data: z.array(privacyRequestAnswer), next_cursor: z.string().nullable() });
+export type PrivacyList = z.infer<typeof privacyList>;
