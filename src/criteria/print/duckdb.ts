@@ -622,7 +622,7 @@ export function printFreeze(workspaceId: string, customerIds: string[]): Compile
     const w = params.add(workspaceId);
     const fresh = `SELECT c.customer_id, ${CUSTOMER_PROFILE} AS profile
       FROM payment_customers c LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key
-      WHERE c.workspace_id = ${w} AND list_contains(CAST(CAST(${params.add(JSON.stringify(customerIds))} AS JSON) AS VARCHAR[]), c.customer_id)
+      WHERE c.workspace_id = ${w} AND c.customer_id IN (SELECT unnest(CAST(CAST(${params.add(JSON.stringify(customerIds))} AS JSON) AS VARCHAR[])))
         AND ${CUSTOMER_PROFILE} IS NOT NULL AND c.customer_id NOT IN (SELECT customer_id FROM frozen_payers WHERE workspace_id = ${w})`;
     return { sql: print(w, fresh), params: params.values };
   };

@@ -8,7 +8,8 @@ import type { ErasedRows } from '../analytics.js';
 import type { Params, Store } from './db.js';
 import { timestamp } from './time.js';
 
-const list = (param: string) => `CAST(CAST(${param} AS JSON) AS BIGINT[])`;
+/** The keys of a JSON array parameter, as a subquery: read once, not once per row as list_contains(cast) would be. */
+const keysIn = (param: string) => `(SELECT unnest(CAST(CAST(${param} AS JSON) AS BIGINT[])))`;
 
 /** The statements of events and page views, each with its own parameters. */
 async function erase(store: Store, statements: [events: [string, Params], pageviews: [string, Params], ...more: [string, Params][]]): Promise<ErasedRows> {
@@ -34,8 +35,8 @@ export async function freezeAttribution(store: Store, ws: string, customerIds: s
 function keyRows(ws: string, personKeys: number[], visitorKeys: number[]): [events: [string, Params], pageviews: [string, Params]] {
   const [persons, visitors] = [JSON.stringify(personKeys), JSON.stringify(visitorKeys)];
   return [
-    [`FROM events WHERE workspace_id = $1 AND (list_contains(${list('$2')}, person_key) OR list_contains(${list('$3')}, visitor_key))`, [ws, persons, visitors]],
-    [`FROM pageviews WHERE workspace_id = $1 AND list_contains(${list('$2')}, visitor_key)`, [ws, visitors]],
+    [`FROM events WHERE workspace_id = $1 AND (person_key IN ${keysIn('$2')} OR visitor_key IN ${keysIn('$3')})`, [ws, persons, visitors]],
+    [`FROM pageviews WHERE workspace_id = $1 AND visitor_key IN ${keysIn('$2')}`, [ws, visitors]],
   ];
 }
 
