@@ -208,7 +208,7 @@ describe('the web console, a newcomer\'s first minutes', () => {
     await page.getByRole('button', { name: 'Look up' }).click();
     const row = page.locator('tbody tr', { hasText: 'ada@example.com' });
     await row.waitFor();
-    expect(await row.locator('td').allTextContents()).toEqual(['ada@example.com', 'u_ada', '', 'cus_ada', 'linked', 'AI', 'Merge into…']);
+    expect(await row.locator('td').allTextContents()).toEqual(['ada@example.com', 'u_ada', '', 'cus_ada', 'linked', 'AI', 'Merge into…Delete this person']);
     expect(await axeViolations()).toEqual([]);
   });
 
@@ -286,6 +286,45 @@ describe('the web console, a newcomer\'s first minutes', () => {
       await other?.close();
       await slow.close();
     }
+  });
+
+  it('deletes a person from the people page once confirmed, and lists the request on the privacy page', async () => {
+    await page.getByRole('link', { name: 'People' }).click();
+    const lookUp = async () => {
+      await page.getByLabel('Email, user id, name or customer id', { exact: true }).fill('dee');
+      await page.getByRole('button', { name: 'Look up' }).click();
+    };
+    await lookUp();
+    const row = page.locator('tbody tr', { hasText: 'dee@example.com' });
+    await row.waitFor();
+    // Dismissed: nothing is asked of the service.
+    page.once('dialog', (d) => void d.dismiss());
+    await row.getByRole('button', { name: 'Delete this person' }).click();
+    const requests = await t.app.inject({ method: 'GET', url: '/v1/privacy/requests', headers: { authorization: `Bearer ${t.ws.secret_key}` } });
+    expect(requests.json().data).toEqual([]);
+    let asked = '';
+    page.once('dialog', (d) => { asked = d.message(); void d.accept(); });
+    await row.getByRole('button', { name: 'Delete this person' }).click();
+    await page.getByRole('status').filter({ hasText: 'Deletion requested' }).waitFor();
+    expect(asked).toContain('dee@example.com');
+    expect(await axeViolations()).toEqual([]);
+
+    await page.getByRole('link', { name: 'Privacy', exact: true }).first().click();
+    const request = page.locator('tbody tr', { hasText: 'delete' });
+    // The page reads requests under way again until they finish.
+    await expect.poll(() => request.textContent(), { timeout: 30_000 }).toContain('done');
+    expect(await request.locator('td').nth(4).textContent()).toBe('1');
+    await page.getByLabel('Type').selectOption('suppress');
+    await page.getByLabel('One per line (up to 5,000)').fill('dee@example.com\nzed@example.com');
+    await page.getByRole('button', { name: 'Submit request' }).click();
+    await page.getByRole('status').filter({ hasText: 'submitted' }).waitFor();
+    await expect.poll(() => page.locator('tbody tr', { hasText: 'suppress' }).textContent(), { timeout: 30_000 }).toContain('done');
+    await page.screenshot({ path: join(SCREENSHOTS, 'console-privacy.png') });
+    expect(await axeViolations()).toEqual([]);
+
+    await page.getByRole('link', { name: 'People' }).click();
+    await lookUp();
+    await page.getByText('Nobody matches').waitFor();
   });
 
   it('logged no console error on any page', () => {

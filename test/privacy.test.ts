@@ -11,7 +11,11 @@ import { startTestApp, type TestApp } from './support/app.js';
 import { startReceiver } from './support/receiver.js';
 import { ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { tablesHolding } from './support/scan.js';
-import { checkoutSession, deliver, invoice, notification, nowS } from './support/stripe.js';
+import { ATTRIBUTION_MODELS } from '../src/criteria/attribution.js';
+import { submitRequest } from '../src/privacy/requests.js';
+import { MAX_ATTEMPTS } from '../src/privacy/worker.js';
+import { ClickHouseAnalytics } from '../src/store/clickhouse/analytics.js';
+import { checkoutSession, deliver, invoice, notification, nowS, refund } from './support/stripe.js';
 
 let t: TestApp;
 const get = (url: string) => t.app.inject({ method: 'GET', url, headers: { authorization: `Bearer ${t.ws.secret_key}` } });
@@ -40,7 +44,7 @@ await new Promise<void>((resolve) => metaServer.listen(0, '127.0.0.1', resolve))
 const metaBaseUrl = `http://127.0.0.1:${(metaServer.address() as AddressInfo).port}/meta`;
 
 describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
-  beforeAll(async () => { t = await startTestApp({ engine, audiences: { delivery: { ...AUDIENCE_DEFAULTS.delivery, metaBaseUrl, backoffBaseMs: 5 } } }); });
+  beforeAll(async () => { t = await startTestApp({ engine, budgetMs: 120_000, audiences: { delivery: { ...AUDIENCE_DEFAULTS.delivery, metaBaseUrl, backoffBaseMs: 5 } } }); });
   afterAll(async () => { await t.close(); });
 
   it('an audience drops a deleted member at its next refresh and its destinations receive the removal', async () => {
@@ -109,6 +113,52 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
     expect(await count()).toBe(2);
   });
 
+  it('a revenue report by channel is the same before and after deleting a payer, for every model', async () => {
+    await t.freshWorkspace();
+    const S = nowS() - 30 * 86_400;
+    const at = (day: number) => new Date((S + day * 86_400) * 1000).toISOString();
+    const views: [string, number, string | null, string][] = [
+      ['v-ann-a', 1, 'https://www.google.com/', '?ref=ann'], ['v-ann-a', 8, 'https://chatgpt.com/', '?utm_campaign=spring&ref=ann'],
+      ['v-ann-b', 12, null, ''], ['v-ann-a', 16, null, '?utm_campaign=late&ref=ann'], ['v-ann-b', 29, 'https://chatgpt.com/', ''],
+      ['v-bo', 5, 'https://www.google.com/', '?utm_campaign=spring'], ['v-bo', 14, null, ''],
+    ];
+    for (const [visitor, day, referrer, query] of views) {
+      const res = await t.post('/v1/pageviews', { visitor_id: visitor, url: `https://shop.example/${query}`, timestamp: at(day), ...(referrer ? { referrer } : {}) });
+      expect(res.statusCode, res.body).toBe(200);
+    }
+    await t.post('/v1/events', { batch: [
+      { event_name: 'signup', user_id: 'ann-ext', visitor_id: 'v-ann-a', email: 'ann@example.com' },
+      { event_name: 'login', user_id: 'ann-ext', visitor_id: 'v-ann-b' },
+    ] });
+    const day = (d: number) => S + d * 86_400;
+    // Ann pays through two customers (the first touch counts up to her first payment over both), with a refund.
+    await deliver(t, notification('checkout.session.completed', checkoutSession('cus_ann1', { tr_user_id: 'ann-ext' }, null, { created: day(0) }), day(0)));
+    await deliver(t, notification('invoice.paid', invoice('cus_ann1', { amount: 5000, paid_at: day(10), created: day(10) }), day(10)));
+    await deliver(t, notification('checkout.session.completed', checkoutSession('cus_ann2', { tr_visitor_id: 'v-ann-b' }, null,
+      { mode: 'payment', amount: 3100, created: day(18) }), day(18)));
+    await deliver(t, notification('refund.created', refund('ch_ann', null, { amount: 700, created: day(20), customer: 'cus_ann1' }), day(20)));
+    await deliver(t, notification('checkout.session.completed', checkoutSession('cus_bo', { tr_visitor_id: 'v-bo' }, null, { created: day(0) }), day(0)));
+    await deliver(t, notification('invoice.paid', invoice('cus_bo', { amount: 2000, paid_at: day(15), created: day(15) }), day(15)));
+
+    const reports = async () => {
+      const answers: unknown[] = [];
+      // Every model by channel (each report costs seconds on a loaded chDB).
+      for (const model of ATTRIBUTION_MODELS) {
+        const res = await t.post('/v1/reports/revenue', { from: at(-1).slice(0, 10), to: at(31).slice(0, 10), interval: 'week', group_by: 'channel_category', model,
+          ...(model === 'first_touch' ? {} : { lookback_days: 30 }), ...(model === 'time_decay' ? { half_life_days: 3 } : {}) });
+        expect(res.statusCode, res.body).toBe(200);
+        answers.push(res.json());
+      }
+      return answers;
+    };
+    const before = await reports();
+    const groups = JSON.stringify(before);
+    expect(groups).toContain('"group":"AI"');
+    expect(await request('delete', [{ email: 'ann@example.com' }])).toMatchObject({ status: 'done', counts: { persons: 1, customers: 2 } });
+    expect(await tablesHolding(t, ['ann-ext', 'ann@example.com', 'v-ann-a', 'v-ann-b', 'ref=ann'])).toEqual([]);
+    expect(await reports()).toEqual(before);
+  });
+
   it('suppressed identifiers are stored nowhere on any ingest path, and unsuppress lifts it', async () => {
     await t.freshWorkspace();
     expect(await request('suppress', [{ email: ' Cy@Example.com ' }, { visitor_id: 'v-cy' }, { external_id: 'cy-ext' }])).toMatchObject({ status: 'done' });
@@ -141,6 +191,55 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
     await t.app.privacy.worker.tick();
     expect((await get(`/v1/privacy/requests/${id}`)).json()).toMatchObject({ status: 'done' });
     expect(await tablesHolding(t, ['eve-ext', 'v-eve'])).toEqual([]);
+  });
+
+  it('requests done in one pass each count their own rows', async () => {
+    await t.freshWorkspace();
+    await t.post('/v1/events', { batch: [
+      { event_name: 'signup', user_id: 'hal', visitor_id: 'v-hal' }, { event_name: 'login', user_id: 'hal' }, { event_name: 'signup', user_id: 'ivy' },
+    ] });
+    await t.post('/v1/pageviews', { visitor_id: 'v-hal', url: 'https://shop.example/' });
+    // Both wait before the worker looks: one pass takes them together.
+    const ids = [];
+    for (const external_id of ['hal', 'ivy']) {
+      ids.push((await submitRequest(t.stores.control, t.ws.workspace_id, { type: 'delete', identifiers: [{ external_id }] }, new Date())).request_id);
+    }
+    await t.app.privacy.worker.tick();
+    const [hal, ivy] = await Promise.all(ids.map(async (id) => (await get(`/v1/privacy/requests/${id}`)).json()));
+    expect(hal).toMatchObject({ status: 'done', counts: { persons: 1, visitors: 1, events: 2, pageviews: 1, customers: 0 } });
+    expect(ivy).toMatchObject({ status: 'done', counts: { persons: 1, visitors: 0, events: 1, pageviews: 0, customers: 0 } });
+  });
+
+  it('a request whose passes keep failing ends failed with the error, and one stopped too often ends failed', async () => {
+    await t.freshWorkspace();
+    await t.post('/v1/events', { event_name: 'signup', user_id: 'jo', visitor_id: 'v-jo' });
+    await deliver(t, notification('checkout.session.completed', checkoutSession('cus_jo', { tr_user_id: 'jo' }), nowS()));
+    const submit = async () => (await submitRequest(t.stores.control, t.ws.workspace_id, { type: 'delete', identifiers: [{ external_id: 'jo' }] }, new Date())).request_id;
+    // A real fault: the table the delete freezes the payer's attribution into is missing.
+    const clickhouse = t.stores.analytics instanceof ClickHouseAnalytics ? t.stores.analytics.ctx : null;
+    const rename = (from: string, to: string) => (clickhouse
+      ? clickhouse.client.command({ query: `RENAME TABLE \`${clickhouse.database}\`.${from} TO \`${clickhouse.database}\`.${to}` })
+      : t.stores.control.run(`ALTER TABLE ${from} RENAME TO ${to}`));
+    const failing = await submit();
+    await rename('frozen_touches', 'frozen_touches_away');
+    try {
+      for (let pass = 1; pass <= MAX_ATTEMPTS; pass++) {
+        expect((await get(`/v1/privacy/requests/${failing}`)).json().status).toBe(pass === 1 ? 'pending' : 'running');
+        await t.app.privacy.worker.tick();
+      }
+    } finally {
+      await rename('frozen_touches_away', 'frozen_touches');
+    }
+    expect((await get(`/v1/privacy/requests/${failing}`)).json()).toMatchObject({ status: 'failed', error: expect.stringContaining('frozen_touches') });
+
+    const stopped = await submit();
+    await t.stores.control.run("UPDATE privacy_requests SET status = 'running', attempts = $2 WHERE request_id = $1", [stopped, MAX_ATTEMPTS]);
+    await t.app.privacy.worker.tick();
+    expect((await get(`/v1/privacy/requests/${stopped}`)).json()).toMatchObject({ status: 'failed', error: expect.stringContaining('stopped') });
+    // The failed requests are no longer worked on; a new one is.
+    const again = await submit();
+    await t.app.privacy.worker.tick();
+    expect((await get(`/v1/privacy/requests/${again}`)).json()).toMatchObject({ status: 'done', counts: { persons: 1, customers: 1 } });
   });
 
   it('retention erases the events and page views older than the workspace keeps', async () => {

@@ -67,3 +67,4 @@ export type { MergeAnswer, MergePreview } from '../people/schema.js';
 export type { Definitions } from '../http/routes/definitions.js';
 export type { Workspace } from '../http/routes/workspace.js';
 export type { Amounts as Money, RevenueReport } from '../reports/response.js';
+export type { PrivacyList, PrivacyRequestAnswer as PrivacyRequest } from '../privacy/schema.js';

@@ -6,6 +6,7 @@ import { api, ApiError, type Definitions, forgetKey, storedKey, storeKey, type W
 import { AudienceDetail, AudienceList } from './audiences.js';
 import { Builder } from './builder.js';
 import { People } from './people.js';
+import { Privacy } from './privacy.js';
 import { Revenue } from './revenue.js';
 import { ErrorNote, useRoute, valueOf } from './ui.js';
 
@@ -55,7 +56,7 @@ function KeyGate({ onWorkspace }: { onWorkspace: (w: Workspace) => void }) {
   </main>`;
 }
 
-const NAV: [string, string][] = [['/builder', 'Builder'], ['/audiences', 'Audiences'], ['/people', 'People'], ['/revenue', 'Revenue']];
+const NAV: [string, string][] = [['/builder', 'Builder'], ['/audiences', 'Audiences'], ['/people', 'People'], ['/revenue', 'Revenue'], ['/privacy', 'Privacy']];
 
 function Console({ workspace, onSignOut }: { workspace: Workspace; onSignOut: () => void }) {
   const route = useRoute();
@@ -72,6 +73,7 @@ function Console({ workspace, onSignOut }: { workspace: Workspace; onSignOut: ()
     : section === '/audiences' ? html`<${AudienceList} />`
     : section === '/people' ? html`<${People} />`
     : section === '/revenue' ? html`<${Revenue} defs=${defs} />`
+    : section === '/privacy' ? html`<${Privacy} />`
     : html`<${Builder} key="new" defs=${defs} />`;
   return html`
     <a class="skip" href="#main" onClick=${(e: Event) => { e.preventDefault(); document.getElementById('main')?.focus(); }}>Skip to content</a>

@@ -1,4 +1,5 @@
-// The people lookup: who paid, how their payments link to a visitor, and their first-touch channel.
+// The people lookup: who paid, how their payments link to a visitor, and their first-touch channel;
+// a person can be deleted from here (a privacy request, decisions §12).
 
 import { html } from 'htm/preact';
 import { useState } from 'preact/hooks';
@@ -14,6 +15,21 @@ export function People() {
   const [loading, setLoading] = useState(false);
   const [merging, setMerging] = useState<Person | null>(null);
   const [merged, setMerged] = useState<MergeAnswer | null>(null);
+  const [deleted, setDeleted] = useState<string | null>(null);
+
+  /** A delete request by the person's user id, else its email (the identifiers a request takes). */
+  const remove = async (p: Person) => {
+    const identifier = p.external_id !== null ? { external_id: p.external_id } : { email: p.email! };
+    if (!confirm(`Delete ${p.email ?? p.external_id} and everything stored about them? Their payments stay, without email or person. This cannot be undone.`)) return;
+    setError(null);
+    try {
+      const accepted = await api<{ id: string }>('POST', '/v1/privacy/requests', { type: 'delete', identifiers: [identifier] });
+      setDeleted(accepted.id);
+      setPeople((people ?? []).filter((q) => q !== p));
+    } catch (err) {
+      setError(err);
+    }
+  };
 
   const load = async (cursor?: string) => {
     setLoading(true);
@@ -36,6 +52,7 @@ export function People() {
       <button type="submit" class="primary" disabled=${loading}>Look up</button>
     </form>
     <${ErrorNote} error=${error} />
+    ${deleted && html`<p class="notice" role="status">Deletion requested (${deleted}): its progress is on the <a href="#/privacy">Privacy</a> page.</p>`}
     ${people && people.length === 0 && html`<p class="empty">Nobody matches “${q}”.</p>`}
     ${people && people.length > 0 && html`<div class="table-wrap"><table>
       <caption class="sr-only">People matching ${q}</caption>
@@ -46,7 +63,9 @@ export function People() {
         <td>${p.customer_ids.map((c) => html`<code class="kv">${c}</code>`)}</td>
         <td>${p.link_state ?? '—'}</td>
         <td><span class=${p.first_touch_channel === 'Non-attributed' ? 'muted' : 'channel'}>${p.first_touch_channel}</span></td>
-        <td>${p.person_id && html`<button type="button" class="small" onClick=${() => { setMerged(null); setMerging(p); }}>Merge into…</button>`}</td>
+        <td>${p.person_id && html`<button type="button" class="small" onClick=${() => { setMerged(null); setMerging(p); }}>Merge into…</button>`}
+          ${p.person_id !== null && (p.external_id !== null || p.email !== null)
+          && html`<button type="button" class="small danger" onClick=${() => remove(p)}>Delete this person</button>`}</td>
       </tr>`)}</tbody>
     </table></div>`}
     ${merging && html`<${MergeInto} key=${merging.person_id} person=${merging} onDone=${(answer: MergeAnswer | null) => {

@@ -129,7 +129,8 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.stores, ingest) });
   await app.register(peopleRoutes, { stores: opts.stores });
   await app.register(mergeRoutes, { stores: opts.stores, clock });
-  const privacy = createPrivacyService(opts.stores, clock, (err) => app.log.error({ err }, 'privacy request or retention failed'), opts.privacyIntervalMs);
+  const privacy = createPrivacyService(opts.stores, clock, (err) => app.log.error({ err }, 'privacy request or retention failed'),
+    opts.privacyIntervalMs, opts.audiences?.lease);
   app.decorate('privacy', privacy);
   app.addHook('onClose', () => privacy.stop());
   await app.register(privacyRoutes, { control: opts.stores.control, worker: privacy.worker, clock });

@@ -35,7 +35,7 @@ export const privacyRequestAnswer = z.object({
   counts: z.object({
     persons: z.number().int().nullable(),
     visitors: z.number().int().nullable(),
-    events: z.number().int().nullable().describe('erased by the pass that ran this request (the requests of a workspace waiting together share one pass)'),
+    events: z.number().int().nullable().describe('of the persons and visitors this request reached, counted before its pass erased them'),
     pageviews: z.number().int().nullable().describe('as events'),
     customers: z.number().int().nullable().describe('payment customers de-identified (their payments stay)'),
   }),
@@ -50,3 +50,4 @@ export const privacyListQuery = z.object({
 });
 
 export const privacyList = z.object({ data: z.array(privacyRequestAnswer), next_cursor: z.string().nullable() });
+export type PrivacyList = z.infer<typeof privacyList>;

@@ -1,5 +1,6 @@
 // The privacy feature assembled: the worker of requests and the retention job, sharing one clock.
 
+import type { LeaseOptions } from '../store/control/leases.js';
 import type { Stores } from '../store/open.js';
 import { Retention } from './retention.js';
 import { PrivacyWorker } from './worker.js';
@@ -13,9 +14,12 @@ export interface PrivacyService {
 
 export const PRIVACY_INTERVAL_MS = 10_000;
 
-export function createPrivacyService(stores: Stores, clock: () => Date, onError: (err: unknown) => void, intervalMs = PRIVACY_INTERVAL_MS): PrivacyService {
-  const worker = new PrivacyWorker(stores, { clock, intervalMs, onError });
-  const retention = new Retention(stores, { clock, onError });
+/** `lease`: how long a killed process's lease holds its workspaces' requests (LEASE_TTL_MS, as refreshes). */
+export function createPrivacyService(
+  stores: Stores, clock: () => Date, onError: (err: unknown) => void, intervalMs = PRIVACY_INTERVAL_MS, lease?: LeaseOptions,
+): PrivacyService {
+  const worker = new PrivacyWorker(stores, { clock, intervalMs, onError, lease });
+  const retention = new Retention(stores, { clock, onError, lease });
   return {
     worker,
     retention,

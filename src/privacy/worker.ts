@@ -5,7 +5,8 @@
 // control rows go (persons, visitors, the payers' identities), then the analytical rows, and the
 // requests are done only once no such row is left. A process killed anywhere leaves the requests
 // running with their lease expiring: the next tick, here or on another node, does the rest again
-// (each step finds what is left and is harmless when nothing is).
+// (each step finds what is left and is harmless when nothing is). A request whose passes keep
+// failing (or keep being killed) ends `failed` with the error after MAX_ATTEMPTS passes.
 
 import { randomUUID } from 'node:crypto';
 import { LEASE_DEFAULTS, type LeaseOptions, withLease } from '../store/control/leases.js';
@@ -13,6 +14,7 @@ import {
   clearDepartures, type ErasedKeys, eraseControlRows, finishRequests, type Identifier, type IdentifierKind, markRunning, type PrivacyRequestRow,
   recordErasedRows, recordResolved, requestItems, resolveErased, suppress, unfinishedRequests, unsuppress, workspacesWithUnfinished,
 } from '../store/control/privacy.js';
+import type { ErasedRows } from '../store/analytics.js';
 import type { Stores } from '../store/open.js';
 import { suppressionsChanged } from './suppression.js';
 
@@ -25,6 +27,12 @@ export interface PrivacyWorkerOptions {
 
 const DELETES = new Set(['delete', 'suppress_and_delete']);
 
+/** Passes a request is taken up by before it ends `failed`. */
+export const MAX_ATTEMPTS = 5;
+
+/** An error as a request shows it: its first line, short. */
+const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err)).split('\n')[0]!.slice(0, 300);
+
 export class PrivacyWorker {
   private timer: NodeJS.Timeout | null = null;
   private readonly running = new Map<string, Promise<void>>();
@@ -32,10 +40,13 @@ export class PrivacyWorker {
 
   constructor(private readonly stores: Stores, private readonly options: PrivacyWorkerOptions) {}
 
+  /** Ticks now (requests a stopped process left resume at start) and every interval. */
   start(): void {
     if (this.timer) return;
-    this.timer = setInterval(() => void this.tick().catch((err) => this.options.onError?.(err)), this.options.intervalMs);
+    const tick = () => void this.tick().catch((err) => this.options.onError?.(err));
+    this.timer = setInterval(tick, this.options.intervalMs);
     this.timer.unref();
+    tick();
   }
 
   /** Works on every workspace with unfinished requests; resolves when those passes end. */
@@ -66,13 +77,26 @@ export class PrivacyWorker {
   }
 
   private async pass(ws: string): Promise<void> {
-    await withLease(this.stores.control, `privacy:${ws}`, this.holder, this.options.lease ?? LEASE_DEFAULTS, async () => {
-      const requests = await unfinishedRequests(this.stores.control, ws);
+    const control = this.stores.control;
+    await withLease(control, `privacy:${ws}`, this.holder, this.options.lease ?? LEASE_DEFAULTS, async () => {
+      const unfinished = await unfinishedRequests(control, ws);
+      // Taken up MAX_ATTEMPTS times and never finished: the passes were killed before they could say why.
+      const spent = unfinished.filter((r) => r.attempts >= MAX_ATTEMPTS).map((r) => r.request_id);
+      if (spent.length > 0) {
+        await control.transaction((tx) => finishRequests(tx, ws, spent, 'failed', `stopped ${MAX_ATTEMPTS} times before it finished`, this.options.clock()));
+      }
+      const requests = unfinished.filter((r) => r.attempts < MAX_ATTEMPTS);
       if (requests.length === 0) return;
-      await this.stores.control.transaction((tx) => markRunning(tx, ws, requests.map((r) => r.request_id)));
-      await this.applySuppressions(ws, requests);
-      const deletes = requests.filter((r) => DELETES.has(r.type));
-      if (deletes.length > 0) await this.erase(ws, deletes);
+      await control.transaction((tx) => markRunning(tx, ws, requests.map((r) => r.request_id)));
+      try {
+        await this.applySuppressions(ws, requests);
+        const deletes = requests.filter((r) => DELETES.has(r.type));
+        if (deletes.length > 0) await this.erase(ws, deletes);
+      } catch (err) {
+        const last = requests.filter((r) => r.attempts + 1 >= MAX_ATTEMPTS).map((r) => r.request_id);
+        await control.transaction((tx) => finishRequests(tx, ws, last, 'failed', errorText(err), this.options.clock()));
+        throw err;
+      }
     });
   }
 
@@ -98,8 +122,17 @@ export class PrivacyWorker {
     const { control, analytics } = this.stores;
     await this.resolve(ws, requests.filter((r) => r.phase === 'resolve'));
     const ids = requests.map((r) => r.request_id);
-    const keys = keysOf(await requestItems(control, ws, ids));
+    const items = await requestItems(control, ws, ids);
+    const keys = keysOf(items);
+    // Each request's own counts, before anything is erased (a resumed request keeps those of its first pass).
+    const counts = new Map<string, ErasedRows>();
+    for (const r of requests.filter((q) => q.events === null)) {
+      const own = keysOf(items.filter((i) => i.request_id === r.request_id));
+      counts.set(r.request_id, await analytics.countKeys(ws, own.personKeys, own.visitorKeys));
+    }
+    await control.transaction((tx) => recordErasedRows(tx, ws, counts));
     const now = this.options.clock();
+    await analytics.freezeAttribution(ws, keys.customerIds);
     await analytics.unit(async (work) => {
       const { traitPaths } = await eraseControlRows(work.control, work.mirror, ws, keys, now);
       work.control.afterCommit(() => {
@@ -109,11 +142,8 @@ export class PrivacyWorker {
         for (const path of traitPaths) known?.delete(path);
       });
     });
-    const erased = await analytics.eraseKeys(ws, keys.personKeys, keys.visitorKeys);
-    await control.transaction(async (tx) => {
-      await recordErasedRows(tx, ws, ids, erased.events, erased.pageviews);
-      await finishRequests(tx, ws, ids, 'done', null, this.options.clock());
-    });
+    await analytics.eraseKeys(ws, keys.personKeys, keys.visitorKeys);
+    await control.transaction((tx) => finishRequests(tx, ws, ids, 'done', null, this.options.clock()));
   }
 
   /** Replaces the identifiers of requests not resolved yet by their keys, in one transaction. */

@@ -303,6 +303,14 @@ export interface AnalyticsStore {
    * mutations finished); the events moved here.
    */
   finishPersonMove(ws: string, fromKey: number, intoKey: number): Promise<number>;
+  /** The events and page views of these persons and visitors that eraseKeys would erase now (a request's own counts). */
+  countKeys(ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows>;
+  /**
+   * Keeps the revenue attribution of these payment customers (privacy deletes, before their person
+   * and visitors go): the profile each is attributed through and its touches, which the revenue
+   * report reads once the profile is gone. Harmless when run again.
+   */
+  freezeAttribution(ws: string, customerIds: string[]): Promise<void>;
   /** Erases the workspace's events and page views older than `before` (retention). */
   eraseBefore(ws: string, before: Date): Promise<ErasedRows>;
 

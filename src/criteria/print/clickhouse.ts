@@ -27,7 +27,7 @@ import { CLICKHOUSE_ANCHOR, clickhouseCredits } from './clickhouse-touches.js';
 import type { Printer } from './printer.js';
 import { anyOfSql, type LeafTests, planFormulas, type SqlParam } from './walker.js';
 
-export type ClickHouseParam = SqlParam | number[];
+export type ClickHouseParam = SqlParam | number[] | string[];
 
 export interface ClickHouseQuery {
   sql: string;
@@ -35,7 +35,7 @@ export interface ClickHouseQuery {
   params: Record<string, ClickHouseParam>;
 }
 
-type ParamType = 'String' | 'Float64' | 'Bool' | 'UInt64' | "DateTime64(6, 'UTC')" | 'Array(Int64)';
+type ParamType = 'String' | 'Float64' | 'Bool' | 'UInt64' | "DateTime64(6, 'UTC')" | 'Array(Int64)' | 'Array(String)';
 
 const SCALAR_TYPE = { string: 'String', boolean: 'Bool' } as const;
 
@@ -460,12 +460,17 @@ function revenueMoney(w: string, params: Params): string {
       FROM ${params.table('payment_events')} FINAL WHERE workspace_id = ${w} AND kind = 'refund_issued' AND amount IS NOT NULL AND currency IS NOT NULL`;
 }
 
-/** Customers with their person (its own, else its visitor's) and profile; a LEFT JOIN miss reads 0 or NULL alike. */
-function customersSql(w: string, params: Params): string {
+/**
+ * Customers with their person (its own, else its visitor's) and profile; a LEFT JOIN miss reads 0 or
+ * NULL alike. `frozen`: a deleted payer's customer has the profile it was attributed through (frozen_payers).
+ */
+function customersSql(w: string, params: Params, frozen = true): string {
+  const live = 'if(person_key != 0, person_key, -c.visitor_key)';
   return `SELECT c.customer_id AS customer_id, if(c.person_key != 0, c.person_key, ifNull(v.person_key, 0)) AS person_key,
-          if(person_key != 0, person_key, -c.visitor_key) AS profile
+          ${frozen ? `if(${live} != 0, ${live}, f.profile)` : live} AS profile
         FROM ${current('payment_customers', 'customer_id', ['person_key', 'visitor_key'], w, params)} AS c
-          LEFT JOIN ${current('visitors', 'visitor_key', ['person_key'], w, params)} AS v ON v.visitor_key = c.visitor_key`;
+          LEFT JOIN ${current('visitors', 'visitor_key', ['person_key'], w, params)} AS v ON v.visitor_key = c.visitor_key${frozen ? `
+          LEFT JOIN ${current('frozen_payers', 'customer_id', ['profile'], w, params)} AS f ON f.customer_id = c.customer_id` : ''}`;
 }
 
 /** Each paying profile's first payment, over its customers (decisions §10: no touch after it counts). */
@@ -502,13 +507,17 @@ const CLICKHOUSE_BUCKET: Record<ReportInterval, string> = { day: 'toDate', week:
  */
 function payerPageviews(touch: TouchDimension, w: string, payers: string, params: Params): string {
   const profile = 'if(person_key != 0, person_key, -visitor_key)';
+  const column = quote(TOUCH_DIMENSIONS[touch]);
   return `SELECT ifNull(v.profile, 0) AS profile, pv.ts AS ts, pv.pageview_id AS pageview_id, pv.channel_category AS channel_category,
-          pv.${quote(TOUCH_DIMENSIONS[touch])} AS value, 1 AS matched
+          pv.${column} AS value, 1 AS matched
         FROM ${params.table('pageviews')} AS pv
           LEFT JOIN (SELECT visitor_key, ${profile} AS profile FROM ${params.table('visitors')} FINAL WHERE workspace_id = ${w}) AS v
             ON v.visitor_key = pv.visitor_key
         WHERE pv.workspace_id = ${w} AND pv.visitor_key IN (SELECT visitor_key FROM ${params.table('visitors')} FINAL
-          WHERE workspace_id = ${w} AND ${profile} IN (SELECT profile FROM (${payers}) WHERE profile != 0))`;
+          WHERE workspace_id = ${w} AND ${profile} IN (SELECT profile FROM (${payers}) WHERE profile != 0))
+        UNION ALL
+        SELECT profile, ts, pageview_id, channel_category, ${column}, 1 FROM ${params.table('frozen_touches')} FINAL
+        WHERE workspace_id = ${w} AND profile IN (SELECT profile FROM (${payers}) WHERE profile != 0)`;
 }
 
 /** Each paying customer's group, first_touch or a trait (see DuckDB's revenueGroups); `found` 0: Non-attributed. */
@@ -669,6 +678,32 @@ SETTINGS join_use_nulls = 1`;
     const sql = clickhouseMissingRate(revenueMoney(w, params), params.add(report.currency ?? '', 'String'), from, to, w, params.table('exchange_rates'),
       (v) => params.add(v, typeof v === 'number' ? 'UInt64' : 'String'));
     return { sql, params: params.values };
+  }
+
+  /** As DuckDB's printFreeze; touches first, so that a freeze interrupted between them is done again whole (FINAL reads a retried row once). */
+  freeze(workspaceId: string, customerIds: string[]): ClickHouseQuery[] {
+    const statement = (print: (w: string, fresh: string, params: Params) => string): ClickHouseQuery => {
+      const params = new Params(this.database);
+      const w = params.add(workspaceId, 'String');
+      const fresh = `SELECT customer_id, profile FROM (${customersSql(w, params, false)})
+        WHERE customer_id IN (SELECT arrayJoin(${params.add(customerIds, 'Array(String)')})) AND profile != 0
+          AND customer_id NOT IN (SELECT customer_id FROM ${params.table('frozen_payers')} FINAL WHERE workspace_id = ${w})`;
+      return { sql: print(w, fresh, params), params: params.values };
+    };
+    return [
+      statement((w, fresh, params) => `INSERT INTO ${params.table('frozen_touches')}
+        (workspace_id, profile, pageview_id, ts, path, referrer_host, medium, campaign, channel, channel_category)
+      SELECT pv.workspace_id, f.profile, pv.pageview_id, pv.ts, pv.path, pv.referrer_host, pv.medium, pv.campaign, pv.channel, pv.channel_category
+      FROM ${params.table('pageviews')} AS pv
+        INNER JOIN (SELECT visitor_key, if(person_key != 0, person_key, -visitor_key) AS profile FROM ${params.table('visitors')} FINAL
+          WHERE workspace_id = ${w}) AS v ON v.visitor_key = pv.visitor_key
+        INNER JOIN (SELECT p.profile AS profile, max(m.ts) AS until FROM (${fresh}) AS p
+          INNER JOIN (${revenueMoney(w, params)}) AS m ON m.customer_id = p.customer_id GROUP BY p.profile) AS f ON f.profile = v.profile
+      WHERE pv.workspace_id = ${w} AND pv.ts <= f.until AND pv.visitor_key IN (SELECT visitor_key FROM ${params.table('visitors')} FINAL
+        WHERE workspace_id = ${w} AND if(person_key != 0, person_key, -visitor_key) IN (SELECT profile FROM (${fresh})))`),
+      statement((w, fresh, params) => `INSERT INTO ${params.table('frozen_payers')} (workspace_id, customer_id, profile)
+      SELECT ${w}, customer_id, profile FROM (${fresh})`),
+    ];
   }
 
   firstTouches(workspaceId: string, profiles: number[]): ClickHouseQuery {

@@ -1,6 +1,7 @@
 // The revenue report's per-payment models on DuckDB (criteria/attribution.ts): each money row of
 // `in_range` (a payment, or a refund anchored at the customer's latest payment at or before it)
-// split over the page views of its profile in the lookback before its anchor. CTEs over `in_range`.
+// split over the page views of its profile in the lookback before its anchor (a deleted payer's:
+// its frozen touches). CTEs over `in_range`.
 
 import { MICROS_PER_DAY, RANKS_OF, type TouchModel, type TouchRank, touchWeightSql } from '../attribution.js';
 import type { ReportPlan } from '../report.js';
@@ -29,6 +30,10 @@ export function duckdbCredits(report: ReportPlan, model: TouchModel, column: str
     FROM in_range r
       JOIN (SELECT visitor_key, coalesce(person_key, -visitor_key) AS profile FROM visitors WHERE workspace_id = ${w}) vs ON vs.profile = r.profile
       JOIN pageviews pv ON pv.workspace_id = ${w} AND pv.visitor_key = vs.visitor_key
+    WHERE pv.ts <= r.anchor AND pv.ts >= r.anchor - to_days(CAST(${lookback} AS INTEGER))
+    UNION ALL
+    SELECT r.money_id, r.amount, pv.ts, pv.pageview_id, pv.channel_category, ${column}
+    FROM in_range r JOIN frozen_touches pv ON pv.workspace_id = ${w} AND pv.profile = r.profile
     WHERE pv.ts <= r.anchor AND pv.ts >= r.anchor - to_days(CAST(${lookback} AS INTEGER))
   )`,
     `weighted AS (

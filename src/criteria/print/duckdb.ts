@@ -538,14 +538,19 @@ function revenueGroups(report: ReportPlan, w: string, params: Params): string {
   const column = `pv."${TOUCH_DIMENSIONS[report.group.touch]}"`;
   return `SELECT p.customer_id, t.touch IS NOT NULL AS found, t.touch.v AS grp
     FROM payers p LEFT JOIN (
-      SELECT t.customer_id, arg_min({'v': ${column}}, (pv.ts, pv.pageview_id)) AS touch
-      FROM pageviews pv JOIN (
-        SELECT p.customer_id, p.touch_until, v.visitor_key FROM payers p
-          JOIN (SELECT visitor_key, coalesce(person_key, -visitor_key) AS profile FROM visitors WHERE workspace_id = ${w}) v ON v.profile = p.profile
-      ) t ON t.visitor_key = pv.visitor_key
-      WHERE pv.workspace_id = ${w}
-      AND (t.touch_until IS NULL OR pv.ts <= t.touch_until)
-      GROUP BY t.customer_id
+      SELECT customer_id, arg_min({'v': v}, (ts, pageview_id)) AS touch FROM (
+        SELECT t.customer_id, pv.ts, pv.pageview_id, ${column} AS v
+        FROM pageviews pv JOIN (
+          SELECT p.customer_id, p.touch_until, v.visitor_key FROM payers p
+            JOIN (SELECT visitor_key, coalesce(person_key, -visitor_key) AS profile FROM visitors WHERE workspace_id = ${w}) v ON v.profile = p.profile
+        ) t ON t.visitor_key = pv.visitor_key
+        WHERE pv.workspace_id = ${w}
+        AND (t.touch_until IS NULL OR pv.ts <= t.touch_until)
+        UNION ALL
+        SELECT p.customer_id, pv.ts, pv.pageview_id, ${column}
+        FROM payers p JOIN frozen_touches pv ON pv.workspace_id = ${w} AND pv.profile = p.profile
+        WHERE p.touch_until IS NULL OR pv.ts <= p.touch_until)
+      GROUP BY customer_id
     ) t ON t.customer_id = p.customer_id`;
 }
 
@@ -571,9 +576,11 @@ export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQ
     : revenueMoney(w);
   const money = split ? `(SELECT *, ${DUCKDB_ANCHOR} FROM (${reportMoney}))` : `(${reportMoney})`;
   const ctes = [...links.ctes(), ...(printer?.ctes ?? []),
+    // A deleted payer's customers keep the profile they were attributed through (frozen_payers).
     `customers AS (
-    SELECT c.customer_id, coalesce(c.person_key, v.person_key) AS person_key, ${CUSTOMER_PROFILE} AS profile
+    SELECT c.customer_id, coalesce(c.person_key, v.person_key) AS person_key, coalesce(${CUSTOMER_PROFILE}, f.profile) AS profile
     FROM payment_customers c LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key
+      LEFT JOIN frozen_payers f ON f.workspace_id = ${w} AND f.customer_id = c.customer_id
     WHERE c.workspace_id = ${w}
   )`,
     // first_paid: the customer's first payment ever; touch_until: its profile's (a customer without one: its own).
@@ -616,6 +623,33 @@ export function printMissingRate(report: ReportPlan, workspaceId: string): Compi
   return { sql: duckdbMissingRate(revenueMoney(w), params.add(report.currency ?? ''), from, to, w, (v) => params.add(v)), params: params.values };
 }
 
+/**
+ * The statements that freeze the attribution of payers about to lose their person (privacy deletes,
+ * docs/privacy.md), touches first: the profile of each listed customer that has one and is not
+ * frozen yet, and that profile's page views up to its customers' latest money row. Run in one
+ * transaction, so a retry finds them frozen or not at all.
+ */
+export function printFreeze(workspaceId: string, customerIds: string[]): CompiledQuery[] {
+  const statement = (print: (w: string, fresh: string) => string): CompiledQuery => {
+    const params = new Params();
+    const w = params.add(workspaceId);
+    const fresh = `SELECT c.customer_id, ${CUSTOMER_PROFILE} AS profile
+      FROM payment_customers c LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key
+      WHERE c.workspace_id = ${w} AND c.customer_id IN (SELECT unnest(CAST(CAST(${params.add(JSON.stringify(customerIds))} AS JSON) AS VARCHAR[])))
+        AND ${CUSTOMER_PROFILE} IS NOT NULL AND c.customer_id NOT IN (SELECT customer_id FROM frozen_payers WHERE workspace_id = ${w})`;
+    return { sql: print(w, fresh), params: params.values };
+  };
+  return [
+    statement((w, fresh) => `INSERT INTO frozen_touches (workspace_id, profile, pageview_id, ts, path, referrer_host, medium, campaign, channel, channel_category)
+    SELECT ${w}, f.profile, pv.pageview_id, pv.ts, pv.path, pv.referrer_host, pv.medium, pv.campaign, pv.channel, pv.channel_category
+    FROM (SELECT p.profile, max(m.ts) AS until FROM (${fresh}) p JOIN (${revenueMoney(w)}) m ON m.customer_id = p.customer_id GROUP BY p.profile) f
+      JOIN visitors vs ON vs.workspace_id = ${w} AND coalesce(vs.person_key, -vs.visitor_key) = f.profile
+      JOIN pageviews pv ON pv.workspace_id = ${w} AND pv.visitor_key = vs.visitor_key
+    WHERE pv.ts <= f.until`),
+    statement((w, fresh) => `INSERT INTO frozen_payers (workspace_id, customer_id, profile) SELECT ${w}, customer_id, profile FROM (${fresh})`),
+  ];
+}
+
 /** `report_rows` of a per-payment model: each money row's shares per touch value, Non-attributed without a touch. */
 function perPaymentRows(report: ReportPlan, split: { model: TouchModel; touch: TouchDimension }, w: string, params: Params): string[] {
   const column = `pv."${TOUCH_DIMENSIONS[split.touch]}"`;
@@ -637,5 +671,6 @@ export const duckdbPrinter: Printer<CompiledQuery> = {
   profiles: printProfiles,
   revenue: printRevenue,
   missingRate: printMissingRate,
+  freeze: printFreeze,
   firstTouches: printFirstTouches,
 };

@@ -29,6 +29,12 @@ export interface Printer<Q> {
    */
   missingRate(report: ReportPlan, workspaceId: string): Q;
   /**
+   * Statements to run in order that freeze the revenue attribution of these payment customers
+   * before their person goes (privacy deletes): the profile each is attributed through and its
+   * touches, which `revenue` reads for a profile no longer stored. Harmless when run again.
+   */
+  freeze(workspaceId: string, customerIds: string[]): Q[];
+  /**
    * `{ profile, value }` of these profiles (persons, and minus the key of anonymous visitors)
    * that have a first touch: its channel category (decisions §10, GET /people's first_touch_channel).
    */

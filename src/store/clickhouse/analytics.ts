@@ -11,7 +11,7 @@ import { QueriedStore } from '../query/forwarding.js';
 import { CriteriaQueries } from '../query/queries.js';
 import type { DeliveryRow, SnapshotResult } from '../types.js';
 import type { ClickHouseContext } from './context.js';
-import { eraseBefore, eraseKeys } from './erase.js';
+import { countKeys, eraseBefore, eraseKeys, freezeAttribution } from './erase.js';
 import { finishPersonMove } from './merge.js';
 import { ClickHouseDriver, type EstimateOptions } from './driver.js';
 import { ClickHouseSnapshots } from './snapshots.js';
@@ -38,6 +38,14 @@ export class ClickHouseAnalytics extends QueriedStore<ClickHouseQuery> implement
   /** Inserts the rows of committed units that ClickHouse has not acknowledged yet (also done at open and periodically). */
   sweepOutbox(): Promise<void> {
     return this.units.sweep();
+  }
+
+  countKeys(ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows> {
+    return countKeys(this.ctx, ws, personKeys, visitorKeys, () => this.units.sweep());
+  }
+
+  freezeAttribution(ws: string, customerIds: string[]): Promise<void> {
+    return freezeAttribution(this.ctx, ws, customerIds, () => this.units.sweep());
   }
 
   eraseKeys(ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows> {

@@ -5,6 +5,7 @@
 // for every key of a workspace's batch of requests, and waited for (mutations_sync = 2: every
 // replica) before the request is done.
 
+import { ClickHousePrinter } from '../../criteria/index.js';
 import type { ErasedRows } from '../analytics.js';
 import type { ClickHouseContext } from './context.js';
 import { reloadVisitorLinks } from './links.js';
@@ -49,18 +50,47 @@ async function eraseRows(ctx: ClickHouseContext, targets: Target[], params: Reco
 
 const WS = 'workspace_id = {ws:String}';
 
-/** The events, page views and copies of persons and visitors of these keys. */
-export async function eraseKeys(ctx: ClickHouseContext, ws: string, personKeys: number[], visitorKeys: number[], sweep: () => Promise<void>): Promise<ErasedRows> {
+/**
+ * Freezes the revenue attribution of payers about to lose their person (Printer.freeze), once the
+ * copies of customers and visitors are current (`sweep`).
+ */
+export async function freezeAttribution(ctx: ClickHouseContext, ws: string, customerIds: string[], sweep: () => Promise<void>): Promise<void> {
+  if (customerIds.length === 0) return;
+  await sweep();
+  for (const q of new ClickHousePrinter(ctx.database).freeze(ws, customerIds)) {
+    await ctx.client.command({ query: q.sql, query_params: q.params });
+  }
+}
+
+/** The rows of these keys: events, page views, and the copies of persons and visitors. */
+function keyTargets(ws: string, personKeys: number[], visitorKeys: number[]): { targets: Target[]; params: Record<string, unknown> } {
   // Keys as text: chDB binds no integer past 2^53.
   const params = { ws, persons: personKeys.map(String), visitors: visitorKeys.map(String) };
   const persons = 'person_key IN (SELECT toInt64(arrayJoin({persons:Array(String)})))';
   const visitors = 'visitor_key IN (SELECT toInt64(arrayJoin({visitors:Array(String)})))';
-  const erased = await eraseRows(ctx, [
-    { table: 'events', where: `${WS} AND (${persons} OR ${visitors})` },
-    { table: 'pageviews', where: `${WS} AND ${visitors}` },
-    { table: 'persons', where: `${WS} AND ${persons}` },
-    { table: 'visitors', where: `${WS} AND ${visitors}` },
-  ], params, sweep);
+  return {
+    params,
+    targets: [
+      { table: 'events', where: `${WS} AND (${persons} OR ${visitors})` },
+      { table: 'pageviews', where: `${WS} AND ${visitors}` },
+      { table: 'persons', where: `${WS} AND ${persons}` },
+      { table: 'visitors', where: `${WS} AND ${visitors}` },
+    ],
+  };
+}
+
+/** The events and page views of these keys, once the outbox is inserted (`sweep`). */
+export async function countKeys(ctx: ClickHouseContext, ws: string, personKeys: number[], visitorKeys: number[], sweep: () => Promise<void>): Promise<ErasedRows> {
+  await sweep();
+  const { targets, params } = keyTargets(ws, personKeys, visitorKeys);
+  const [events, pageviews] = await Promise.all(targets.slice(0, 2).map((t) => countRows(ctx, t, params)));
+  return { events: events!, pageviews: pageviews! };
+}
+
+/** The events, page views and copies of persons and visitors of these keys. */
+export async function eraseKeys(ctx: ClickHouseContext, ws: string, personKeys: number[], visitorKeys: number[], sweep: () => Promise<void>): Promise<ErasedRows> {
+  const { targets, params } = keyTargets(ws, personKeys, visitorKeys);
+  const erased = await eraseRows(ctx, targets, params, sweep);
   await reloadVisitorLinks(ctx);
   return erased;
 }
@@ -69,5 +99,5 @@ export async function eraseKeys(ctx: ClickHouseContext, ws: string, personKeys: 
 export function eraseBefore(ctx: ClickHouseContext, ws: string, before: Date, sweep: () => Promise<void>): Promise<ErasedRows> {
   const params = { ws, before: before.getTime() / 1000 };
   const old = `${WS} AND ts < toDateTime64({before:Float64}, 6, 'UTC')`;
-  return eraseRows(ctx, [{ table: 'events', where: old }, { table: 'pageviews', where: old }], params, sweep);
+  return eraseRows(ctx, [{ table: 'events', where: old }, { table: 'pageviews', where: old }, { table: 'frozen_touches', where: old }], params, sweep);
 }

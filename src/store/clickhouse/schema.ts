@@ -44,7 +44,7 @@ interface TableSpec {
   name: string;
   columns: string;
   /** The single-node engine; the cluster variant is its Replicated form. */
-  engine: 'MergeTree' | 'ReplacingMergeTree(version)' | 'ReplacingMergeTree(version, deleted)';
+  engine: 'MergeTree' | 'ReplacingMergeTree' | 'ReplacingMergeTree(version)' | 'ReplacingMergeTree(version, deleted)';
   orderBy: string;
   partitionBy?: string;
   /** Batched appends: a retried batch with the same insert_deduplication_token is stored once. */
@@ -270,6 +270,34 @@ const TABLES: readonly TableSpec[] = [
     profile Int64`,
     engine: 'MergeTree',
     orderBy: '(workspace_id, delivery_id, build, profile)',
+  },
+  {
+    // A deleted payer's attribution, frozen (docs/privacy.md): the profile its customer was
+    // attributed through. Written once per customer (a retried freeze writes the same row).
+    name: 'frozen_payers',
+    columns: `
+    workspace_id String,
+    customer_id String,
+    profile Int64`,
+    engine: 'ReplacingMergeTree',
+    orderBy: '(workspace_id, customer_id)',
+  },
+  {
+    // That profile's touches (page views without visitor, url, referrer or title) up to its latest payment.
+    name: 'frozen_touches',
+    columns: `
+    workspace_id String,
+    profile Int64,
+    pageview_id String,
+    ts ${TS},
+    path String,
+    referrer_host Nullable(String),
+    medium Nullable(String),
+    campaign Nullable(String),
+    channel LowCardinality(String),
+    channel_category LowCardinality(String)`,
+    engine: 'ReplacingMergeTree',
+    orderBy: '(workspace_id, profile, pageview_id)',
   },
 ];
 

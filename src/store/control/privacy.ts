@@ -40,6 +40,8 @@ export interface PrivacyRequestRow extends PrivacyCounts {
   phase: PrivacyPhase;
   identifier_hashes: { kind: IdentifierKind; sha256: string }[];
   error: string | null;
+  /** The passes that took it up. */
+  attempts: number;
   created_at: Date;
   finished_at: Date | null;
 }
@@ -56,7 +58,7 @@ export const identifierHash = (kind: IdentifierKind, value: string): string =>
   createHash('sha256').update(`${kind}:${value}`).digest('hex');
 
 const COLUMNS = `workspace_id, request_id, type, status, phase, CAST(identifier_hashes AS VARCHAR) AS identifier_hashes,
-  persons, visitors, events, pageviews, customers, error, created_at, finished_at`;
+  persons, visitors, events, pageviews, customers, error, coalesce(attempts, 0) AS attempts, created_at, finished_at`;
 
 const count = (v: unknown) => (v === null || v === undefined ? null : Number(v));
 
@@ -70,6 +72,7 @@ function toRequest(r: Record<string, unknown>): PrivacyRequestRow {
     identifier_hashes: JSON.parse(r.identifier_hashes as string) as PrivacyRequestRow['identifier_hashes'],
     persons: count(r.persons), visitors: count(r.visitors), events: count(r.events), pageviews: count(r.pageviews), customers: count(r.customers),
     error: (r.error as string | null) ?? null,
+    attempts: Number(r.attempts),
     created_at: r.created_at as Date,
     finished_at: (r.finished_at as Date | null) ?? null,
   };
@@ -128,10 +131,11 @@ export async function requestItems(sql: ControlSql, ws: string, ids: string[]): 
   return rows.map((r) => ({ request_id: r.request_id as string, kind: r.kind as string, value: r.value as string }));
 }
 
+/** Requests taken up by a pass: running, one attempt more. */
 export async function markRunning(tx: ControlSql, ws: string, ids: string[]): Promise<void> {
   if (ids.length === 0) return;
-  await tx.run(`UPDATE privacy_requests SET status = 'running' WHERE workspace_id = $1 AND status = 'pending'
-    AND request_id IN (SELECT ${tx.dialect.texts('$2')})`, [ws, column(ids)]);
+  await tx.run(`UPDATE privacy_requests SET status = 'running', attempts = coalesce(attempts, 0) + 1
+    WHERE workspace_id = $1 AND status IN ('pending', 'running') AND request_id IN (SELECT ${tx.dialect.texts('$2')})`, [ws, column(ids)]);
 }
 
 /**
@@ -153,21 +157,27 @@ export async function recordResolved(tx: ControlTx, ws: string, resolved: Map<st
   }
 }
 
-/** Adds the analytical rows erased to requests' counts, the first time only (a resumed request keeps them). */
-export async function recordErasedRows(tx: ControlSql, ws: string, ids: string[], events: number, pageviews: number): Promise<void> {
-  if (ids.length === 0) return;
-  await tx.run(`UPDATE privacy_requests SET events = coalesce(events, $3), pageviews = coalesce(pageviews, $4)
-    WHERE workspace_id = $1 AND request_id IN (SELECT ${tx.dialect.texts('$2')})`, [ws, column(ids), events, pageviews]);
+/** Sets each request's counts of the analytical rows its keys reach, the first time only (a resumed request keeps them). */
+export async function recordErasedRows(tx: ControlSql, ws: string, counts: Map<string, { events: number; pageviews: number }>): Promise<void> {
+  for (const [id, c] of counts) {
+    await tx.run(`UPDATE privacy_requests SET events = coalesce(events, $3), pageviews = coalesce(pageviews, $4)
+      WHERE workspace_id = $1 AND request_id = $2`, [ws, id, c.events, c.pageviews]);
+  }
 }
 
-/** Ends requests: their items go, the audit trail stays. */
+/**
+ * Ends unfinished requests; the audit trail stays. Their items go, but a failed request's keys stay
+ * (integers, once resolved): what it erased already cannot be found again by its identifiers.
+ */
 export async function finishRequests(tx: ControlSql, ws: string, ids: string[], status: 'done' | 'failed', error: string | null, at: Date): Promise<void> {
   if (ids.length === 0) return;
-  await tx.run(`DELETE FROM privacy_request_items WHERE workspace_id = $1 AND request_id IN (SELECT ${tx.dialect.texts('$2')})`, [ws, column(ids)]);
+  const { texts } = tx.dialect;
+  const kept = status === 'failed' ? ` AND request_id IN (SELECT request_id FROM privacy_requests WHERE workspace_id = $1 AND phase = 'resolve')` : '';
+  await tx.run(`DELETE FROM privacy_request_items WHERE workspace_id = $1 AND request_id IN (SELECT ${texts('$2')})${kept}`, [ws, column(ids)]);
   await tx.run(`UPDATE privacy_requests SET status = $3, error = $4, finished_at = $5,
       persons = coalesce(persons, 0), visitors = coalesce(visitors, 0), events = coalesce(events, 0),
       pageviews = coalesce(pageviews, 0), customers = coalesce(customers, 0)
-    WHERE workspace_id = $1 AND request_id IN (SELECT ${tx.dialect.texts('$2')})`, [ws, column(ids), status, error, at]);
+    WHERE workspace_id = $1 AND status IN ('pending', 'running') AND request_id IN (SELECT ${texts('$2')})`, [ws, column(ids), status, error, at]);
 }
 
 /** The workspace's suppression list: hashes of identifiers (identifierHash). */
@@ -222,7 +232,7 @@ export interface ErasedControl {
 
 /**
  * Removes the persons and visitors (and what the search indexes hold of them), de-identifies the payers (no email, no
- * person, no visitor, no metadata: their payments stay, Non-attributed from then on unless frozen),
+ * person, no visitor, no metadata: their payments stay, with the attribution the analytical store froze before),
  * and drops the trait definitions only the erased persons had. The engine's copies follow (`mirror`).
  */
 export async function eraseControlRows(tx: ControlTx, mirror: ControlMirror, ws: string, keys: ErasedKeys, at: Date): Promise<ErasedControl> {

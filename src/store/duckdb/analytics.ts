@@ -15,7 +15,7 @@ import { QueriedStore } from '../query/forwarding.js';
 import { CriteriaQueries } from '../query/queries.js';
 import { controlTx } from './control.js';
 import type { Store } from './db.js';
-import { eraseBefore, eraseKeys, movePersonEvents } from './erase.js';
+import { countKeys, eraseBefore, eraseKeys, freezeAttribution, movePersonEvents } from './erase.js';
 import { appendEvents } from './events.js';
 import { appendPageviews, latestPageviews } from './pageviews.js';
 import { readPaymentState, writePaymentState } from './payments.js';
@@ -91,6 +91,14 @@ export class DuckDBAnalytics extends QueriedStore<CompiledQuery> implements Anal
   /** One transaction holds both sides: stored once it commits. */
   async stage<T>(fn: (work: UnitOfWork) => Promise<T>): Promise<Staged<T>> {
     return { value: await this.unit(fn), stored: Promise.resolve() };
+  }
+
+  countKeys(ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows> {
+    return countKeys(this.store, ws, personKeys, visitorKeys);
+  }
+
+  freezeAttribution(ws: string, customerIds: string[]): Promise<void> {
+    return freezeAttribution(this.store, ws, customerIds);
   }
 
   eraseKeys(ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows> {

@@ -3,29 +3,52 @@
 // which holds the rows as they were inserted, no longer does.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
+import { duckdbPrinter } from '../../criteria/index.js';
 import type { ErasedRows } from '../analytics.js';
 import type { Params, Store } from './db.js';
 import { timestamp } from './time.js';
 
-const list = (param: string) => `CAST(CAST(${param} AS JSON) AS BIGINT[])`;
+/** The keys of a JSON array parameter, as a subquery: read once, not once per row as list_contains(cast) would be. */
+const keysIn = (param: string) => `(SELECT unnest(CAST(CAST(${param} AS JSON) AS BIGINT[])))`;
 
 /** The statements of events and page views, each with its own parameters. */
-async function erase(store: Store, statements: [events: [string, Params], pageviews: [string, Params]]): Promise<ErasedRows> {
+async function erase(store: Store, statements: [events: [string, Params], pageviews: [string, Params], ...more: [string, Params][]]): Promise<ErasedRows> {
   const erased = await store.transaction(async (tx) => {
     const events = Number((await tx.run(...statements[0])).rowsChanged);
     const pageviews = Number((await tx.run(...statements[1])).rowsChanged);
+    for (const statement of statements.slice(2)) await tx.run(...statement);
     return { events, pageviews };
   });
   await store.checkpoint();
   return erased;
 }
 
-export function eraseKeys(store: Store, ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows> {
+/** Freezes the revenue attribution of payers about to lose their person (Printer.freeze), in one transaction. */
+export async function freezeAttribution(store: Store, ws: string, customerIds: string[]): Promise<void> {
+  if (customerIds.length === 0) return;
+  await store.transaction(async (tx) => {
+    for (const q of duckdbPrinter.freeze(ws, customerIds)) await tx.run(q.sql, q.params);
+  });
+}
+
+/** The rows of events and page views of these keys: `FROM … WHERE …` and its parameters. */
+function keyRows(ws: string, personKeys: number[], visitorKeys: number[]): [events: [string, Params], pageviews: [string, Params]] {
   const [persons, visitors] = [JSON.stringify(personKeys), JSON.stringify(visitorKeys)];
-  return erase(store, [
-    [`DELETE FROM events WHERE workspace_id = $1 AND (list_contains(${list('$2')}, person_key) OR list_contains(${list('$3')}, visitor_key))`, [ws, persons, visitors]],
-    [`DELETE FROM pageviews WHERE workspace_id = $1 AND list_contains(${list('$2')}, visitor_key)`, [ws, visitors]],
-  ]);
+  return [
+    [`FROM events WHERE workspace_id = $1 AND (person_key IN ${keysIn('$2')} OR visitor_key IN ${keysIn('$3')})`, [ws, persons, visitors]],
+    [`FROM pageviews WHERE workspace_id = $1 AND visitor_key IN ${keysIn('$2')}`, [ws, visitors]],
+  ];
+}
+
+export async function countKeys(store: Store, ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows> {
+  const [events, pageviews] = await Promise.all(keyRows(ws, personKeys, visitorKeys).map(async ([rows, params]) =>
+    Number((await store.query(`SELECT count(*) AS n ${rows}`, params))[0]!.n)));
+  return { events: events!, pageviews: pageviews! };
+}
+
+export function eraseKeys(store: Store, ws: string, personKeys: number[], visitorKeys: number[]): Promise<ErasedRows> {
+  const [events, pageviews] = keyRows(ws, personKeys, visitorKeys);
+  return erase(store, [[`DELETE ${events[0]}`, events[1]], [`DELETE ${pageviews[0]}`, pageviews[1]]]);
 }
 
 export function eraseBefore(store: Store, ws: string, before: Date): Promise<ErasedRows> {
@@ -33,6 +56,7 @@ export function eraseBefore(store: Store, ws: string, before: Date): Promise<Era
   return erase(store, [
     ['DELETE FROM events WHERE workspace_id = $1 AND ts < $2', params],
     ['DELETE FROM pageviews WHERE workspace_id = $1 AND ts < $2', params],
+    ['DELETE FROM frozen_touches WHERE workspace_id = $1 AND ts < $2', params],
   ]);
 }
 

@@ -558,4 +558,29 @@ export const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (workspace_id, currency, day)
   );
 `,
+  // A deleted payer's attribution, frozen (docs/privacy.md): the profile its customers were
+  // attributed through, and that profile's touches (page views without visitor, url, referrer or
+  // title) up to its latest payment; the revenue report reads them for profiles no longer stored.
+  `
+  CREATE TABLE frozen_payers (
+    workspace_id VARCHAR NOT NULL,
+    customer_id VARCHAR NOT NULL,
+    profile BIGINT NOT NULL,
+    PRIMARY KEY (workspace_id, customer_id)
+  );
+  CREATE TABLE frozen_touches (
+    workspace_id VARCHAR NOT NULL,
+    profile BIGINT NOT NULL,
+    pageview_id VARCHAR NOT NULL,
+    ts TIMESTAMP NOT NULL,
+    path VARCHAR NOT NULL,
+    referrer_host VARCHAR,
+    medium VARCHAR,
+    campaign VARCHAR,
+    channel VARCHAR NOT NULL,
+    channel_category VARCHAR NOT NULL
+  );
+`,
+  // The passes that took up each privacy request: one that keeps failing ends `failed` (privacy/worker.ts).
+  'ALTER TABLE privacy_requests ADD COLUMN attempts INTEGER DEFAULT 0;',
 ];
