@@ -502,4 +502,12 @@ export const MIGRATIONS: readonly string[] = [
   );
   ALTER TABLE workspaces ADD COLUMN retention_days INTEGER;
 `,
+  // People lookup: a page's persons' visitors and customers, and matched customers' visitors, are
+  // read by lists of keys (store/control/lookup.ts), which DuckDB answers from an index only.
+  `
+  CREATE INDEX visitors_by_key ON visitors (visitor_key);
+  CREATE INDEX visitors_by_person ON visitors (person_key);
+  CREATE INDEX payment_customers_by_person ON payment_customers (person_key);
+  CREATE INDEX payment_customers_by_visitor ON payment_customers (visitor_key);
+  `,
 ];
