@@ -17,6 +17,8 @@ export interface LookupRow {
 
 // A customer belongs to its person, else to the person its visitor is linked to now (docs/criteria.md);
 // a deferred customer whose visitor got linked reads as linked even before the listener ran.
+const LINK_STATE = "CASE WHEN c.link_state = 'deferred' AND v.person_key IS NOT NULL THEN 'linked' ELSE c.link_state END";
+const WORKSPACE_VISITORS = '(SELECT visitor_key, person_key FROM visitors WHERE workspace_id = $1)';
 const LINKED_VISITOR = (visitors: string) => `LEFT JOIN ${visitors} v ON v.visitor_key = c.visitor_key AND v.person_key IS NOT NULL`;
 const OWNER = 'coalesce(c.person_key, v.person_key)';
 
@@ -53,7 +55,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
   // The matched customers' visitors (their links): of the candidates, read by their keys (a join
   // reads every visitor on DuckDB); else the workspace's.
   const candidateVisitors = found.customers === null ? null : await visitorsOfCustomers(store, ws, found.customers);
-  const visitorsOf = candidateVisitors === null ? '(SELECT visitor_key, person_key FROM visitors WHERE workspace_id = $1)'
+  const visitorsOf = candidateVisitors === null ? WORKSPACE_VISITORS
     : candidateVisitors.length === 0 ? '(SELECT visitor_key, person_key FROM visitors WHERE FALSE)'
       : d.byKeys('visitors', 'visitor_key', param(columnOf(candidateVisitors)), '$1', 'visitor_key, person_key');
   const gramParams = grams?.map(param);
@@ -117,7 +119,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
     SELECT page.sort_key, page.person_key, h.email, h.visitor_key, h.customer_id, h.link_state
     FROM page LEFT JOIN unowned_hit h ON h.customer_id = page.customer_id
     ORDER BY page.sort_key`, params);
-  const people = await pagePersons(store, ws, page.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])));
+  const people = await (search.joinsByIndex ? pagePersonsJoined : pagePersonsByKeys)(store, ws, page.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])));
   return page.flatMap((r): LookupRow[] => {
     if (r.person_key !== null) {
       const person = people.get(Number(r.person_key));
@@ -156,8 +158,9 @@ async function visitorsOfCustomers(store: ControlSql, ws: string, customerIds: s
  * The page's persons with their customers: their own, and those of their visitors (disjoint). Every
  * table is read by a list of keys, never joined by a key found in the same statement: DuckDB joins by
  * hashing the whole other table (a scan of every visitor), where a list of keys is read from an index.
+ * The same in one statement for an engine that joins through its indexes: pagePersonsJoined.
  */
-async function pagePersons(store: ControlSql, ws: string, personKeys: number[]): Promise<Map<number, Omit<LookupRow, 'sort_key'>>> {
+async function pagePersonsByKeys(store: ControlSql, ws: string, personKeys: number[]): Promise<Map<number, Omit<LookupRow, 'sort_key'>>> {
   if (personKeys.length === 0) return new Map();
   const d = store.dialect;
   // The persons, their own customers and their visitors: a row each, by its kind.
@@ -214,4 +217,42 @@ async function pagePersons(store: ControlSql, ws: string, personKeys: number[]):
       link_state: linkStateOf(customers),
     }];
   }));
+}
+
+/**
+ * The page's persons with their customers, in one statement that joins them by the engine's indexes
+ * (PostgreSQL: nested loops over the page's keys).
+ */
+async function pagePersonsJoined(store: ControlSql, ws: string, personKeys: number[]): Promise<Map<number, Omit<LookupRow, 'sort_key'>>> {
+  if (personKeys.length === 0) return new Map();
+  const d = store.dialect;
+  const rows = await store.all(`WITH
+    own AS (SELECT * FROM ${d.byKeys('payment_customers', 'person_key', '$2', '$1', 'customer_id, person_key, visitor_key, link_state')} AS c),
+    linked_visitors AS (SELECT * FROM ${d.byKeys('visitors', 'person_key', '$2', '$1', 'visitor_key, person_key')} AS v),
+    owned_customers AS (
+      SELECT c.customer_id, c.person_key AS owner, ${LINK_STATE} AS link_state FROM own c ${LINKED_VISITOR(WORKSPACE_VISITORS)}
+      UNION ALL
+      SELECT c.customer_id, v.person_key, CASE WHEN c.link_state = 'deferred' THEN 'linked' ELSE c.link_state END
+      FROM linked_visitors v JOIN payment_customers c ON c.workspace_id = $1 AND c.visitor_key = v.visitor_key AND c.person_key IS NULL
+    ),
+    owned AS (
+      SELECT owner, ${d.listAgg('customer_id')} AS customer_ids,
+        CASE WHEN bool_or(link_state = 'linked') THEN 'linked' WHEN bool_or(link_state = 'email_matched') THEN 'email_matched'
+          ELSE min(link_state) END AS link_state
+      FROM owned_customers GROUP BY owner
+    )
+    SELECT p.person_key, p.person_id, p.external_id, p.email, p.name, coalesce(o.customer_ids, ${d.listOf(null)}) AS customer_ids, o.link_state
+    FROM ${d.byKeys('persons', 'person_key', '$2', '$1', 'person_key, person_id, external_id, email, name')} AS p
+      LEFT JOIN owned o ON o.owner = p.person_key`,
+  [ws, columnOf(personKeys)]);
+  return new Map(rows.map((r) => [Number(r.person_key), {
+    person_key: Number(r.person_key),
+    person_id: r.person_id as string,
+    external_id: (r.external_id as string | null) ?? null,
+    email: (r.email as string | null) ?? null,
+    name: (r.name as string | null) ?? null,
+    visitor_key: null,
+    customer_ids: (r.customer_ids as string[] | null) ?? [],
+    link_state: (r.link_state as string | null) ?? null,
+  }]));
 }
