@@ -146,6 +146,20 @@ function linkStateOf(customers: Owned[]): string | null {
   return states.length === 0 ? null : states.reduce((a, b) => (b < a ? b : a));
 }
 
+/** A page's person from its row (person_key, person_id, external_id, email, name) and its customers. */
+function pagePerson(r: ControlRow, customerIds: string[], linkState: string | null): Omit<LookupRow, 'sort_key'> {
+  return {
+    person_key: Number(r.person_key),
+    person_id: r.person_id as string,
+    external_id: (r.external_id as string | null) ?? null,
+    email: (r.email as string | null) ?? null,
+    name: (r.name as string | null) ?? null,
+    visitor_key: null,
+    customer_ids: customerIds,
+    link_state: linkState,
+  };
+}
+
 /** The visitors of these customers (by id). */
 async function visitorsOfCustomers(store: ControlSql, ws: string, customerIds: string[]): Promise<number[]> {
   if (customerIds.length === 0) return [];
@@ -206,16 +220,7 @@ async function pagePersonsByKeys(store: ControlSql, ws: string, personKeys: numb
   }
   return new Map(ofKind(first, 'p').map((r) => {
     const customers = owned.get(Number(r.person_key)) ?? [];
-    return [Number(r.person_key), {
-      person_key: Number(r.person_key),
-      person_id: r.id as string,
-      external_id: (r.external_id as string | null) ?? null,
-      email: (r.email as string | null) ?? null,
-      name: (r.name as string | null) ?? null,
-      visitor_key: null,
-      customer_ids: customers.map((c) => c.customer_id).sort(),
-      link_state: linkStateOf(customers),
-    }];
+    return [Number(r.person_key), pagePerson({ ...r, person_id: r.id }, customers.map((c) => c.customer_id).sort(), linkStateOf(customers))];
   }));
 }
 
@@ -245,14 +250,6 @@ async function pagePersonsJoined(store: ControlSql, ws: string, personKeys: numb
     FROM ${d.byKeys('persons', 'person_key', '$2', '$1', 'person_key, person_id, external_id, email, name')} AS p
       LEFT JOIN owned o ON o.owner = p.person_key`,
   [ws, columnOf(personKeys)]);
-  return new Map(rows.map((r) => [Number(r.person_key), {
-    person_key: Number(r.person_key),
-    person_id: r.person_id as string,
-    external_id: (r.external_id as string | null) ?? null,
-    email: (r.email as string | null) ?? null,
-    name: (r.name as string | null) ?? null,
-    visitor_key: null,
-    customer_ids: (r.customer_ids as string[] | null) ?? [],
-    link_state: (r.link_state as string | null) ?? null,
-  }]));
+  return new Map(rows.map((r) => [Number(r.person_key),
+    pagePerson(r, (r.customer_ids as string[] | null) ?? [], (r.link_state as string | null) ?? null)]));
 }
