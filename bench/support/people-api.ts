@@ -70,9 +70,15 @@ export async function resolvePersons(control: ControlStore, ws: string, persons:
  */
 export async function writePayers(control: ControlStore, ws: string, persons: number): Promise<void> {
   const keys = new Map<string, number>();
-  for (const r of await control.all(`SELECT visitor_id, visitor_key, person_key FROM visitors WHERE workspace_id = $1`, [ws])) {
-    keys.set(r.visitor_id as string, Number(r.visitor_key));
-    if (r.person_key !== null) keys.set(`p${r.visitor_id as string}`, Number(r.person_key));
+  // By key ranges: a million visitors in one statement ran past PostgreSQL's statement timeout.
+  const [top] = await control.all('SELECT coalesce(max(visitor_key), 0) AS top FROM visitors WHERE workspace_id = $1', [ws]);
+  for (let from = 0; from <= Number(top!.top); from += 100_000) {
+    const rows = await control.all(`SELECT visitor_id, visitor_key, person_key FROM visitors WHERE workspace_id = $1 AND visitor_key BETWEEN $2 AND $3`,
+      [ws, from, from + 99_999]);
+    for (const r of rows) {
+      keys.set(r.visitor_id as string, Number(r.visitor_key));
+      if (r.person_key !== null) keys.set(`p${r.visitor_id as string}`, Number(r.person_key));
+    }
   }
   const customers = Array.from({ length: Math.floor(persons / 12) }, (_, i): CustomerRecord => {
     const g = (i + 1) * 12;

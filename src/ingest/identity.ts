@@ -4,7 +4,6 @@
 // The batch's persons and visitors are loaded once, resolved in order in memory, written once
 // (IdentityResolution, shaped like attribution's PaymentGroup).
 
-import { randomBytes } from 'node:crypto';
 import type { UnitOfWork, VisitorLink } from '../store/analytics.js';
 import {
   type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type VisitorRecord, visitorsById,
@@ -15,6 +14,7 @@ import type { IdentityCache } from '../store/control/identity-cache.js';
 import type { KnownIds } from '../store/control/known-ids.js';
 import type { ControlStore } from '../store/control/store.js';
 import { propertyPaths } from '../store/property-paths.js';
+import { newIds } from './ids.js';
 
 export interface IdentityInput {
   external_id?: string;
@@ -35,8 +35,6 @@ export interface Resolved {
   /** True when the person came from external_id or email (not only through the visitor's link). */
   identified: boolean;
 }
-
-const newPersonId = () => `per_${randomBytes(12).toString('base64url')}`;
 
 const unique = <T>(values: (T | undefined)[]) => [...new Set(values.filter((v): v is T => v !== undefined))];
 
@@ -63,6 +61,8 @@ export class IdentityResolution {
   private readonly aliasedEmails = new Map<string, number>();
   /** Keys drawn up front: at most one new person per identifier not found, one visitor per id. */
   private personKeys: number[] = [];
+  /** Their public ids, drawn with them: a call to the random source per person was among a new person's largest costs. */
+  private personIds: string[] = [];
   private visitorKeys: number[] = [];
 
   private readonly createdPersons: PersonRecord[] = [];
@@ -98,6 +98,7 @@ export class IdentityResolution {
     await batch.loadPersons('person_key', unique([...batch.visitors.values()].map((v) => v.person_key ?? undefined)));
     for (const p of batch.persons.values()) batch.index(p);
     batch.personKeys = await store.nextKeys('person_keys', newExternalIds + newEmails);
+    batch.personIds = newIds('per', newExternalIds + newEmails);
     batch.visitorKeys = await store.nextKeys('visitor_keys', visitorIds.length - batch.visitors.size);
     return batch;
   }
@@ -224,7 +225,7 @@ export class IdentityResolution {
   }
 
   private createPerson(externalId: string | null, email: string | null): PersonRecord {
-    const person: PersonRecord = { person_key: this.personKeys.pop()!, person_id: newPersonId(), external_id: externalId, email };
+    const person: PersonRecord = { person_key: this.personKeys.pop()!, person_id: this.personIds.pop()!, external_id: externalId, email };
     this.createdPersons.push(person);
     if (externalId !== null) this.known?.add(this.ws, 'external_id', externalId);
     if (email !== null) this.known?.add(this.ws, 'email', email);

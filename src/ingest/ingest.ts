@@ -1,7 +1,6 @@
 // Ingest: persons, events and page views. Each call is one unit of work (store/analytics.ts): a
 // rejected batch stores nothing, an acknowledged one is stored (durable) before the answer.
 
-import { randomBytes } from 'node:crypto';
 import { invalidRequest } from '../errors.js';
 import {
   type ChannelFields, type EventRecord, type PageviewRecord, RefusedValue, type Staged, type UnitOfWork, type VisitorLink,
@@ -12,6 +11,7 @@ import { propertyPaths } from '../store/property-paths.js';
 import { stringifyWellFormed } from '../well-formed.js';
 import { derivePageviewFields, isInternalNavigation, type PageviewFields } from './channels.js';
 import { GroupCommit } from './group-commit.js';
+import { newIds } from './ids.js';
 import { type SuppressionCheck, suppressionCheck } from '../privacy/suppression.js';
 import { type IdentityInput, resolveIdentities } from './identity.js';
 import { CookielessVisitors, type RequestOrigin } from './cookieless.js';
@@ -22,12 +22,6 @@ const SUPPRESSED_EVENT: EventResult = { event_id: null, person_id: null, duplica
 
 /** An internal navigation inherits the channel of a landing view at most this old. */
 const SESSION_MS = 30 * 60_000;
-
-/** `n` random ids of 96 bits from one call to the random source (a call per id was costly). */
-function newIds(prefix: string, n: number): string[] {
-  const random = randomBytes(12 * n).toString('base64url');
-  return Array.from({ length: n }, (_, i) => `${prefix}_${random.slice(16 * i, 16 * i + 16)}`);
-}
 
 /** Whether an input carries an identifier on the workspace's suppression list: it is then stored nowhere. */
 function suppressed(check: SuppressionCheck, input: PersonInput | EventInput | PageviewInput): boolean {

@@ -1,7 +1,7 @@
 // People lookup (GET /people): persons, and paying customers attributed to no person yet, whose
 // email, external_id, name or customer id contains the term. Keyset-paginated on `sort_key`.
 
-import { columnOf, type ControlSql, type ControlValue } from './store.js';
+import { columnOf, type ControlRow, type ControlSql, type ControlValue } from './store.js';
 
 export interface LookupRow {
   sort_key: string;
@@ -17,9 +17,10 @@ export interface LookupRow {
 
 // A customer belongs to its person, else to the person its visitor is linked to now (docs/criteria.md);
 // a deferred customer whose visitor got linked reads as linked even before the listener ran.
-const LINKED_VISITOR = 'LEFT JOIN visitors v ON v.workspace_id = $1 AND v.visitor_key = c.visitor_key AND v.person_key IS NOT NULL';
-const OWNER = 'coalesce(c.person_key, v.person_key)';
 const LINK_STATE = "CASE WHEN c.link_state = 'deferred' AND v.person_key IS NOT NULL THEN 'linked' ELSE c.link_state END";
+const WORKSPACE_VISITORS = '(SELECT visitor_key, person_key FROM visitors WHERE workspace_id = $1)';
+const LINKED_VISITOR = (visitors: string) => `LEFT JOIN ${visitors} v ON v.visitor_key = c.visitor_key AND v.person_key IS NOT NULL`;
+const OWNER = 'coalesce(c.person_key, v.person_key)';
 
 /** A person's place in the pages: customers ('c' and their id) come first, then persons by key. */
 const SORT_KEY = (personKey: string) => `'p' || lpad(CAST(${personKey} AS VARCHAR), 20, '0')`;
@@ -51,6 +52,12 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
   if (found.persons?.length === 0 && found.customers?.length === 0) return [];
   const params: ControlValue[] = [ws, term, after, limit, personKeyBound(after)];
   const param = (value: ControlValue) => `$${params.push(value)}`;
+  // The matched customers' visitors (their links): of the candidates, read by their keys (a join
+  // reads every visitor on DuckDB); else the workspace's.
+  const candidateVisitors = found.customers === null ? null : await visitorsOfCustomers(store, ws, found.customers);
+  const visitorsOf = candidateVisitors === null ? WORKSPACE_VISITORS
+    : candidateVisitors.length === 0 ? '(SELECT visitor_key, person_key FROM visitors WHERE FALSE)'
+      : d.byKeys('visitors', 'visitor_key', param(columnOf(candidateVisitors)), '$1', 'visitor_key, person_key');
   const gramParams = grams?.map(param);
   const has = (column: string) => search.containsLower(column, '$2', gramParams);
   // Every person contains the empty term, even one without email, external_id and name.
@@ -94,12 +101,12 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
       SELECT c.customer_id, c.email, c.visitor_key, c.link_state
       FROM ${unownedApart ? `payment_customers c WHERE c.workspace_id = $1 AND ${customerMatches} AND` : 'matched c WHERE'}
         c.person_key IS NULL AND c.link_state <> 'linked' AND 'c' || c.customer_id > $3
-        AND NOT EXISTS (SELECT 1 FROM visitors v WHERE v.workspace_id = $1 AND v.visitor_key = c.visitor_key AND v.person_key IS NOT NULL)
+        AND NOT EXISTS (SELECT 1 FROM ${visitorsOf} v WHERE v.visitor_key = c.visitor_key AND v.person_key IS NOT NULL)
       ORDER BY 'c' || c.customer_id LIMIT $4
     ),
     ${personSide},
     owners_hit AS (
-      SELECT DISTINCT o.owner FROM (SELECT ${OWNER} AS owner FROM matched c ${LINKED_VISITOR} WHERE c.by_id) o
+      SELECT DISTINCT o.owner FROM (SELECT ${OWNER} AS owner FROM matched c ${LINKED_VISITOR(visitorsOf)} WHERE c.by_id) o
       WHERE o.owner > $5 AND ${SORT_KEY('o.owner')} > $3 ORDER BY o.owner LIMIT $4
     ),
     keys AS (
@@ -112,7 +119,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
     SELECT page.sort_key, page.person_key, h.email, h.visitor_key, h.customer_id, h.link_state
     FROM page LEFT JOIN unowned_hit h ON h.customer_id = page.customer_id
     ORDER BY page.sort_key`, params);
-  const people = await pagePersons(store, ws, page.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])));
+  const people = await (search.joinsByIndex ? pagePersonsJoined : pagePersonsByKeys)(store, ws, page.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])));
   return page.flatMap((r): LookupRow[] => {
     if (r.person_key !== null) {
       const person = people.get(Number(r.person_key));
@@ -125,18 +132,110 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
   });
 }
 
+/** A customer of a page's person, with the link state the page shows for it. */
+interface Owned {
+  customer_id: string;
+  link_state: string;
+}
+
+/** The owner's link state: linked over email_matched over the least other (as the states sort). */
+function linkStateOf(customers: Owned[]): string | null {
+  const states = customers.map((c) => c.link_state);
+  if (states.includes('linked')) return 'linked';
+  if (states.includes('email_matched')) return 'email_matched';
+  return states.length === 0 ? null : states.reduce((a, b) => (b < a ? b : a));
+}
+
+/** A page's person from its row (person_key, person_id, external_id, email, name) and its customers. */
+function pagePerson(r: ControlRow, customerIds: string[], linkState: string | null): Omit<LookupRow, 'sort_key'> {
+  return {
+    person_key: Number(r.person_key),
+    person_id: r.person_id as string,
+    external_id: (r.external_id as string | null) ?? null,
+    email: (r.email as string | null) ?? null,
+    name: (r.name as string | null) ?? null,
+    visitor_key: null,
+    customer_ids: customerIds,
+    link_state: linkState,
+  };
+}
+
+/** The visitors of these customers (by id). */
+async function visitorsOfCustomers(store: ControlSql, ws: string, customerIds: string[]): Promise<number[]> {
+  if (customerIds.length === 0) return [];
+  const rows = await store.all(`SELECT DISTINCT visitor_key FROM ${store.dialect.byKeys('payment_customers', 'customer_id', '$2', '$1', 'customer_id, visitor_key', 'text')} AS c
+    WHERE visitor_key IS NOT NULL`, [ws, columnOf(customerIds)]);
+  return rows.map((r) => Number(r.visitor_key));
+}
+
 /**
- * The page's persons with their customers: their own, and those of their visitors (disjoint), each
- * table read by the page's keys (a statement of its own, so that DuckDB reads them by a key list).
+ * The page's persons with their customers: their own, and those of their visitors (disjoint). Every
+ * table is read by a list of keys, never joined by a key found in the same statement: DuckDB joins by
+ * hashing the whole other table (a scan of every visitor), where a list of keys is read from an index.
+ * The same in one statement for an engine that joins through its indexes: pagePersonsJoined.
  */
-async function pagePersons(store: ControlSql, ws: string, personKeys: number[]): Promise<Map<number, Omit<LookupRow, 'sort_key'>>> {
+async function pagePersonsByKeys(store: ControlSql, ws: string, personKeys: number[]): Promise<Map<number, Omit<LookupRow, 'sort_key'>>> {
+  if (personKeys.length === 0) return new Map();
+  const d = store.dialect;
+  // The persons, their own customers and their visitors: a row each, by its kind.
+  const first = await store.all(`
+    SELECT 'p' AS kind, person_key, person_id AS id, external_id, email, name, CAST(NULL AS VARCHAR) AS link_state, CAST(NULL AS BIGINT) AS visitor_key
+      FROM ${d.byKeys('persons', 'person_key', '$2', '$1', 'person_key, person_id, external_id, email, name')} AS p
+    UNION ALL
+    SELECT 'c', person_key, customer_id, NULL, NULL, NULL, link_state, visitor_key
+      FROM ${d.byKeys('payment_customers', 'person_key', '$2', '$1', 'customer_id, person_key, visitor_key, link_state')} AS c
+    UNION ALL
+    SELECT 'v', person_key, NULL, NULL, NULL, NULL, NULL, visitor_key
+      FROM ${d.byKeys('visitors', 'person_key', '$2', '$1', 'visitor_key, person_key')} AS v`, [ws, columnOf(personKeys)]);
+  const ofKind = (rows: ControlRow[], kind: string) => rows.filter((r) => r.kind === kind);
+  const visitorOwner = new Map(ofKind(first, 'v').map((r) => [Number(r.visitor_key), Number(r.person_key)]));
+  const own = ofKind(first, 'c');
+  // A deferred customer whose visitor got linked reads as linked: those visitors' links.
+  const deferredVisitors = [...new Set(own.filter((c) => c.link_state === 'deferred' && c.visitor_key !== null).map((c) => Number(c.visitor_key)))];
+  // The customers of the persons' visitors, and the links of those visitors; a part without keys is
+  // left out (DuckDB scans the table for an empty list).
+  const params: ControlValue[] = [ws];
+  const parts = [
+    ...visitorOwner.size === 0 ? [] : [`SELECT 'c' AS kind, visitor_key, customer_id, link_state
+      FROM ${d.byKeys('payment_customers', 'visitor_key', `$${params.push(columnOf([...visitorOwner.keys()]))}`, '$1', 'customer_id, person_key, visitor_key, link_state')} AS c
+      WHERE person_key IS NULL`],
+    ...deferredVisitors.length === 0 ? [] : [`SELECT 'v' AS kind, visitor_key, NULL AS customer_id, NULL AS link_state
+      FROM ${d.byKeys('visitors', 'visitor_key', `$${params.push(columnOf(deferredVisitors))}`, '$1', 'visitor_key, person_key')} AS v
+      WHERE person_key IS NOT NULL`],
+  ];
+  const second = parts.length === 0 ? [] : await store.all(parts.join(' UNION ALL '), params);
+  const linkedVisitors = new Set(ofKind(second, 'v').map((r) => Number(r.visitor_key)));
+  const owned = new Map<number, Owned[]>();
+  const give = (owner: number, customer: Owned) => {
+    const customers = owned.get(owner);
+    if (customers) customers.push(customer);
+    else owned.set(owner, [customer]);
+  };
+  for (const c of own) {
+    const linked = c.link_state === 'deferred' && c.visitor_key !== null && linkedVisitors.has(Number(c.visitor_key));
+    give(Number(c.person_key), { customer_id: c.id as string, link_state: linked ? 'linked' : c.link_state as string });
+  }
+  for (const c of ofKind(second, 'c')) {
+    give(visitorOwner.get(Number(c.visitor_key))!, { customer_id: c.customer_id as string, link_state: c.link_state === 'deferred' ? 'linked' : c.link_state as string });
+  }
+  return new Map(ofKind(first, 'p').map((r) => {
+    const customers = owned.get(Number(r.person_key)) ?? [];
+    return [Number(r.person_key), pagePerson({ ...r, person_id: r.id }, customers.map((c) => c.customer_id).sort(), linkStateOf(customers))];
+  }));
+}
+
+/**
+ * The page's persons with their customers, in one statement that joins them by the engine's indexes
+ * (PostgreSQL: nested loops over the page's keys).
+ */
+async function pagePersonsJoined(store: ControlSql, ws: string, personKeys: number[]): Promise<Map<number, Omit<LookupRow, 'sort_key'>>> {
   if (personKeys.length === 0) return new Map();
   const d = store.dialect;
   const rows = await store.all(`WITH
     own AS (SELECT * FROM ${d.byKeys('payment_customers', 'person_key', '$2', '$1', 'customer_id, person_key, visitor_key, link_state')} AS c),
     linked_visitors AS (SELECT * FROM ${d.byKeys('visitors', 'person_key', '$2', '$1', 'visitor_key, person_key')} AS v),
     owned_customers AS (
-      SELECT c.customer_id, c.person_key AS owner, ${LINK_STATE} AS link_state FROM own c ${LINKED_VISITOR}
+      SELECT c.customer_id, c.person_key AS owner, ${LINK_STATE} AS link_state FROM own c ${LINKED_VISITOR(WORKSPACE_VISITORS)}
       UNION ALL
       SELECT c.customer_id, v.person_key, CASE WHEN c.link_state = 'deferred' THEN 'linked' ELSE c.link_state END
       FROM linked_visitors v JOIN payment_customers c ON c.workspace_id = $1 AND c.visitor_key = v.visitor_key AND c.person_key IS NULL
@@ -151,14 +250,6 @@ async function pagePersons(store: ControlSql, ws: string, personKeys: number[]):
     FROM ${d.byKeys('persons', 'person_key', '$2', '$1', 'person_key, person_id, external_id, email, name')} AS p
       LEFT JOIN owned o ON o.owner = p.person_key`,
   [ws, columnOf(personKeys)]);
-  return new Map(rows.map((r) => [Number(r.person_key), {
-    person_key: Number(r.person_key),
-    person_id: r.person_id as string,
-    external_id: (r.external_id as string | null) ?? null,
-    email: (r.email as string | null) ?? null,
-    name: (r.name as string | null) ?? null,
-    visitor_key: null,
-    customer_ids: (r.customer_ids as string[] | null) ?? [],
-    link_state: (r.link_state as string | null) ?? null,
-  }]));
+  return new Map(rows.map((r) => [Number(r.person_key),
+    pagePerson(r, (r.customer_ids as string[] | null) ?? [], (r.link_state as string | null) ?? null)]));
 }

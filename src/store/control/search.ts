@@ -28,6 +28,12 @@ export interface PeopleSearch {
    */
   readonly unownedCustomersIndexed: boolean;
   /**
+   * Whether a page's persons are joined to their customers and visitors by the engine's indexes in one
+   * statement (PostgreSQL's nested loops); else they are read by lists of keys, a statement each step
+   * (DuckDB joins by hashing the whole table joined).
+   */
+  readonly joinsByIndex: boolean;
+  /**
    * The pieces of the term (lowercased) to search the indexes by, where the engine searches them by
    * a term's rarest trigrams; null: by all of them.
    */

@@ -17,7 +17,7 @@ export const markAnonymousEvents = (ws: string | null): string => {
 };
 
 /** Migrations run after a CHECKPOINT: DuckDB indexes no table with updates since the last one. */
-export const CHECKPOINT_BEFORE: ReadonlySet<number> = new Set([17]);
+export const CHECKPOINT_BEFORE: ReadonlySet<number> = new Set([17, 26]);
 
 export const MIGRATIONS: readonly string[] = [
   `
@@ -583,4 +583,12 @@ export const MIGRATIONS: readonly string[] = [
 `,
   // The passes that took up each privacy request: one that keeps failing ends `failed` (privacy/worker.ts).
   'ALTER TABLE privacy_requests ADD COLUMN attempts INTEGER DEFAULT 0;',
+  // People lookup: a page's persons' visitors and customers, and matched customers' visitors, are
+  // read by lists of keys (store/control/lookup.ts), which DuckDB answers from an index only.
+  `
+  CREATE INDEX visitors_by_key ON visitors (visitor_key);
+  CREATE INDEX visitors_by_person ON visitors (person_key);
+  CREATE INDEX payment_customers_by_person ON payment_customers (person_key);
+  CREATE INDEX payment_customers_by_visitor ON payment_customers (visitor_key);
+  `,
 ];

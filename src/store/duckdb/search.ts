@@ -41,6 +41,7 @@ interface WorkspaceIndexes {
 
 /** The people search of one DuckDB database: the search column, and the trigram indexes in memory. */
 export class DuckDBSearch implements PeopleSearch {
+  readonly joinsByIndex = false;
   readonly unownedCustomersIndexed = false;
   readonly personSearch = personSearch;
   private readonly workspaces = new Map<string, WorkspaceIndexes>();

@@ -84,6 +84,7 @@ function termGrams(term: string): TermGram[] {
 
 /** The people search of one PostgreSQL control store, with its sample of the persons. */
 export class PostgresSearch implements PeopleSearch {
+  readonly joinsByIndex = true;
   readonly unownedCustomersIndexed = true;
   readonly personSearch = null;
   private kept: { at: number; sample: Promise<Sample> } | undefined;
