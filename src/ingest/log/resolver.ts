@@ -59,12 +59,13 @@ export class LogResolver {
     this.loop ??= this.run();
   }
 
-  /** Finishes the wave under way (an outage's retry is abandoned: its records replay at the next start). */
+  /** Finishes the wave under way (an outage's retry is abandoned: its records replay at the next start); `start` resumes. */
   async stop(): Promise<void> {
     this.stopping = true;
     this.log.wake();
     await this.loop;
-    for (const wake of this.drainWaiters.splice(0)) wake();
+    this.loop = null;
+    this.stopping = false;
   }
 
   /** Resolves once nothing acknowledged is left to resolve. */
