@@ -95,6 +95,18 @@ describe.each(ENGINES)('%s', (engine) => {
     expect(ts).toBeLessThan(before);
   });
 
+  it('alias links an anonymous visitor to the user; another person\'s userId (a merge of two persons) is set aside with its reason', async () => {
+    const setAside = t.app.segment.status().set_aside;
+    expect((await send('/v1/batch', { batch: [
+      { type: 'identify', userId: 'u-old' }, { type: 'alias', previousId: 'a-9', userId: 'u-new' }, { type: 'alias', previousId: 'u-old', userId: 'u-new' },
+    ] })).statusCode).toBe(200);
+    await resolved(t);
+    const state = await workspaceState(t, t.ws.workspace_id);
+    expect(state.visitors).toEqual([{ visitor_id: 'a-9', person: 'u-new' }]);
+    expect(state.persons.map((p) => p.external_id).sort()).toEqual(['u-new', 'u-old']);
+    expect(t.app.segment.status().set_aside).toBe(setAside + 1);
+  });
+
   it('answers 503 with Retry-After once the backlog passes its bound, and reports the backlog', async () => {
     await t.app.segment.resolver.stop();
     try {
