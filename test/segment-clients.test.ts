@@ -12,6 +12,25 @@ import { AT, expectSameAsOwnApi, LATER, resolved } from './support/segment.js';
 let t: TestApp;
 let origin: string;
 
+/** The calls both node clients take in the same shape. */
+interface NodeClient {
+  page(message: object): unknown;
+  identify(message: object): unknown;
+  track(message: object): unknown;
+  group(message: object): unknown;
+  alias(message: object): unknown;
+}
+
+/** The activity expectSameAsOwnApi compares: a page from a newsletter, identify, a track, a group, an alias. */
+function sendActivity(analytics: NodeClient): void {
+  analytics.page({ anonymousId: 'anon-1', name: 'Pricing', timestamp: new Date(AT),
+    properties: { url: 'https://shop.example/pricing', referrer: 'https://mail.example/', title: 'Pricing' }, context: { campaign: { name: 'june', source: 'newsletter', medium: 'email' } } });
+  analytics.identify({ userId: 'u-1', anonymousId: 'anon-1', traits: { email: 'ada@example.com', name: 'Ada', plan: 'pro' }, timestamp: new Date(AT) });
+  analytics.track({ userId: 'u-1', event: 'Order Completed', properties: { total: 42, items: [{ sku: 'a' }] }, timestamp: new Date(LATER) });
+  analytics.group({ userId: 'u-1', groupId: 'g-1', traits: { name: 'Acme' }, timestamp: new Date(LATER) });
+  analytics.alias({ userId: 'u-1', previousId: 'anon-2' });
+}
+
 describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
   beforeAll(async () => {
     t = await startTestApp({ engine });
@@ -24,12 +43,7 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
     const analytics = new SegmentAnalytics({ writeKey: ws.secret_key, host: origin, flushAt: 20, maxRetries: 1 });
     const failures: unknown[] = [];
     analytics.on('error', (err) => failures.push(err));
-    analytics.page({ anonymousId: 'anon-1', name: 'Pricing', timestamp: new Date(AT),
-      properties: { url: 'https://shop.example/pricing', referrer: 'https://mail.example/' }, context: { campaign: { name: 'june', source: 'newsletter', medium: 'email' } } });
-    analytics.identify({ userId: 'u-1', anonymousId: 'anon-1', traits: { email: 'ada@example.com', name: 'Ada', plan: 'pro' }, timestamp: new Date(AT) });
-    analytics.track({ userId: 'u-1', event: 'Order Completed', properties: { total: 42, items: [{ sku: 'a' }] }, timestamp: new Date(LATER) });
-    analytics.group({ userId: 'u-1', groupId: 'g-1', traits: { name: 'Acme' }, timestamp: new Date(LATER) });
-    analytics.alias({ userId: 'u-1', previousId: 'anon-2' });
+    sendActivity(analytics);
     await analytics.closeAndFlush();
     expect(failures).toEqual([]);
     await resolved(t);
@@ -40,12 +54,7 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
     const ws = await t.freshWorkspace();
     const errors: unknown[] = [];
     const analytics = new RudderAnalytics(ws.secret_key, { dataPlaneUrl: origin, flushAt: 20, flushInterval: 50, retryCount: 0, errorHandler: (err: unknown) => errors.push(err) });
-    analytics.page({ anonymousId: 'anon-1', name: 'Pricing', timestamp: new Date(AT),
-      properties: { url: 'https://shop.example/pricing', referrer: 'https://mail.example/', title: 'Pricing' }, context: { campaign: { name: 'june', source: 'newsletter', medium: 'email' } } });
-    analytics.identify({ userId: 'u-1', anonymousId: 'anon-1', traits: { email: 'ada@example.com', name: 'Ada', plan: 'pro' }, timestamp: new Date(AT) });
-    analytics.track({ userId: 'u-1', event: 'Order Completed', properties: { total: 42, items: [{ sku: 'a' }] }, timestamp: new Date(LATER) });
-    analytics.group({ userId: 'u-1', groupId: 'g-1', traits: { name: 'Acme' }, timestamp: new Date(LATER) });
-    analytics.alias({ userId: 'u-1', previousId: 'anon-2' });
+    sendActivity(analytics);
     await analytics.flush();
     expect(errors).toEqual([]);
     await resolved(t);
