@@ -7,6 +7,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES } from './support/engines.js';
 import { resolved, workspaceState } from './support/segment.js';
+import { controlRows } from './support/stored.js';
 
 let t: TestApp;
 
@@ -95,15 +96,19 @@ describe.each(ENGINES)('%s', (engine) => {
     expect(ts).toBeLessThan(before);
   });
 
-  it('alias links an anonymous visitor to the user; another person\'s userId (a merge of two persons) is set aside with its reason', async () => {
+  it('alias links an anonymous visitor, merges a visitor\'s person without a user id, and sets aside a merge of two user ids (never forced)', async () => {
     const setAside = t.app.segment.status().set_aside;
     expect((await send('/v1/batch', { batch: [
-      { type: 'identify', userId: 'u-old' }, { type: 'alias', previousId: 'a-9', userId: 'u-new' }, { type: 'alias', previousId: 'u-old', userId: 'u-new' },
+      { type: 'identify', userId: 'u-old' }, { type: 'identify', anonymousId: 'a-7', traits: { email: 'seven@example.com' } },
+      { type: 'alias', previousId: 'a-9', userId: 'u-new' }, { type: 'alias', previousId: 'a-7', userId: 'u-new' },
+      { type: 'alias', previousId: 'u-old', userId: 'u-new' },
     ] })).statusCode).toBe(200);
     await resolved(t);
     const state = await workspaceState(t, t.ws.workspace_id);
-    expect(state.visitors).toEqual([{ visitor_id: 'a-9', person: 'u-new' }]);
+    expect(state.visitors).toEqual([{ visitor_id: 'a-7', person: 'u-new' }, { visitor_id: 'a-9', person: 'u-new' }]);
     expect(state.persons.map((p) => p.external_id).sort()).toEqual(['u-new', 'u-old']);
+    const merges = await controlRows(t, 'SELECT count(*) AS n FROM person_merges WHERE workspace_id = $1', [t.ws.workspace_id]);
+    expect(Number(merges[0]!.n)).toBe(1);
     expect(t.app.segment.status().set_aside).toBe(setAside + 1);
   });
 

@@ -122,7 +122,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(authPlugin, { workspaces });
   const clock = opts.clock ?? (() => new Date());
   const ingest = opts.ingest ?? new Ingest(opts.stores);
-  const segment = await SegmentIngest.open(ingest, opts.stores.control, opts.ingestLog ?? {}, clock, (err) => app.log.error({ err }, 'resolving the ingest log failed'));
+  const segment = await SegmentIngest.open(ingest, opts.stores, opts.ingestLog ?? {}, clock, (err) => app.log.error({ err }, 'resolving the ingest log failed'));
   app.decorate('segment', segment);
   // Registered before the stores close (app.close() runs first): the resolver stops, the log closes.
   app.addHook('onClose', () => segment.close());

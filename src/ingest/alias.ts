@@ -1,12 +1,14 @@
 // Segment's `alias { previousId, userId }` (decisions §13): previousId's person or visitor merged
-// into userId's person by §12's rules, never forced. The person merge is its own feature; until it
-// is wired in, `linkVisitorAlias` does what today's identity rules already can: it links the
-// visitor previousId to userId's person (as /v1/persons with both ids would), which covers the
-// common case of an anonymous visitor who signs up. A previousId that is another person's user id
-// needs the merge: that alias fails for itself, and the resolver sets it aside with the reason.
+// into userId's person by §12's rules (people/merge.ts), never forced. previousId names a person
+// by its user id, or a visitor: a visitor linked to another person brings that person (merged when
+// it has no user id of its own), an unlinked one is linked to userId's person as /v1/persons with
+// both ids would. A merge §12 refuses without force (both persons have a user id) fails for itself,
+// and the resolver sets it aside with the reason.
 
-import { personsBy } from '../store/control/people.js';
-import type { ControlSql } from '../store/control/store.js';
+import { mergePersons } from '../people/merge.js';
+import { personByRef } from '../store/control/merges.js';
+import { personsBy, visitorsById } from '../store/control/people.js';
+import type { Stores } from '../store/open.js';
 import type { Ingest } from './ingest.js';
 import type { AliasInput } from './segment/operations.js';
 
@@ -15,17 +17,27 @@ export interface AliasMerge {
   mergeAlias(ws: string, alias: AliasInput): Promise<void>;
 }
 
-/** An alias this build cannot apply: its previousId is a person's user id (a merge of two persons). */
-export class AliasNeedsMerge extends Error {}
+/** The person previousId names: by user id, else through the visitor of that id; null when neither. */
+async function previousPerson(stores: Stores, ws: string, previousId: string): Promise<{ person_id: string } | null> {
+  const byUserId = await personByRef(stores.control, ws, { external_id: previousId });
+  if (byUserId) return { person_id: byUserId.person_id };
+  const [visitor] = await visitorsById(stores.control, ws, [previousId]);
+  if (visitor?.person_key == null) return null;
+  const [person] = await personsBy(stores.control, ws, 'person_key', [visitor.person_key]);
+  return person ? { person_id: person.person_id } : null;
+}
 
-export function linkVisitorAlias(ingest: Ingest, control: ControlSql): AliasMerge {
+export function personMergeAlias(ingest: Ingest, stores: Stores, clock: () => Date): AliasMerge {
   return {
     async mergeAlias(ws, { previous_id, user_id }) {
       if (previous_id === user_id) return;
-      if ((await personsBy(control, ws, 'external_id', [previous_id])).length > 0) {
-        throw new AliasNeedsMerge(`alias: previousId "${previous_id}" is a person's userId; merging two persons needs POST /v1/persons/merge, not in this build`);
+      const from = await previousPerson(stores, ws, previous_id);
+      if (!from) {
+        await ingest.person(ws, { external_id: user_id, visitor_id: previous_id });
+        return;
       }
-      await ingest.person(ws, { external_id: user_id, visitor_id: previous_id });
+      await ingest.person(ws, { external_id: user_id }); // userId's person exists from here
+      await mergePersons(stores, ws, { from, into: { external_id: user_id } }, clock());
     },
   };
 }

@@ -7,9 +7,9 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AppError, invalidRequest } from '../../errors.js';
-import { type AliasMerge, linkVisitorAlias } from '../alias.js';
+import { type AliasMerge, personMergeAlias } from '../alias.js';
 import type { Ingest } from '../ingest.js';
-import type { ControlSql } from '../../store/control/store.js';
+import type { Stores } from '../../store/open.js';
 import { IngestLog, IngestLogUnwritable } from '../log/ingest-log.js';
 import { LogResolver } from '../log/resolver.js';
 import { mapMessages, type MessageType } from './messages.js';
@@ -21,7 +21,7 @@ export interface IngestLogOptions {
   /** Unresolved messages past which requests answer 503 (INGEST_BACKLOG_MAX_EVENTS). */
   maxBacklogEvents?: number;
   segmentBytes?: number;
-  /** How alias merges; linkVisitorAlias unless given. */
+  /** How alias merges; personMergeAlias unless given. */
   aliasMerge?: AliasMerge;
 }
 
@@ -55,10 +55,10 @@ export class SegmentIngest {
     private readonly temporaryDir: string | null,
   ) {}
 
-  static async open(ingest: Ingest, control: ControlSql, options: IngestLogOptions, clock: () => Date, onError: (err: unknown) => void): Promise<SegmentIngest> {
+  static async open(ingest: Ingest, stores: Stores, options: IngestLogOptions, clock: () => Date, onError: (err: unknown) => void): Promise<SegmentIngest> {
     const temporaryDir = options.dir === undefined ? await mkdtemp(join(tmpdir(), 'ingest-log-')) : null;
     const log = await IngestLog.open(options.dir ?? temporaryDir!, options.segmentBytes);
-    const resolver = new LogResolver(log, ingest, options.aliasMerge ?? linkVisitorAlias(ingest, control), onError);
+    const resolver = new LogResolver(log, ingest, options.aliasMerge ?? personMergeAlias(ingest, stores, clock), onError);
     resolver.start();
     return new SegmentIngest(log, resolver, options.maxBacklogEvents ?? DEFAULT_MAX_BACKLOG_EVENTS, clock, temporaryDir);
   }
