@@ -1,5 +1,7 @@
 // Configuration from the environment (decisions §1), read once at start.
 
+import { dirname, join } from 'node:path';
+import { DEFAULT_MAX_BACKLOG_EVENTS } from './ingest/segment/service.js';
 import { LEASE_DEFAULTS } from './store/control/leases.js';
 import type { ClickHouseOptions } from './store/clickhouse/client.js';
 import { CLICKHOUSE_BOUNDS, DUCKDB_BOUNDS, type DuckDBBounds, POSTGRES_BOUNDS, type PostgresBounds } from './store/bounds.js';
@@ -59,6 +61,11 @@ export interface Config {
   requestBodyTimeoutMs: number;
   /** How long SIGTERM waits for requests and refreshes under way before cutting them off (SHUTDOWN_TIMEOUT_MS). */
   shutdownTimeoutMs: number;
+  /**
+   * This node's ingest log (the Segment-compatible API): INGEST_LOG_DIR, else `ingest-log` beside the
+   * DuckDB file (./data/ingest-log; a temporary one for `:memory:`); INGEST_BACKLOG_MAX_EVENTS.
+   */
+  ingestLog: { dir: string | undefined; maxBacklogEvents: number };
 }
 
 /** Defaults of the bounds config.ts reads that live in no store (README, "Bounds and health"). */
@@ -127,6 +134,13 @@ function platformSettings(env: NodeJS.ProcessEnv): PlatformSettings {
   return settings;
 }
 
+/** Each API node needs its own log directory; beside the database file by default. */
+function ingestLogDir(env: NodeJS.ProcessEnv): string | undefined {
+  if (env.INGEST_LOG_DIR) return env.INGEST_LOG_DIR;
+  const path = env.DATABASE_PATH || './data/attribution.duckdb';
+  return path === ':memory:' ? undefined : join(dirname(path), 'ingest-log');
+}
+
 export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
   const port = integer(env, 'PORT', 3000);
   const host = env.HOST || '127.0.0.1';
@@ -174,6 +188,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     healthTimeoutMs: Math.max(100, integer(env, 'HEALTH_TIMEOUT_MS', SERVICE_BOUNDS.healthTimeoutMs)),
     requestBodyTimeoutMs: Math.max(1_000, integer(env, 'REQUEST_BODY_TIMEOUT_MS', SERVICE_BOUNDS.requestBodyTimeoutMs)),
     shutdownTimeoutMs: Math.max(100, integer(env, 'SHUTDOWN_TIMEOUT_MS', SERVICE_BOUNDS.shutdownTimeoutMs)),
+    ingestLog: { dir: ingestLogDir(env), maxBacklogEvents: Math.max(500, integer(env, 'INGEST_BACKLOG_MAX_EVENTS', DEFAULT_MAX_BACKLOG_EVENTS)) },
     bootstrap: {
       secretKey: env.BOOTSTRAP_SECRET_KEY || undefined,
       publishableKey: env.BOOTSTRAP_PUBLISHABLE_KEY || undefined,

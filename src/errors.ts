@@ -22,6 +22,7 @@ export const ERRORS = {
   internal: { status: 500, message: 'internal error' },
   unavailable: { status: 503, message: 'a store the service depends on is not answering; retry shortly' },
   overloaded: { status: 503, message: 'too many estimates at once; retry shortly' },
+  ingest_backlog: { status: 503, message: 'the ingest log holds more unresolved messages than its bound; retry shortly' },
   analytics_delayed: {
     status: 503,
     message: 'the request was stored, but the analytical store has not acknowledged its rows yet; they are kept and inserted as soon as it does (a retry with the same message_id is stored once)',

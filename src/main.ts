@@ -54,7 +54,7 @@ if (secretKey || publishableKey || stripeWebhookSecret) {
 
 const app = await buildApp({
   stores, estimateBudgetMs: config.estimateBudgetMs, logger: true, publicUrl: config.publicUrl, rateLimits: config.rateLimits,
-  healthTimeoutMs: config.healthTimeoutMs, requestBodyTimeoutMs: config.requestBodyTimeoutMs,
+  healthTimeoutMs: config.healthTimeoutMs, requestBodyTimeoutMs: config.requestBodyTimeoutMs, ingestLog: config.ingestLog,
   audiences: {
     refreshLimitMs: config.refreshLimitMs,
     schedulerIntervalMs: config.schedulerIntervalMs,

@@ -8,7 +8,7 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { ClickHouseClient } from '@clickhouse/client';
 import pg from 'pg';
 import Stripe from 'stripe';
@@ -38,8 +38,10 @@ const running = new Set<ChildProcess>();
 
 async function startNode(env: Record<string, string>): Promise<Node> {
   const port = await freePort();
+  // Each node's ingest log is its own directory.
+  const ingestLogDir = join(dirname(env.DATABASE_PATH!), `ingest-log-${port}`);
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, ...env, PORT: String(port), HOST: '127.0.0.1' },
+    env: { ...process.env, INGEST_LOG_DIR: ingestLogDir, ...env, PORT: String(port), HOST: '127.0.0.1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   running.add(child);
@@ -150,6 +152,34 @@ describe.skipIf(!CHDB_INSTALLED || !await postgresRunning())('three API nodes on
     for (const res of await Promise.all(deliveries)) expect(res.status, await res.clone().text()).toBe(200);
     expect(await count('SELECT count(*) AS n FROM processed_notifications')).toBe(8);
     expect(await count("SELECT count(*) AS n FROM payment_customers WHERE link_state = 'linked'")).toBe(8);
+  }, 120_000);
+
+  it('resolves Segment batches sent to every node at once, each from its own log: each user once, each message once', async () => {
+    const auth = `Basic ${Buffer.from(`${SECRET}:`).toString('base64')}`;
+    const sends: Promise<Response>[] = [];
+    for (let i = 0; i < 15; i++) {
+      const batch = [
+        { type: 'identify', userId: `s_${i}`, anonymousId: `sv_${i}`, traits: { email: `s_${i}@example.com` }, messageId: `sm_identify_${i}` },
+        { type: 'track', event: 'segment_signup', userId: `s_${i}`, anonymousId: `sv_${i}`, messageId: `sm_signup_${i}` },
+        { type: 'page', anonymousId: `sv_${i}`, properties: { url: 'https://shop.example/', referrer: 'https://www.google.com/' }, messageId: `sm_page_${i}` },
+      ];
+      for (const node of nodes) {
+        sends.push(fetch(`${node.url}/v1/batch`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: JSON.stringify({ batch }) }));
+      }
+    }
+    for (const res of await Promise.all(sends)) expect(res.status, await res.clone().text()).toBe(200);
+    for (const node of nodes) {
+      for (let i = 0; i < 300; i++) {
+        const status = await (await fetch(`${node.url}/v1/ingest/status`, { headers: { authorization: `Bearer ${SECRET}` } })).json() as { backlog_events: number };
+        if (status.backlog_events === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    }
+    expect(await count("SELECT count(*) AS n FROM persons WHERE external_id LIKE 's\\_%'")).toBe(15);
+    expect(await count("SELECT count(*) AS n FROM visitors v JOIN persons p ON p.person_key = v.person_key WHERE v.visitor_id LIKE 'sv\\_%' AND p.external_id = 's_' || substr(v.visitor_id, 4)")).toBe(15);
+    expect(await events('segment_signup')).toBe(15);
+    const pageviews = await (await clickhouse.query({ query: `SELECT count() AS n FROM ${DATABASE}.pageviews WHERE url = 'https://shop.example/'`, format: 'JSONEachRow' })).json<{ n: string }>();
+    expect(Number(pageviews[0]!.n)).toBe(15);
   }, 120_000);
 
   it('refreshes an audience due on every node once, and delivers its diff once, in order', async () => {

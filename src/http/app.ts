@@ -29,6 +29,8 @@ import { privacyRoutes } from './routes/privacy.js';
 import { createPrivacyService, type PrivacyService } from '../privacy/service.js';
 import { reportRoutes } from './routes/reports.js';
 import { webhookRoutes } from './routes/webhooks.js';
+import { segmentRoutes } from './routes/segment.js';
+import { type IngestLogOptions, SegmentIngest } from '../ingest/segment/service.js';
 import { workspaceRoutes } from './routes/workspace.js';
 
 export const BODY_LIMIT_BYTES = 1024 * 1024;
@@ -55,6 +57,8 @@ export interface AppOptions {
   requestBodyTimeoutMs?: number;
   /** How often the privacy worker looks for requests left unfinished (PRIVACY_INTERVAL_MS unless given). */
   privacyIntervalMs?: number;
+  /** The Segment-compatible API's ingest log: its directory, backlog bound, alias merge. */
+  ingestLog?: IngestLogOptions;
 }
 
 declare module 'fastify' {
@@ -63,6 +67,8 @@ declare module 'fastify' {
     audiences: AudienceService;
     /** The privacy feature: main.ts starts its worker and retention job, tests call them. */
     privacy: PrivacyService;
+    /** The Segment-compatible API and its ingest log: tests wait for `segment.resolver.drained()`. */
+    segment: SegmentIngest;
   }
 }
 
@@ -102,6 +108,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
         { name: 'people', description: 'Look customers up, with their link state and first-touch channel.' },
         { name: 'reports', description: 'Revenue per period, attributed to channels or grouped by traits (secret key).' },
         { name: 'privacy', description: 'Delete and suppress people by their identifiers (secret key), processed in the background.' },
+        { name: 'segment', description: 'Segment\'s HTTP Tracking API (track, identify, page, screen, group, alias, batch): the write key as the HTTP Basic user name; acknowledged once durably logged, resolved in the background.' },
         { name: 'workspace', description: 'The key\'s workspace, where to point the payment webhook, and the names criteria may use.' },
         { name: 'service', description: 'Liveness (/live) and readiness (/health: every store answers and can write).' },
       ],
@@ -113,16 +120,21 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(swaggerUi, { routePrefix: '/docs' });
 
   await app.register(authPlugin, { workspaces });
-  await app.register(healthRoutes, { stores: opts.stores, timeoutMs: opts.healthTimeoutMs ?? SERVICE_BOUNDS.healthTimeoutMs });
   const clock = opts.clock ?? (() => new Date());
+  const ingest = opts.ingest ?? new Ingest(opts.stores);
+  const segment = await SegmentIngest.open(ingest, opts.stores, opts.ingestLog ?? {}, clock, (err) => app.log.error({ err }, 'resolving the ingest log failed'));
+  app.decorate('segment', segment);
+  // Registered before the stores close (app.close() runs first): the resolver stops, the log closes.
+  app.addHook('onClose', () => segment.close());
+  await app.register(healthRoutes, { stores: opts.stores, timeoutMs: opts.healthTimeoutMs ?? SERVICE_BOUNDS.healthTimeoutMs, ingestStatus: () => segment.status() });
   await app.register(compileRoutes, { stores: opts.stores, budgetMs: opts.estimateBudgetMs, exactShare: opts.estimateExactShare, clock });
   const audiences = createAudienceService(opts.stores, clock, (err) => app.log.error({ err }, 'audience refresh or delivery failed'), opts.audiences);
   app.decorate('audiences', audiences);
   // Stops the scheduler before the store closes (app.close() runs before store.close()).
   app.addHook('onClose', () => audiences.scheduler.stop());
   await app.register(audienceRoutes, { stores: opts.stores, ...audiences, clock });
-  const ingest = opts.ingest ?? new Ingest(opts.stores);
   await app.register(ingestRoutes, { ingest });
+  await app.register(segmentRoutes, { segment, workspaces });
   await app.register(trackerRoutes);
   await app.register(workspaceRoutes, { workspaces, publicUrl: opts.publicUrl ?? 'http://127.0.0.1:3000' });
   await app.register(definitionRoutes, { analytics: opts.stores.analytics });

@@ -68,16 +68,19 @@ export function fastEvent(v: unknown): EventInput | null {
 /** The value of `pageviewBody` for `v`, or null when zod must decide. */
 export function fastPageview(v: unknown): PageviewInput | null {
   if (!isObject(v)) return null;
-  const { visitor_id, url, referrer, title, timestamp: at } = v;
+  const { visitor_id, url, referrer, title, timestamp: at, message_id } = v;
   if (v.cookieless !== undefined) return null;
   if (!within(visitor_id, 1, 256) || !within(url, 0, 4096) || !isPageUrl(url)) return null;
   if (referrer !== undefined && referrer !== null && !within(referrer, 0, 4096)) return null;
   if (title !== undefined && title !== null && !within(title, 0, 1024)) return null;
   if (at !== undefined && !isTimestamp(at)) return null;
+  const messageId = identifier(message_id);
+  if (messageId === NO) return null;
   const pageview: PageviewInput = { visitor_id, url };
   if (referrer !== undefined) pageview.referrer = referrer as string | null;
   if (title !== undefined) pageview.title = title as string | null;
   if (at !== undefined) pageview.timestamp = at as string;
+  if (messageId !== undefined) pageview.message_id = messageId;
   return pageview;
 }
 

@@ -85,6 +85,30 @@ function asRefusal(err: unknown): never {
 
 const timeOf = (input: { timestamp?: string }, receivedAt: Date) => (input.timestamp ? new Date(input.timestamp) : receivedAt);
 
+/**
+ * Message ids are first inserted as new (most are); when one was seen before, that transaction is
+ * rolled back and the write runs again with the exact claim, which skips the ids seen.
+ */
+async function withMessageIds<T>(write: (exactClaim: boolean) => Promise<T>): Promise<T> {
+  try {
+    return await write(false);
+  } catch (err) {
+    if (!(err instanceof MessageIdSeen)) throw err;
+    return write(true);
+  }
+}
+
+/** Which inputs to store: a message_id repeated within the batch or seen before is stored once. */
+async function firstSightings(work: UnitOfWork, ws: string, inputs: { message_id?: string }[], exactClaim: boolean): Promise<boolean[]> {
+  const firstOfBatch = new Map<string, number>();
+  inputs.forEach((e, i) => { if (e.message_id !== undefined && !firstOfBatch.has(e.message_id)) firstOfBatch.set(e.message_id, i); });
+  const messageIds = [...firstOfBatch.keys()];
+  let fresh: Set<string> | null = null;
+  if (exactClaim) fresh = await claimMessageIds(work.control, ws, messageIds);
+  else await insertNewMessageIds(work.control, ws, messageIds);
+  return inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && (fresh === null || fresh.has(e.message_id))));
+}
+
 /** Property paths per event name (a key built of both cost a string and its hash per path of every event). */
 type KnownPaths = Map<string, Set<string>>;
 
@@ -102,7 +126,7 @@ export type LinkListener = (work: UnitOfWork, links: VisitorLink[]) => Promise<v
 
 export class Ingest {
   private readonly eventWrites = new GroupCommit<PreparedEvent, EventResult>((ws, items) => this.writeEvents(ws, items));
-  private readonly pageviewWrites = new GroupCommit<PreparedPageview, { pageview_id: string }>((ws, items) => this.writePageviews(ws, items));
+  private readonly pageviewWrites = new GroupCommit<PreparedPageview, { pageview_id: string | null }>((ws, items) => this.writePageviews(ws, items));
   private readonly linkListeners: LinkListener[] = [];
   /** Property paths known per workspace and event name, so only new ones are written. */
   private readonly knownPaths = new Map<string, KnownPaths>();
@@ -153,32 +177,15 @@ export class Ingest {
     return check ? merged(keep, results, SUPPRESSED_EVENT) : results;
   }
 
-  /**
-   * Message ids are first inserted as new (most are); when one was seen before, that transaction is
-   * rolled back and the group runs again with the exact claim, which skips the ids seen.
-   */
   private async writeEvents(ws: string, items: PreparedEvent[]): Promise<Staged<EventResult[]>> {
     const known = await this.pathsOf(ws);
-    const write = (exactClaim: boolean) => this.stores.analytics.stage((work) => this.storeEvents(work, ws, items, this.clock(), known, exactClaim));
-    try {
-      return await write(false);
-    } catch (err) {
-      if (!(err instanceof MessageIdSeen)) throw err;
-      return write(true);
-    }
+    return withMessageIds((exactClaim) => this.stores.analytics.stage((work) => this.storeEvents(work, ws, items, this.clock(), known, exactClaim)));
   }
 
   /** Events inside their unit of work: dedupe, resolve, append, record new property paths. */
   private async storeEvents(work: UnitOfWork, ws: string, items: PreparedEvent[], now: Date, known: KnownPaths, exactClaim: boolean) {
     const inputs = items.map((item) => item.input);
-    // A message_id repeated within the batch or seen before is stored once.
-    const firstOfBatch = new Map<string, number>();
-    inputs.forEach((e, i) => { if (e.message_id !== undefined && !firstOfBatch.has(e.message_id)) firstOfBatch.set(e.message_id, i); });
-    const messageIds = [...firstOfBatch.keys()];
-    let fresh: Set<string> | null = null;
-    if (exactClaim) fresh = await claimMessageIds(work.control, ws, messageIds);
-    else await insertNewMessageIds(work.control, ws, messageIds);
-    const kept = inputs.map((e, i) => e.message_id === undefined || (firstOfBatch.get(e.message_id) === i && (fresh === null || fresh.has(e.message_id))));
+    const kept = await firstSightings(work, ws, inputs, exactClaim);
     const stored = items.filter((_, i) => kept[i]);
 
     const { resolved, links } = await resolveIdentities(this.stores.control, work, ws, stored.map((e) => identityOf(e.input, e.ts, true)), now);
@@ -236,7 +243,7 @@ export class Ingest {
    * Stores page views; those of a suppressed visitor are acknowledged and counted apart. A
    * cookieless one's visitor is derived from `origin` (cookieless.ts).
    */
-  async pageviews(ws: string, received: PageviewBody[], origin: RequestOrigin): Promise<{ stored: { pageview_id: string }[]; suppressed: number }> {
+  async pageviews(ws: string, received: PageviewBody[], origin: RequestOrigin): Promise<{ stored: { pageview_id: string | null }[]; suppressed: number }> {
     const all = await Promise.all(received.map(async ({ cookieless, visitor_id, ...rest }): Promise<PageviewInput> =>
       ({ ...rest, visitor_id: cookieless || visitor_id === undefined ? await this.cookieless.visitorId(ws, origin) : visitor_id })));
     const receivedAt = this.clock();
@@ -251,9 +258,13 @@ export class Ingest {
     return { stored, suppressed: all.length - inputs.length };
   }
 
-  private writePageviews(ws: string, items: PreparedPageview[]): Promise<Staged<{ pageview_id: string }[]>> {
+  /** Page views with a message_id (the Segment-compatible page calls) are stored once; a repeat answers no pageview_id. */
+  private writePageviews(ws: string, all: PreparedPageview[]): Promise<Staged<{ pageview_id: string | null }[]>> {
     const now = this.clock();
-    return this.stores.analytics.stage(async (work) => {
+    return withMessageIds((exactClaim) => this.stores.analytics.stage(async (work) => {
+      const kept = await firstSightings(work, ws, all.map((item) => item.input), exactClaim);
+      const items = all.filter((_, i) => kept[i]);
+      if (items.length === 0) return kept.map(() => ({ pageview_id: null }));
       const { resolved } = await resolveIdentities(this.stores.control, work, ws, items.map(({ input, ts }) => ({ visitor_id: input.visitor_id, at: ts })), now);
       const keys = resolved.map((r) => r.visitor_key!);
       const ids = newIds('pv', items.length);
@@ -276,8 +287,9 @@ export class Ingest {
         return row;
       });
       await work.analytics.appendPageviews(ws, rows);
-      return rows.map((r) => ({ pageview_id: r.pageview_id }));
-    });
+      let next = 0;
+      return kept.map((k) => ({ pageview_id: k ? rows[next++]!.pageview_id : null }));
+    }));
   }
 
   private async pathsOf(ws: string): Promise<KnownPaths> {

@@ -74,6 +74,7 @@ export const pageviewBody = z.object({
   referrer: z.string().max(4096).nullable().optional(),
   title: z.string().max(1024).nullable().optional(),
   timestamp: timestamp.optional(),
+  message_id: identifier.optional().describe('a repeated message_id is accepted and stored once'),
 }).superRefine(checkVisitor);
 export const pageviewsBody = z.union([pageviewBody, z.object({ batch: z.array(pageviewBody).min(1).max(MAX_BATCH) })]);
 

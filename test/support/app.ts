@@ -50,6 +50,8 @@ export interface TestAppOptions extends StoreOptions {
   nodeOf?: TestApp;
   /** The workspace of an app before on the same `path` (a restart); a new one unless given. */
   workspace?: CreatedWorkspace;
+  /** The ingest log's directory and bound (a temporary directory unless given). */
+  ingestLog?: AppOptions['ingestLog'];
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -74,7 +76,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const audiences = { ...options.audiences, delivery: { ...AUDIENCE_DEFAULTS.delivery, allowPrivateDestinations: true, ...options.audiences?.delivery } };
   const app = await buildApp({
     stores, estimateBudgetMs: options.budgetMs ?? 5000, estimateExactShare: options.exactShare, clock: options.clock ?? (at ? () => at : undefined), audiences,
-    rateLimits: options.rateLimits,
+    rateLimits: options.rateLimits, ingestLog: options.ingestLog,
   });
   const post = (url: string, body: unknown, key = ws.secret_key) => app.inject({
     method: 'POST',

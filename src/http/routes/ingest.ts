@@ -126,6 +126,7 @@ async function pageviewRoutes(app: FastifyInstance, { ingest }: { ingest: Ingest
     const body = fastPageviews(request.body) ?? parse(pageviewsBody, request.body);
     const origin = { address: request.ip, userAgent: request.headers['user-agent'] ?? '' };
     const { stored, suppressed } = await ingest.pageviews(request.workspaceId, items(body), origin);
-    return suppressed > 0 ? { accepted: stored.length, suppressed } : { accepted: stored.length };
+    const accepted = stored.filter((s) => s.pageview_id !== null).length;
+    return suppressed > 0 ? { accepted, suppressed } : { accepted };
   });
 }

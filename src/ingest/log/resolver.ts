@@ -1,0 +1,132 @@
+// Resolution of the ingest log in the background (decisions §13): records in the order they were
+// acknowledged, through the same Ingest calls as /v1/events, /v1/persons and /v1/pageviews. Records
+// holding only events are resolved together (the group commit shares their transactions and fails
+// a request only for itself); any other record waits for those before it, so a workspace's
+// identify, page, alias and track calls take effect in their order. A part that fails for itself is
+// set aside with its error; an outage of a store is waited out, the record resolved again later.
+
+import { AnalyticsDelayed, DependencyUnavailable } from '../../store/errors.js';
+import type { AliasMerge } from '../alias.js';
+import type { Ingest } from '../ingest.js';
+import { kindOf, type LoggedRequest, type LogOperation, type OperationKind } from '../segment/operations.js';
+import type { IngestLog, PendingRecord } from './ingest-log.js';
+
+/** Messages the resolver takes from the log at a time. */
+const WINDOW_EVENTS = 20_000;
+const OUTAGE_RETRY_MS = 1_000;
+
+class Stopped extends Error {}
+
+/** Segment page calls always name their visitor (anonymousId, or user:<userId>): no cookieless one is derived. */
+const NAMED_VISITOR = { address: '', userAgent: '' };
+
+/** Consecutive records that can be resolved together: runs of event-only records, any other record alone. */
+function waves(records: PendingRecord[]): PendingRecord[][] {
+  const out: PendingRecord[][] = [];
+  for (const record of records) {
+    const last = out.at(-1);
+    if (last && record.events_only && last[0]!.events_only) last.push(record);
+    else out.push([record]);
+  }
+  return out;
+}
+
+/** Consecutive operations of one kind. */
+function runs(ops: LogOperation[]): { kind: OperationKind; ops: LogOperation[] }[] {
+  const out: { kind: OperationKind; ops: LogOperation[] }[] = [];
+  for (const op of ops) {
+    const kind = kindOf(op);
+    const last = out.at(-1);
+    if (last?.kind === kind) last.ops.push(op);
+    else out.push({ kind, ops: [op] });
+  }
+  return out;
+}
+
+export class LogResolver {
+  private loop: Promise<void> | null = null;
+  private stopping = false;
+  private drainWaiters: (() => void)[] = [];
+
+  constructor(
+    private readonly log: IngestLog,
+    private readonly ingest: Ingest,
+    private readonly merge: AliasMerge,
+    private readonly onError: (err: unknown) => void,
+  ) {}
+
+  start(): void {
+    this.loop ??= this.run();
+  }
+
+  /** Finishes the wave under way (an outage's retry is abandoned: its records replay at the next start); `start` resumes. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    this.log.wake();
+    await this.loop;
+    this.loop = null;
+    this.stopping = false;
+  }
+
+  /** Resolves once nothing acknowledged is left to resolve. */
+  drained(): Promise<void> {
+    if (this.log.backlog().events === 0 && this.log.peek(1).length === 0) return Promise.resolve();
+    return new Promise((resolve) => this.drainWaiters.push(resolve));
+  }
+
+  private async run(): Promise<void> {
+    while (!this.stopping) {
+      await this.log.appended();
+      const records = this.log.peek(WINDOW_EVENTS);
+      try {
+        for (const wave of waves(records)) {
+          await Promise.all(wave.map((record) => this.resolveRecord(record)));
+          this.log.settle(wave.length);
+        }
+      } catch (err) {
+        if (!(err instanceof Stopped)) this.onError(err);
+        if (!(err instanceof Stopped)) await new Promise((r) => setTimeout(r, OUTAGE_RETRY_MS));
+      }
+      if (this.log.peek(1).length === 0) for (const wake of this.drainWaiters.splice(0)) wake();
+    }
+  }
+
+  private async resolveRecord(record: PendingRecord): Promise<void> {
+    const { ws, at, ops } = JSON.parse(record.text) as LoggedRequest;
+    for (const run of runs(ops)) await this.resolveRun(ws, at, run.kind, run.ops);
+  }
+
+  private async resolveRun(ws: string, at: number, kind: OperationKind, ops: LogOperation[]): Promise<void> {
+    for (;;) {
+      try {
+        await this.apply(ws, kind, ops);
+        return;
+      } catch (err) {
+        if (err instanceof AnalyticsDelayed) return; // stored; the analytical rows follow from the outbox
+        if (!(err instanceof DependencyUnavailable)) {
+          await this.log.setAsideRecord({ ws, at, ops, error: err instanceof Error ? err.message : String(err), set_aside_at: new Date().toISOString() });
+          this.onError(err);
+          return;
+        }
+        if (this.stopping) throw new Stopped();
+        await new Promise((r) => setTimeout(r, OUTAGE_RETRY_MS));
+      }
+    }
+  }
+
+  private async apply(ws: string, kind: OperationKind, ops: LogOperation[]): Promise<void> {
+    switch (kind) {
+      case 'event':
+        await this.ingest.events(ws, ops.map((op) => (op as Extract<LogOperation, { event: unknown }>).event));
+        return;
+      case 'pageview':
+        await this.ingest.pageviews(ws, ops.map((op) => (op as Extract<LogOperation, { pageview: unknown }>).pageview), NAMED_VISITOR);
+        return;
+      case 'person':
+        for (const op of ops) await this.ingest.person(ws, (op as Extract<LogOperation, { person: unknown }>).person);
+        return;
+      case 'alias':
+        for (const op of ops) await this.merge.mergeAlias(ws, (op as Extract<LogOperation, { alias: unknown }>).alias);
+    }
+  }
+}

@@ -1,0 +1,97 @@
+// The Segment-compatible tracking API's feature (decisions §13): a request's messages are checked
+// and mapped, appended durably to this node's ingest log, and acknowledged; the resolver stores
+// them in the background through Ingest. Past the backlog bound, requests are refused with 503 and
+// Retry-After (a status Segment's and RudderStack's clients retry) rather than grow without limit.
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { AppError, invalidRequest } from '../../errors.js';
+import { type AliasMerge, personMergeAlias } from '../alias.js';
+import type { Ingest } from '../ingest.js';
+import type { Stores } from '../../store/open.js';
+import { IngestLog, IngestLogUnwritable } from '../log/ingest-log.js';
+import { LogResolver } from '../log/resolver.js';
+import { mapMessages, type MessageType } from './messages.js';
+import type { LoggedRequest } from './operations.js';
+
+export interface IngestLogOptions {
+  /** This node's log directory (INGEST_LOG_DIR); a temporary one, removed at close, when unset. */
+  dir?: string;
+  /** Unresolved messages past which requests answer 503 (INGEST_BACKLOG_MAX_EVENTS). */
+  maxBacklogEvents?: number;
+  segmentBytes?: number;
+  /** How alias merges; personMergeAlias unless given. */
+  aliasMerge?: AliasMerge;
+}
+
+export const DEFAULT_MAX_BACKLOG_EVENTS = 1_000_000;
+const BACKLOG_RETRY_AFTER_SECONDS = 5;
+const LOG_RETRY_AFTER_SECONDS = 5;
+
+export interface IncomingMessage {
+  type: MessageType;
+  message: unknown;
+  /** Where it is in the body, as a JSON Pointer ('' for a single call). */
+  pointer: string;
+}
+
+export interface IngestStatus {
+  backlog_events: number;
+  backlog_seconds: number;
+  workspace_backlog_events?: number;
+  appended_events: number;
+  resolved_events: number;
+  set_aside: number;
+  max_backlog_events: number;
+}
+
+export class SegmentIngest {
+  private constructor(
+    readonly log: IngestLog,
+    readonly resolver: LogResolver,
+    private readonly maxBacklogEvents: number,
+    private readonly clock: () => Date,
+    private readonly temporaryDir: string | null,
+  ) {}
+
+  static async open(ingest: Ingest, stores: Stores, options: IngestLogOptions, clock: () => Date, onError: (err: unknown) => void): Promise<SegmentIngest> {
+    const temporaryDir = options.dir === undefined ? await mkdtemp(join(tmpdir(), 'ingest-log-')) : null;
+    const log = await IngestLog.open(options.dir ?? temporaryDir!, options.segmentBytes);
+    const resolver = new LogResolver(log, ingest, options.aliasMerge ?? personMergeAlias(ingest, stores, clock), onError);
+    resolver.start();
+    return new SegmentIngest(log, resolver, options.maxBacklogEvents ?? DEFAULT_MAX_BACKLOG_EVENTS, clock, temporaryDir);
+  }
+
+  /** Checks and maps `messages`, then resolves once they are durably in the log (400 naming each bad field, nothing kept). */
+  async accept(ws: string, messages: IncomingMessage[], batchSentAt: number | undefined): Promise<void> {
+    const { ops, faults } = mapMessages(messages, this.clock().getTime(), batchSentAt);
+    if (faults.length > 0) throw invalidRequest(faults);
+    const backlog = this.log.backlog();
+    if (backlog.events + messages.length > this.maxBacklogEvents) {
+      throw new AppError('ingest_backlog', `${backlog.events} messages wait to be resolved (bound ${this.maxBacklogEvents}); retry in ${BACKLOG_RETRY_AFTER_SECONDS} s`,
+        { retry_after_seconds: BACKLOG_RETRY_AFTER_SECONDS });
+    }
+    const events_only = ops.every((op) => 'event' in op);
+    const head = { ws, at: Date.now(), count: messages.length, events_only };
+    const record: LoggedRequest = { ...head, ops };
+    await this.log.append(head, JSON.stringify(record)).catch((err: unknown) => {
+      if (!(err instanceof IngestLogUnwritable)) throw err;
+      throw new AppError('unavailable', `${err.message}; retry in ${LOG_RETRY_AFTER_SECONDS} s`, { retry_after_seconds: LOG_RETRY_AFTER_SECONDS });
+    });
+  }
+
+  status(ws?: string): IngestStatus {
+    const { events, seconds, workspace_events } = this.log.backlog(Date.now(), ws);
+    return {
+      backlog_events: events, backlog_seconds: seconds, ...(workspace_events === undefined ? {} : { workspace_backlog_events: workspace_events }),
+      appended_events: this.log.appendedEvents, resolved_events: this.log.resolvedEvents, set_aside: this.log.setAside, max_backlog_events: this.maxBacklogEvents,
+    };
+  }
+
+  async close(): Promise<void> {
+    await this.resolver.stop();
+    await this.log.close();
+    if (this.temporaryDir) await rm(this.temporaryDir, { recursive: true, force: true });
+  }
+}
