@@ -2,16 +2,22 @@
 // it cuts them into request bodies under the service's limits, its retry rule, and stripeMetadata
 // read from each kind of request it takes: a real Node IncomingMessage, a Fetch Request, a string.
 
-import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { promisify } from 'node:util';
 import type Stripe from 'stripe';
 import { describe, expect, it } from 'vitest';
 import { batchLength, body, queued } from '../sdk/node/src/batch.js';
 import { aliasMessage, identifyMessage, pageMessage, trackMessage } from '../sdk/node/src/message.js';
 import { backoffMs, DEFAULT_RETRY, retryable, retryAfterMs } from '../sdk/node/src/retry.js';
-import { LIBRARY, MAX_BATCH_BYTES, MAX_MESSAGE_BYTES, readCookie, stripeMetadata } from '../sdk/node/src/index.js';
+import { Analytics, type DeliveryError, LIBRARY, MAX_BATCH_BYTES, MAX_MESSAGE_BYTES, readCookie, stripeMetadata } from '../sdk/node/src/index.js';
+import { freePort } from './support/ports.js';
+import { FULL_TIER } from './support/tier.js';
 
 const SDK = join(import.meta.dirname, '..', 'sdk', 'node');
 
@@ -50,6 +56,20 @@ describe('the messages (Segment Tracking API spec: common fields, identify, trac
     const pkg = JSON.parse(readFileSync(join(SDK, 'package.json'), 'utf8')) as { name: string; version: string; dependencies?: object };
     expect(LIBRARY).toEqual({ name: pkg.name, version: pkg.version });
     expect(pkg.dependencies).toBeUndefined();
+  });
+});
+
+describe.skipIf(!FULL_TIER)('the package', () => {
+  it('builds on its own with its tsconfig (declarations too) into ES modules that run', async () => {
+    const out = mkdtempSync(join(tmpdir(), 'sdk-node-'));
+    try {
+      await promisify(execFile)(process.execPath, [join(SDK, '..', '..', 'node_modules', 'typescript', 'bin', 'tsc'), '-p', SDK, '--outDir', out]);
+      const built = await import(pathToFileURL(join(out, 'index.js')).href) as typeof import('../sdk/node/src/index.js');
+      expect(built.stripeMetadata('tr_v=v1', 7)).toEqual({ tr_visitor_id: 'v1', tr_user_id: '7' });
+      expect(readFileSync(join(out, 'index.d.ts'), 'utf8')).toContain('stripeMetadata');
+    } finally {
+      rmSync(out, { recursive: true, force: true });
+    }
   });
 });
 
@@ -102,6 +122,44 @@ describe('the retry rule', () => {
     expect([1, 2, 3, 4].map((n) => backoffMs(n, DEFAULT_RETRY, () => 1))).toEqual([200, 400, 800, 1600]);
     expect(backoffMs(20, DEFAULT_RETRY, () => 1)).toBe(DEFAULT_RETRY.maxDelayMs);
     expect(backoffMs(3, DEFAULT_RETRY, () => 0.25)).toBe(200);
+  });
+});
+
+describe('when nothing answers (a closed loopback port)', () => {
+  async function client(retry: { maxRetries: number }) {
+    const failures: DeliveryError[] = [];
+    const retries: number[] = [];
+    const analytics = new Analytics({
+      writeKey: 'sk_test', host: `http://127.0.0.1:${await freePort()}`, flushOnExit: false,
+      retry: { ...retry, minDelayMs: 20, maxDelayMs: 100 }, onError: (e) => failures.push(e), onRetry: (n) => retries.push(n.retry),
+    });
+    return { analytics, failures, retries };
+  }
+
+  it('retries a network error maxRetries times, then reports the batch, and flush resolves', async () => {
+    const { analytics, failures, retries } = await client({ maxRetries: 3 });
+    analytics.track({ userId: 'u1', event: 'a', messageId: 'm1' });
+    analytics.track({ userId: 'u1', event: 'b', messageId: 'm2' });
+    await analytics.flush();
+    expect(retries).toEqual([1, 2, 3]);
+    expect(failures.map((f) => [f.reason, f.messages.map((m) => m.messageId)])).toEqual([['retries_exhausted', ['m1', 'm2']]]);
+    await analytics.close();
+  });
+
+  it('close with a deadline abandons what is undelivered, reports it, and refuses later calls', async () => {
+    const { analytics, failures } = await client({ maxRetries: 1_000 });
+    analytics.identify({ userId: 'u1', messageId: 'm1' });
+    await analytics.close({ timeoutMs: 200 });
+    analytics.track({ userId: 'u1', event: 'late', messageId: 'm2' });
+    expect(failures.map((f) => [f.reason, f.messages.map((m) => m.messageId)])).toEqual([['abandoned', ['m1']], ['closed', ['m2']]]);
+  });
+
+  it('reports a message above 32 KB as too_large without sending it', async () => {
+    const { analytics, failures } = await client({ maxRetries: 0 });
+    analytics.track({ userId: 'u1', event: 'big', properties: { pad: 'x'.repeat(MAX_MESSAGE_BYTES) } });
+    expect(failures.map((f) => f.reason)).toEqual(['too_large']);
+    await analytics.close();
+    expect(failures).toHaveLength(1); // nothing was queued, so nothing else failed
   });
 });
 
