@@ -50,6 +50,9 @@ describe('the messages (Segment Tracking API spec: common fields, identify, trac
     expect(() => identifyMessage({ userId: 'u', traits: [] as never })).toThrow('traits');
     expect(() => trackMessage({ userId: 'u', event: 'e', timestamp: 'yesterday' })).toThrow('timestamp');
     expect(() => aliasMessage({ userId: 'u' } as never)).toThrow('previousId');
+    expect(() => pageMessage({ anonymousId: 'v1', name: 'Home' })).toThrow('properties.url');
+    expect(() => pageMessage({ anonymousId: 'v1', properties: { url: '/pricing' } })).toThrow('absolute URL');
+    expect(pageMessage({ anonymousId: 'v1', context: { page: { url: 'https://shop.example/' } } }).type).toBe('page');
   });
 
   it('names the library with the version of its package.json', () => {

@@ -85,10 +85,18 @@ export function trackMessage(input: TrackInput): Message {
   return envelope('track', input, { ...identity(input), event: input.event, properties: object(input.properties, 'properties') });
 }
 
+/** A page view is stored under its address: the service refuses a page call without one. */
+function pageUrlOf(input: PageInput): unknown {
+  const page = object(input.context?.page, 'context.page');
+  return object(input.properties, 'properties')?.url ?? page?.url;
+}
+
 export function pageMessage(input: PageInput): Message {
   for (const field of ['name', 'category'] as const) {
     if (input[field] !== undefined && typeof input[field] !== 'string') throw new TypeError(`${field} must be a string`);
   }
+  const url = pageUrlOf(input);
+  if (typeof url !== 'string' || !URL.canParse(url)) throw new TypeError('page needs properties.url (or context.page.url), an absolute URL');
   return envelope('page', input, {
     ...identity(input), name: input.name, category: input.category, properties: object(input.properties, 'properties'),
   });
