@@ -169,7 +169,9 @@ export class Analytics {
     this.#timer = undefined;
     this.#sending ??= this.#drain().finally(() => {
       this.#sending = undefined;
-      this.#schedule();
+      // A flush asked while the last batch was settling is still waiting: its messages go now.
+      if (this.#waiters.length > 0) this.#send();
+      else this.#schedule();
     });
   }
 
