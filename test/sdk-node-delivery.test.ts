@@ -166,3 +166,24 @@ describe('the SDK when the service is behind (its ingest backlog past the bound)
     expect([...(await eventsByName(t)).keys()]).toEqual(['c']);
   });
 });
+
+describe('the SDK past the rate limit', () => {
+  let t: TestApp;
+  let host: string;
+  beforeAll(async () => {
+    t = await startTestApp({ rateLimits: { ingestPerMinute: 1, perMinute: 100 } });
+    host = await t.app.listen({ port: 0, host: '127.0.0.1' });
+  });
+  afterAll(() => t?.close());
+
+  it('retries a 429 after its Retry-After (capped by maxRetryAfterMs), keeping what was taken before', async () => {
+    const { analytics, failures, retries } = client(host, t.ws.secret_key, { flushAt: 1, retry: { minDelayMs: 20, maxDelayMs: 50, maxRetries: 1, maxRetryAfterMs: 250 } });
+    analytics.track({ userId: 'u_1', event: 'taken' });
+    analytics.track({ userId: 'u_1', event: 'limited' });
+    await analytics.close();
+    expect(retries.map((r) => [r.status, r.delayMs])).toEqual([[429, 250]]);
+    expect(failures.map((f) => [f.reason, f.status, f.messages.map((m) => m.event)])).toEqual([['retries_exhausted', 429, ['limited']]]);
+    await drained(t);
+    expect([...(await eventsByName(t)).keys()]).toEqual(['taken']);
+  });
+});
