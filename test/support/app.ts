@@ -46,8 +46,6 @@ export interface TestAppOptions extends StoreOptions {
   path?: string;
   audiences?: AppOptions['audiences'];
   rateLimits?: AppOptions['rateLimits'];
-  /** The Segment-compatible API's ingest log (a temporary directory and the default bounds unless given). */
-  ingestLog?: AppOptions['ingestLog'];
   /** Another API node of this app: its engine, PostgreSQL and ClickHouse databases and workspace (close it first). */
   nodeOf?: TestApp;
   /** The workspace of an app before on the same `path` (a restart); a new one unless given. */
