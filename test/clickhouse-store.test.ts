@@ -241,7 +241,7 @@ function deliveryDataset(): Dataset {
 function audienceRow(ws: string, id: string, destinations: string[]): AudienceRow {
   return {
     workspace_id: ws, audience_id: id, name: id, criteria: '{}', is_time_windowed: true, refresh_every: '1d', refresh_every_ms: DAY,
-    destinations: JSON.stringify(destinations.map((d) => ({ id: d, type: 'webhook' }))), status: 'pending', snapshot_id: null,
+    destinations: JSON.stringify(destinations.map((d) => ({ id: d, type: 'webhook' }))), splits: '[]', split_salt: 'salt', status: 'pending', snapshot_id: null,
     member_count: null, last_refreshed_at: null, next_refresh_at: AT, last_error: null, created_at: AT, updated_at: AT,
   };
 }

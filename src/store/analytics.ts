@@ -9,7 +9,7 @@
 // the visitor registry, customers' link states, audience definitions and deliveries, read and
 // written in transactions. A write that touches both sides is a unit of work (`unit`).
 
-import type { Breakdown, CompiledQuery, PropertyCatalog, ReportPlan, Sample, SetPlan } from '../criteria/index.js';
+import type { Breakdown, CompiledQuery, LiftPlan, LiftRow, PropertyCatalog, ReportPlan, Sample, SetPlan } from '../criteria/index.js';
 import type { Money } from './control/payments.js';
 import type { ControlTx } from './control/store.js';
 import type { InvoiceRow, PaymentEventRow, SubscriptionRow } from './layout.js';
@@ -115,6 +115,8 @@ export interface MemberRow extends Member {
 
 export interface DiffMember extends MemberRow {
   change: 'added' | 'removed';
+  /** Its split, set by the deliverer when the audience has splits (audiences/splits.ts). */
+  split?: string;
 }
 
 export interface SnapshotInput {
@@ -182,6 +184,8 @@ export interface EstimateTurn {
   revenue(report: ReportPlan, workspaceId: string): Promise<RevenueRow[] | null>;
   /** The earliest money row of the report's range without an exchange rate to its currency (none: empty); null past the budget. */
   missingRate(report: ReportPlan, workspaceId: string): Promise<RateGap[] | null>;
+  /** The lift report's rows within what is left of the budget; null past it. */
+  lift(plan: LiftPlan, workspaceId: string): Promise<LiftRow[] | null>;
   /** Gives the place back (again is harmless). */
   end(): void;
 }

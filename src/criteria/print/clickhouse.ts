@@ -20,6 +20,8 @@ import { type Breakdown, BREAKDOWN_TOP, type LeafScan, NON_ATTRIBUTED, type Samp
 import { perPayment, type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS, type TouchDimension } from '../report.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
+import type { LiftPlan } from '../lift.js';
+import { clickhouseLiftSql } from './clickhouse-lift.js';
 import { literal, quote, VISITOR_LINKS } from './clickhouse-text.js';
 import { minorDigits } from '../currency.js';
 import { clickhouseConverted, clickhouseMissingRate } from './clickhouse-currency.js';
@@ -704,6 +706,16 @@ SETTINGS join_use_nulls = 1`;
       statement((w, fresh, params) => `INSERT INTO ${params.table('frozen_payers')} (workspace_id, customer_id, profile)
       SELECT ${w}, customer_id, profile FROM (${fresh})`),
     ];
+  }
+
+  lift(plan: LiftPlan, workspaceId: string): ClickHouseQuery {
+    const params = new Params(this.database);
+    const w = params.add(workspaceId, 'String');
+    const sql = clickhouseLiftSql(plan, {
+      w, customers: customersSql(w, params), money: revenueMoney(w, params), members: params.table('audience_members'),
+      bind: (v) => params.add(v, typeof v === 'number' ? 'UInt64' : 'String'), timestamp: (at) => params.timestamp(at),
+    });
+    return { sql, params: params.values };
   }
 
   firstTouches(workspaceId: string, profiles: number[]): ClickHouseQuery {

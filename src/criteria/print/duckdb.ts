@@ -14,6 +14,8 @@ import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
 import { minorDigits } from '../currency.js';
 import { duckdbConverted, duckdbMissingRate } from './duckdb-currency.js';
+import type { LiftPlan } from '../lift.js';
+import { duckdbLiftSql } from './duckdb-lift.js';
 import { DUCKDB_ANCHOR, duckdbCredits } from './duckdb-touches.js';
 import type { Printer } from './printer.js';
 import { anyOfSql, SetPrinter, type SqlParam, type Within } from './walker.js';
@@ -661,6 +663,16 @@ function perPaymentRows(report: ReportPlan, split: { model: TouchModel; touch: T
   )`];
 }
 
+/** The lift report's statement (Printer.lift). */
+export function printLift(plan: LiftPlan, workspaceId: string): CompiledQuery {
+  const params = new Params();
+  const w = params.add(workspaceId);
+  const customers = `SELECT c.customer_id, ${CUSTOMER_PROFILE} AS profile
+    FROM payment_customers c LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key WHERE c.workspace_id = ${w}`;
+  const sql = duckdbLiftSql(plan, { w, customers, money: revenueMoney(w), bind: (v) => params.add(v), timestamp: (at) => params.timestamp(at) });
+  return { sql, params: params.values };
+}
+
 /** The DuckDB statements of a plan, over the store's tables (store/duckdb/migrations.ts). */
 export const duckdbPrinter: Printer<CompiledQuery> = {
   count: printCount,
@@ -673,4 +685,5 @@ export const duckdbPrinter: Printer<CompiledQuery> = {
   missingRate: printMissingRate,
   freeze: printFreeze,
   firstTouches: printFirstTouches,
+  lift: printLift,
 };

@@ -583,4 +583,11 @@ export const MIGRATIONS: readonly string[] = [
 `,
   // The passes that took up each privacy request: one that keeps failing ends `failed` (privacy/worker.ts).
   'ALTER TABLE privacy_requests ADD COLUMN attempts INTEGER DEFAULT 0;',
+  // Audience splits (decisions §14): the splits as JSON, and each audience's own salt that places
+  // its members. Audiences saved before get a salt of their own.
+  `
+  ALTER TABLE audiences ADD COLUMN splits JSON DEFAULT '[]';
+  ALTER TABLE audiences ADD COLUMN split_salt VARCHAR;
+  UPDATE audiences SET split_salt = md5(CAST(gen_random_uuid() AS VARCHAR) || audience_id);
+`,
 ];

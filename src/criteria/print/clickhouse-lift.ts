@@ -1,0 +1,25 @@
+// The lift report on ClickHouse: DuckDB's statement (duckdb-lift.ts) spelled for the engine, the
+// bucket from the same MD5 bytes (reinterpretAsUInt32 reads little-endian, hence the reverse).
+
+import type { LiftPlan } from '../lift.js';
+import { splitCaseSql } from '../splits.js';
+import type { LiftSources } from './duckdb-lift.js';
+
+export function clickhouseLiftSql(plan: LiftPlan, s: LiftSources & { members: string }): string {
+  const bucket = `reinterpretAsUInt32(reverse(substring(MD5(concat(${s.bind(plan.placement.salt)}, ':', toString(profile))), 1, 4))) % 10000`;
+  const members = `SELECT profile, ${splitCaseSql(plan.placement, bucket, s.bind)} AS split
+      FROM ${s.members} WHERE workspace_id = ${s.w} AND snapshot_id = ${s.bind(plan.snapshotId)}`;
+  const perMember = `SELECT c.profile AS profile, m.currency AS currency, sum(if(m.is_payment = 1, m.amount, -m.amount)) AS revenue,
+        max(m.is_payment) AS paid
+      FROM (${s.money}) AS m JOIN (${s.customers}) AS c ON c.customer_id = m.customer_id
+      WHERE m.ts >= ${s.timestamp(plan.from)} AND m.ts < ${s.timestamp(plan.to)} AND c.profile != 0
+      GROUP BY profile, currency`;
+  return `SELECT split, currency, grouping(currency) AS level, uniqExact(profile) AS members, uniqExactIf(profile, paid = 1) AS paying,
+  sum(revenue) AS total, sum(toFloat64(revenue) * revenue) AS squares
+FROM (
+  SELECT m.split AS split, m.profile AS profile, x.currency AS currency, ifNull(x.revenue, 0) AS revenue, ifNull(x.paid, 0) AS paid
+  FROM (${members}) AS m LEFT JOIN (${perMember}) AS x ON x.profile = m.profile
+)
+GROUP BY GROUPING SETS ((split), (split, currency))
+SETTINGS join_use_nulls = 1`;
+}

@@ -1,0 +1,35 @@
+// The lift report on DuckDB (criteria/lift.ts): a snapshot's members placed in their splits, each
+// member's net revenue per currency in the range, and per split the sums a 95 % interval needs.
+
+import type { LiftPlan } from '../lift.js';
+import { splitCaseSql } from '../splits.js';
+
+/** The parts of the workspace the statement reads, as the printer spells them. */
+export interface LiftSources {
+  w: string;
+  /** `(customer_id, profile)` of every payment customer. */
+  customers: string;
+  /** `(money_id, customer_id, ts, amount, currency, is_payment)`: payments and refunds. */
+  money: string;
+  bind: (value: string | number) => string;
+  timestamp: (at: Date) => string;
+}
+
+export function duckdbLiftSql(plan: LiftPlan, s: LiftSources): string {
+  const bucket = `CAST(('0x' || substr(md5(${s.bind(plan.placement.salt)} || ':' || CAST(profile AS VARCHAR)), 1, 8)) AS UBIGINT) % 10000`;
+  return `WITH members AS MATERIALIZED (
+    SELECT profile, ${splitCaseSql(plan.placement, bucket, s.bind)} AS split
+    FROM audience_members WHERE workspace_id = ${s.w} AND snapshot_id = ${s.bind(plan.snapshotId)}
+  ),
+  per_member AS (
+    SELECT c.profile, m.currency, sum(CASE WHEN m.is_payment THEN m.amount ELSE -m.amount END) AS revenue, bool_or(m.is_payment) AS paid
+    FROM (${s.money}) m JOIN (${s.customers}) c ON c.customer_id = m.customer_id
+    WHERE m.ts >= ${s.timestamp(plan.from)} AND m.ts < ${s.timestamp(plan.to)} AND c.profile IN (SELECT profile FROM members)
+    GROUP BY ALL
+  )
+SELECT m.split, x.currency, grouping(x.currency) AS level, count(DISTINCT m.profile) AS members,
+  count(DISTINCT m.profile) FILTER (WHERE x.paid) AS paying,
+  coalesce(sum(x.revenue), 0) AS total, coalesce(sum(CAST(x.revenue AS DOUBLE) * x.revenue), 0) AS squares
+FROM members m LEFT JOIN per_member x ON x.profile = m.profile
+GROUP BY GROUPING SETS ((m.split), (m.split, x.currency))`;
+}
