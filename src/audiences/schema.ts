@@ -64,8 +64,8 @@ export const member = z.object({
 });
 export type Member = z.infer<typeof member>;
 
-/** A member of a snapshot: its split too (null when the audience has none). */
-export const snapshotMember = member.extend({ split: z.string().nullable() });
+/** A member of a snapshot: its split too when the audience has splits. */
+export const snapshotMember = member.extend({ split: z.string().optional().describe('the member\'s split, when the audience has splits') });
 
 export const membersPage = z.object({ data: z.array(snapshotMember), next_cursor: z.string().nullable() });
 

@@ -58,10 +58,12 @@ export function splitFaults(splits: Split[], destinationCount: number, given: { 
 /** The audience's placement of its members. */
 export const splitPlacement = (splits: Split[], salt: string): SplitPlacement => placement(salt, splits);
 
-/** The split of a member of the audience's snapshots (null without splits). */
-export function memberSplit(row: { splits: string; split_salt: string }): (profile: number) => string | null {
-  const p = splitPlacement(storedSplits(row.splits), row.split_salt);
-  return (profile) => splitOf(p, profile);
+/** A member of the audience's snapshots with its split, when the audience has splits. */
+export function withSplit(row: { splits: string; split_salt: string }): <M extends { profile: number }>(member: M) => M & { split?: string } {
+  const splits = storedSplits(row.splits);
+  if (splits.length === 0) return (member) => member;
+  const p = splitPlacement(splits, row.split_salt);
+  return (member) => ({ ...member, split: splitOf(p, member.profile)! });
 }
 
 /** A delivery page's members that go to a destination, each with its split. */

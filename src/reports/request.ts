@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { criteriaJson } from '../criteria/envelope.js';
 import { ATTRIBUTION_MODELS, DEFAULT_HALF_LIFE_DAYS, DEFAULT_LOOKBACK_DAYS, MAX_LOOKBACK_DAYS, REPORT_INTERVALS } from '../criteria/index.js';
 
-const instant = z.union([z.iso.date(), z.iso.datetime({ offset: true, local: true })],
+export const instant = z.union([z.iso.date(), z.iso.datetime({ offset: true, local: true })],
   { error: 'expected an ISO 8601 date such as 2025-11-01, or a datetime such as 2025-11-01T00:00:00Z' })
   .describe('ISO 8601 date (UTC midnight) or datetime (UTC unless it has an offset)');
 

@@ -6,7 +6,7 @@ import type { Deliverer } from '../../audiences/delivery.js';
 import { EXPORT_CONTENT_TYPES, exportMembers } from '../../audiences/export.js';
 import type { Refresher } from '../../audiences/refresh.js';
 import type { AudienceResource } from '../../audiences/resource.js';
-import { memberSplit } from '../../audiences/splits.js';
+import { withSplit } from '../../audiences/splits.js';
 import { audience, audienceInput, audiencePatch, delivery, membersPage } from '../../audiences/schema.js';
 import { invalidRequest } from '../../errors.js';
 import { deliveryLog } from '../../store/control/audiences.js';
@@ -137,9 +137,8 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
     const rows = await stores.analytics.membersPage(request.workspaceId, snapshot, decodeCursor(cursor, snapshot), limit + 1);
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
-    const splitOfMember = memberSplit(row);
     return {
-      data: page.map(({ profile, person_id, visitor_id, external_id, email }) => ({ person_id, visitor_id, external_id, email, split: splitOfMember(profile) })),
+      data: page.map(withSplit(row)).map(({ profile: _, ...member }) => member),
       next_cursor: rows.length > limit && last ? encodeCursor(snapshot, last.profile) : null,
     };
   });
