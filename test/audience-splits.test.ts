@@ -9,7 +9,7 @@ import type { Dataset } from '../src/store/layout.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { analyticsOf, ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { importRows } from './support/stored.js';
-import { tierRuns } from './support/tier.js';
+import { FULL_TIER, tierRuns } from './support/tier.js';
 
 const START = new Date('2026-03-01T12:00:00Z');
 const DAY = 86_400_000;
@@ -95,7 +95,9 @@ describe.each(ENGINES_WITH_POSTGRES)('audience splits on %s', (engine) => {
     expect(await faults({ splits: [{ name: 'a', percent: 10, destinations: [0] }] }, 'PATCH', `/v1/audiences/${created.id}`)).toEqual(['/splits']);
   });
 
-  it('keeps every member in its split across the refreshes as members join and leave, the sizes within binomial bounds', async () => {
+  // The placement is the members page's on every engine (the lift test compares the engine's own); on
+  // ClickHouse the refreshes are slow, so this runs there under CI=true only.
+  it.skipIf(!FULL_TIER && analyticsOf(engine) === 'clickhouse')('keeps every member in its split across the refreshes as members join and leave, the sizes within binomial bounds', async () => {
     await importRows(t, dataset());
     const percents = { treatment: 70, second: 20, holdout: 10 };
     const a = (await send('POST', '/v1/audiences', {
