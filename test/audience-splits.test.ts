@@ -29,7 +29,10 @@ function random(seed: number): () => number {
   };
 }
 
-/** People who visit on random days of the refreshes' span (members join and leave), some paying in two currencies. */
+/** Payers with a page view before their invoices: the rest pay with no touch (Non-attributed under any model). */
+const touched = (payer: number) => payer % 2 === 0;
+
+/** People who visit on random days of the refreshes' span (members join and leave), some paying in two currencies, half of those after a page view. */
 function dataset(): Partial<Dataset> {
   const next = random(38);
   const persons = Array.from({ length: PEOPLE }, (_, i) => ({
@@ -39,8 +42,13 @@ function dataset(): Partial<Dataset> {
     event_id: `e${i}_${k}`, event_name: 'visit', ts: new Date(START.getTime() + Math.floor(next() * REFRESHES) * DAY), person_id: p.person_id, visitor_id: null, properties: '{}',
   })));
   const payers = persons.filter((_, i) => i % 5 === 0);
+  const visitors = payers.filter((_, i) => touched(i)).map((p) => ({ visitor_id: `v_${p.person_id}`, person_id: p.person_id, first_seen_at: START }));
+  const pageviews = visitors.map((v) => ({
+    pageview_id: `pv_${v.visitor_id}`, visitor_id: v.visitor_id, ts: new Date(START.getTime() + 4 * DAY), url: 'https://shop.example/', referrer: null,
+    host: 'shop.example', path: '/', referrer_host: null, source: null, medium: null, campaign: null, channel: 'Direct', channel_category: 'Direct',
+  }));
   return {
-    persons, events,
+    persons, events, visitors, pageviews,
     customers: payers.map((p) => ({ customer_id: `cus_${p.person_id}`, email: p.email, person_id: p.person_id, visitor_id: null, link_state: 'linked' as const })),
     invoices: payers.flatMap((p, i) => [
       { invoice_id: `in_${p.person_id}`, customer_id: `cus_${p.person_id}`, subscription_id: null, status: 'paid', amount_due: 1000 + i * 7, amount_paid: 1000 + i * 7, currency: 'usd', created_at: new Date(START.getTime() + 5 * DAY) },
@@ -157,40 +165,43 @@ describe.each(ENGINES_WITH_POSTGRES)('audience splits on %s', (engine) => {
       expect(pushed.map((m) => m.person_id).sort()).toEqual(treated);
       expect(new Set(pushed.map((m) => m.split))).toEqual(new Set(['treatment']));
 
-      const lift = await send('POST', '/v1/reports/lift', { audience_id: a.id, from: '2026-03-01', to: '2026-04-01' });
-      expect(lift.statusCode, lift.body).toBe(200);
-      const report = lift.json();
-      const refused = await send('POST', '/v1/reports/lift', { audience_id: a.id, from: '2026-03-01', to: '2026-04-01', model: 'linear' });
-      expect(refused.statusCode).toBe(400);
-      expect(refused.json().errors.map((e: { field: string }) => e.field)).toEqual(['/model']);
-      // Expected from the members' splits (the API's placement) and the invoices imported.
+      const lift = async (model?: string) => {
+        const response = await send('POST', '/v1/reports/lift', { audience_id: a.id, from: '2026-03-01', to: '2026-04-01', ...(model ? { model } : {}) });
+        expect(response.statusCode, response.body).toBe(200);
+        return response.json();
+      };
+      // Expected from the members' splits (the API's placement) and the invoices imported: every
+      // invoice without a model; under one, only those of payers with a page view before them.
       const data = dataset();
+      const payerIndex = new Map(data.customers!.map((c, i) => [c.customer_id, i]));
       const splitOf = new Map(all.map((m) => [m.person_id, m.split!]));
-      for (const split of ['treatment', 'holdout']) {
-        const people = all.filter((m) => m.split === split).map((m) => m.person_id);
-        const invoices = data.invoices!.filter((i) => splitOf.get(i.customer_id.slice(4)) === split);
-        const sum = (currency: string) => invoices.filter((i) => i.currency === currency).reduce((s, i) => s + i.amount_paid, 0);
-        const row = report.splits.find((s: { name: string }) => s.name === split);
-        expect(row.members).toBe(people.length);
-        // test/support/clickhouse.ts loads invoices without a payment time: no revenue to compare there.
-        if (analyticsOf(engine) === 'clickhouse') continue;
-        expect(row).toMatchObject({
-          members: people.length, holdout: split === 'holdout',
-          paying_members: new Set(invoices.map((i) => i.customer_id)).size,
-          revenue: { usd: sum('usd'), eur: sum('eur') },
-        });
-        expect(row.revenue_per_member.usd).toBeCloseTo(sum('usd') / people.length, 9);
+      for (const model of [undefined, 'first_touch', 'last_touch']) {
+        const report = await lift(model);
+        const counted = data.invoices!.filter((i) => model === undefined || touched(payerIndex.get(i.customer_id)!));
+        expect(report).toMatchObject({ holdout: 'holdout', interval: 'welch_normal_95', hit_limit: false, model: model ?? null });
+        for (const split of ['treatment', 'holdout']) {
+          const people = all.filter((m) => m.split === split).map((m) => m.person_id);
+          const invoices = counted.filter((i) => splitOf.get(i.customer_id.slice(4)) === split);
+          const sum = (currency: string) => invoices.filter((i) => i.currency === currency).reduce((s, i) => s + i.amount_paid, 0);
+          const row = report.splits.find((s: { name: string }) => s.name === split);
+          expect(row, `${split} under ${model ?? 'no model'}`).toMatchObject({
+            members: people.length, holdout: split === 'holdout',
+            paying_members: new Set(invoices.map((i) => i.customer_id)).size,
+            revenue: { usd: sum('usd'), eur: sum('eur') },
+          });
+          expect(row.revenue_per_member.usd).toBeCloseTo(sum('usd') / people.length, 9);
+        }
+        const treatment = report.splits.find((s: { name: string }) => s.name === 'treatment');
+        const holdout = report.splits.find((s: { name: string }) => s.name === 'holdout');
+        expect(holdout.difference).toBeNull();
+        const d = treatment.difference.usd;
+        expect(d.estimate).toBeCloseTo(treatment.revenue_per_member.usd - holdout.revenue_per_member.usd, 9);
+        expect(d.low).toBeLessThan(d.estimate);
+        expect(d.high).toBeGreaterThan(d.estimate);
       }
-      const treatment = report.splits.find((s: { name: string }) => s.name === 'treatment');
-      const holdout = report.splits.find((s: { name: string }) => s.name === 'holdout');
-      expect(holdout.difference).toBeNull();
-      if (analyticsOf(engine) === 'clickhouse') return;
-      const d = treatment.difference.usd;
-      expect(d.estimate).toBeCloseTo(treatment.revenue_per_member.usd - holdout.revenue_per_member.usd, 9);
-      expect(d.low).toBeLessThan(d.estimate);
-      expect(d.high).toBeGreaterThan(d.estimate);
-      expect(report).toMatchObject({ holdout: 'holdout', currencies: ['eur', 'usd'], interval: 'welch_normal_95', hit_limit: false });
-
+      const refused = await send('POST', '/v1/reports/lift', { audience_id: a.id, from: '2026-03-01', to: '2026-04-01', lookback_days: 30 });
+      expect(refused.statusCode).toBe(400);
+      expect(refused.json().errors.map((e: { field: string }) => e.field)).toEqual(['/lookback_days']);
     } finally {
       server.close();
     }

@@ -2,6 +2,8 @@
 // splits, and the money each paid in a range. Dialect-free, the only input of the printers' lift
 // statements (print/duckdb-lift.ts, print/clickhouse-lift.ts).
 
+import type { AttributionModel } from './attribution.js';
+import type { ReportPlan } from './report.js';
 import type { SplitPlacement } from './splits.js';
 
 export interface LiftPlan {
@@ -12,6 +14,18 @@ export interface LiftPlan {
   from: Date;
   /** Exclusive. */
   to: Date;
+  /** null: all of a member's money in the range; else only what this model attributes to touches. */
+  attribution: { model: AttributionModel; lookbackDays: number; halfLifeDays: number } | null;
+}
+
+/**
+ * The revenue report whose attributed rows are a modelled lift's money: the same model, grouped by
+ * channel category (any touch column would do: only whether a row has a touch is read), over
+ * everyone (the printers restrict it to the snapshot's members).
+ */
+export function liftAttribution(plan: LiftPlan): ReportPlan | null {
+  if (!plan.attribution) return null;
+  return { from: plan.from, to: plan.to, interval: 'month', ...plan.attribution, group: { touch: 'channel_category' }, audience: null };
 }
 
 /**

@@ -2,14 +2,22 @@
 // OpenAPI document and the console.
 
 import { z } from 'zod';
-import { instant } from './request.js';
+import { attributionFields, instant } from './request.js';
 
 export const liftRequest = z.object({
   audience_id: z.string().min(1).max(128).describe('a saved audience with splits: its current snapshot\'s members are compared'),
   from: instant.describe('inclusive'),
   to: instant.describe('exclusive'),
-  model: z.unknown().optional().refine((v) => v === undefined,
-    'lift compares all of every member\'s revenue: the holdout is what makes the comparison causal, and an attribution model would count only the revenue that followed a page view'),
+  ...attributionFields,
+  model: attributionFields.model.unwrap().optional()
+    .describe('absent: all of every member\'s payments in the range; a model: only the revenue it attributes to touches (its Non-attributed left out, docs/reports.md)'),
+}).superRefine((value, ctx) => {
+  if (value.lookback_days !== undefined && (value.model ?? 'first_touch') === 'first_touch') {
+    ctx.addIssue({ code: 'custom', path: ['lookback_days'], message: 'lookback_days is for a model other than first_touch' });
+  }
+  if (value.half_life_days !== undefined && value.model !== 'time_decay') {
+    ctx.addIssue({ code: 'custom', path: ['half_life_days'], message: 'half_life_days is time_decay\'s' });
+  }
 });
 export type LiftRequest = z.infer<typeof liftRequest>;
 
@@ -41,6 +49,9 @@ export const liftAnswer = z.object({
   to: z.string(),
   holdout: z.string().nullable().describe('the split compared against: the first without destinations'),
   interval: z.literal('welch_normal_95'),
+  model: attributionFields.model.unwrap().nullable().describe('null: all of the members\' revenue; else only what this model attributes to touches'),
+  lookback_days: z.number().int().nullable(),
+  half_life_days: z.number().nullable(),
   hit_limit: z.boolean().describe('true: the budget ran out; splits is empty'),
   currencies: z.array(z.string()),
   splits: z.array(liftSplit),

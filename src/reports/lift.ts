@@ -5,7 +5,7 @@
 
 import { takeTurn } from '../audiences/compile.js';
 import { splitPlacement, type Split, storedSplits } from '../audiences/splits.js';
-import type { LiftRow } from '../criteria/index.js';
+import { DEFAULT_HALF_LIFE_DAYS, DEFAULT_LOOKBACK_DAYS, isTouchModel, type LiftRow } from '../criteria/index.js';
 import { AppError, invalidRequest } from '../errors.js';
 import type { AnalyticsStore } from '../store/analytics.js';
 import { getAudience } from '../store/control/audiences.js';
@@ -45,6 +45,9 @@ export async function liftReport(
 ): Promise<LiftReport> {
   const [from, to] = [parseInstant(request.from), parseInstant(request.to)];
   if (to.getTime() <= from.getTime()) throw invalidRequest([{ field: '/to', message: 'to must be after from (from is inclusive, to exclusive)' }]);
+  const attribution = request.model === undefined ? null : {
+    model: request.model, lookbackDays: request.lookback_days ?? DEFAULT_LOOKBACK_DAYS, halfLifeDays: request.half_life_days ?? DEFAULT_HALF_LIFE_DAYS,
+  };
   const turn = takeTurn(analytics, options.budgetMs);
   try {
     const audience = await getAudience(control, ws, request.audience_id);
@@ -55,8 +58,10 @@ export async function liftReport(
     const head = {
       audience_id: audience.audience_id, snapshot_id: audience.snapshot_id, from: from.toISOString(), to: to.toISOString(),
       holdout: splits.find((s) => s.destinations.length === 0)?.name ?? null, interval: 'welch_normal_95' as const,
+      model: request.model ?? null, lookback_days: attribution && isTouchModel(attribution.model) ? attribution.lookbackDays : null,
+      half_life_days: attribution?.model === 'time_decay' ? attribution.halfLifeDays : null,
     };
-    const rows = await turn.lift({ snapshotId: audience.snapshot_id, placement: splitPlacement(splits, audience.split_salt), from, to }, ws);
+    const rows = await turn.lift({ snapshotId: audience.snapshot_id, placement: splitPlacement(splits, audience.split_salt), from, to, attribution }, ws);
     if (rows === null) return { ...head, hit_limit: true, currencies: [], splits: [] };
     const currencies = [...new Set(rows.flatMap((r) => (r.currency === null ? [] : [r.currency])))].sort();
     const figures = splits.map((s) => splitFigures(s, rows));

@@ -5,15 +5,12 @@ import type { LiftPlan } from '../lift.js';
 import { splitCaseSql } from '../splits.js';
 import type { LiftSources } from './duckdb-lift.js';
 
-export function clickhouseLiftSql(plan: LiftPlan, s: LiftSources & { members: string }): string {
+export function clickhouseLiftSql(plan: LiftPlan, s: Omit<LiftSources, 'ctes'> & { members: string }): string {
   const bucket = `reinterpretAsUInt32(reverse(substring(MD5(concat(${s.bind(plan.placement.salt)}, ':', toString(profile))), 1, 4))) % 10000`;
   const members = `SELECT profile, ${splitCaseSql(plan.placement, bucket, s.bind)} AS split
       FROM ${s.members} WHERE workspace_id = ${s.w} AND snapshot_id = ${s.bind(plan.snapshotId)}`;
-  const perMember = `SELECT c.profile AS profile, m.currency AS currency, sum(if(m.is_payment = 1, m.amount, -m.amount)) AS revenue,
-        max(m.is_payment) AS paid
-      FROM (${s.money}) AS m JOIN (${s.customers}) AS c ON c.customer_id = m.customer_id
-      WHERE m.ts >= ${s.timestamp(plan.from)} AND m.ts < ${s.timestamp(plan.to)} AND c.profile != 0
-      GROUP BY profile, currency`;
+  const perMember = `SELECT profile, currency, sum(if(is_payment = 1, amount, -amount)) AS revenue, max(is_payment) AS paid
+      FROM (${s.money}) GROUP BY profile, currency`;
   return `SELECT split, currency, grouping(currency) AS level, uniqExact(profile) AS members, uniqExactIf(profile, paid = 1) AS paying,
   sum(revenue) AS total, sum(toFloat64(revenue) * revenue) AS squares
 FROM (

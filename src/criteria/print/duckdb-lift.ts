@@ -7,12 +7,11 @@ import { splitCaseSql } from '../splits.js';
 /** The parts of the workspace the statement reads, as the printer spells them. */
 export interface LiftSources {
   w: string;
-  /** `(customer_id, profile)` of every payment customer. */
-  customers: string;
-  /** `(money_id, customer_id, ts, amount, currency, is_payment)`: payments and refunds. */
+  /** CTEs the money reads, after `members (profile, split)`. */
+  ctes: string[];
+  /** `(profile, currency, amount, is_payment)`: the members' payments and refunds in the range (or the shares a model attributes). */
   money: string;
   bind: (value: string | number) => string;
-  timestamp: (at: Date) => string;
 }
 
 export function duckdbLiftSql(plan: LiftPlan, s: LiftSources): string {
@@ -20,12 +19,10 @@ export function duckdbLiftSql(plan: LiftPlan, s: LiftSources): string {
   return `WITH members AS MATERIALIZED (
     SELECT profile, ${splitCaseSql(plan.placement, bucket, s.bind)} AS split
     FROM audience_members WHERE workspace_id = ${s.w} AND snapshot_id = ${s.bind(plan.snapshotId)}
-  ),
+  ),${s.ctes.map((c) => `\n  ${c},`).join('')}
   per_member AS (
-    SELECT c.profile, m.currency, sum(CASE WHEN m.is_payment THEN m.amount ELSE -m.amount END) AS revenue, bool_or(m.is_payment) AS paid
-    FROM (${s.money}) m JOIN (${s.customers}) c ON c.customer_id = m.customer_id
-    WHERE m.ts >= ${s.timestamp(plan.from)} AND m.ts < ${s.timestamp(plan.to)} AND c.profile IN (SELECT profile FROM members)
-    GROUP BY ALL
+    SELECT profile, currency, sum(CASE WHEN is_payment THEN amount ELSE -amount END) AS revenue, bool_or(is_payment) AS paid
+    FROM (${s.money}) GROUP BY ALL
   )
 SELECT m.split, x.currency, grouping(x.currency) AS level, count(DISTINCT m.profile) AS members,
   count(DISTINCT m.profile) FILTER (WHERE x.paid) AS paying,

@@ -45,7 +45,7 @@ export class CriteriaQueries<Q> {
       overlap: async (plans, ws) => read(printer.overlap(await Promise.all(plans.map((p) => driver.prepare(p, ws))), ws), overlapOf),
       revenue: async (report, ws) => read(printer.revenue(await this.prepareReport(report, ws), ws), (rows) => rows.map(revenueRow)),
       missingRate: async (report, ws) => read(printer.missingRate(report, ws), (rows) => rows.map((r) => ({ currency: String(r.currency), day: String(r.day) }))),
-      lift: async (plan, ws) => read(printer.lift(plan, ws), (rows) => rows.map(liftRow)),
+      lift: async (plan, ws) => read(printer.lift(plan, ws), (rows) => rows.flatMap((r) => liftRow(r) ?? [])),
       end: () => driver.leave(place),
     };
   }

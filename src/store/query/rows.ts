@@ -33,10 +33,12 @@ export function revenueRow(r: Record<string, unknown>): RevenueRow {
 }
 
 /** A lift row as an engine returns it; the currency of a split's counts row (level 1) is null. */
-export function liftRow(r: Record<string, unknown>): LiftRow {
+export function liftRow(r: Record<string, unknown>): LiftRow | null {
   const counts = Number(r.level) === 1;
+  // The members without money in the range group under a null currency: nothing to add.
+  if (!counts && (r.currency === null || r.currency === undefined)) return null;
   return {
-    split: String(r.split), currency: counts || r.currency === null || r.currency === undefined ? null : String(r.currency),
+    split: String(r.split), currency: counts ? null : String(r.currency),
     members: Number(r.members), paying: Number(r.paying), total: Number(r.total), squares: Number(r.squares),
   };
 }
