@@ -58,11 +58,16 @@ export function splitFaults(splits: Split[], destinationCount: number, given: { 
 /** The audience's placement of its members. */
 export const splitPlacement = (splits: Split[], salt: string): SplitPlacement => placement(salt, splits);
 
+/** The audience's placement of its members; null without splits. */
+export function audiencePlacement(row: { splits: string; split_salt: string }): SplitPlacement | null {
+  const splits = storedSplits(row.splits);
+  return splits.length === 0 ? null : splitPlacement(splits, row.split_salt);
+}
+
 /** A member of the audience's snapshots with its split, when the audience has splits. */
 export function withSplit(row: { splits: string; split_salt: string }): <M extends { profile: number }>(member: M) => M & { split?: string } {
-  const splits = storedSplits(row.splits);
-  if (splits.length === 0) return (member) => member;
-  const p = splitPlacement(splits, row.split_salt);
+  const p = audiencePlacement(row);
+  if (!p) return (member) => member;
   return (member) => ({ ...member, split: splitOf(p, member.profile)! });
 }
 

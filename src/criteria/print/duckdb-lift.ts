@@ -2,7 +2,7 @@
 // member's net revenue per currency in the range, and per split the sums a 95 % interval needs.
 
 import type { LiftPlan } from '../lift.js';
-import { splitCaseSql } from '../splits.js';
+import { SPLIT_BUCKETS, splitCaseSql, type SplitPlacement } from '../splits.js';
 
 /** The parts of the workspace the statement reads, as the printer spells them. */
 export interface LiftSources {
@@ -14,10 +14,15 @@ export interface LiftSources {
   bind: (value: string | number) => string;
 }
 
+/** The split of column `profile` (criteria/splits.ts splitBucket, spelled for DuckDB). */
+export function duckdbSplitSql(placement: SplitPlacement, profile: string, bind: (value: string | number) => string): string {
+  const bucket = `CAST(('0x' || substr(md5(${bind(placement.salt)} || ':' || CAST(${profile} AS VARCHAR)), 1, 8)) AS UBIGINT) % ${SPLIT_BUCKETS}`;
+  return splitCaseSql(placement, bucket, bind);
+}
+
 export function duckdbLiftSql(plan: LiftPlan, s: LiftSources): string {
-  const bucket = `CAST(('0x' || substr(md5(${s.bind(plan.placement.salt)} || ':' || CAST(profile AS VARCHAR)), 1, 8)) AS UBIGINT) % 10000`;
   return `WITH members AS MATERIALIZED (
-    SELECT profile, ${splitCaseSql(plan.placement, bucket, s.bind)} AS split
+    SELECT profile, ${duckdbSplitSql(plan.placement, 'profile', s.bind)} AS split
     FROM audience_members WHERE workspace_id = ${s.w} AND snapshot_id = ${s.bind(plan.snapshotId)}
   ),${s.ctes.map((c) => `\n  ${c},`).join('')}
   per_member AS (
