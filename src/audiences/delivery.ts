@@ -212,7 +212,7 @@ export class Deliverer {
           : null;
         const position = {
           workspaceId: delivery.workspace_id, deliveryId: delivery.delivery_id, pageSize: delivery.page_size!,
-          added: delivery.added_count ?? 0, removed: delivery.removed_count ?? 0,
+          added: delivery.added_count ?? 0, removed: delivery.removed_count ?? 0, filtered: routing.filtered,
         };
         const result = await driver.deliverPage(destination, {
           audienceId: delivery.audience_id, snapshotId: delivery.snapshot_id, page, members: screened?.members ?? diff, delivery: position,

@@ -71,8 +71,8 @@ export function withSplit(row: { splits: string; split_salt: string }): <M exten
   return (member) => ({ ...member, split: splitOf(p, member.profile)! });
 }
 
-/** A delivery page's members that go to a destination, each with its split. */
-export type SplitRouting = (members: DiffMember[]) => DiffMember[];
+/** A delivery page's members that go to a destination, each with its split; `filtered` when some may not. */
+export type SplitRouting = ((members: DiffMember[]) => DiffMember[]) & { filtered: boolean };
 
 /**
  * The routing of the audience's members to its destination `destinationId`: all of them without
@@ -82,12 +82,13 @@ export type SplitRouting = (members: DiffMember[]) => DiffMember[];
  */
 export function splitRouting(row: { splits: string; split_salt: string; destinations: string }, destinationId: string): SplitRouting {
   const splits = storedSplits(row.splits);
-  if (splits.length === 0) return (members) => members;
+  if (splits.length === 0) return Object.assign((members: DiffMember[]) => members, { filtered: false });
   const position = (JSON.parse(row.destinations) as { id: string }[]).findIndex((d) => d.id === destinationId);
   const names = new Set(splits.filter((s) => s.destinations.includes(position)).map((s) => s.name));
   const p = splitPlacement(splits, row.split_salt);
-  return (members) => members.flatMap((m) => {
+  const route = (members: DiffMember[]) => members.flatMap((m) => {
     const split = splitOf(p, m.profile)!;
     return names.has(split) ? [{ ...m, split }] : [];
   });
+  return Object.assign(route, { filtered: true });
 }

@@ -37,6 +37,8 @@ export interface DeliveryPosition {
   pageSize: number;
   added: number;
   removed: number;
+  /** The pages are filtered by the audience's splits: what each page sends is known only once read. */
+  filtered: boolean;
 }
 
 export interface DiffPage {
