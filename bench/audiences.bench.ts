@@ -48,7 +48,7 @@ const members = (await resource.get(WS, audience.id)).member_count ?? 0;
 for (const format of ['csv', 'parquet', 'arrow'] as ExportFormat[]) {
   const t0 = performance.now();
   let bytes = 0;
-  for await (const chunk of await exportMembers(stores.analytics, WS, snapshotId, format)) bytes += (chunk as Buffer).length;
+  for await (const chunk of await exportMembers(stores.analytics, WS, snapshotId, format, null)) bytes += (chunk as Buffer).length;
   const seconds = (performance.now() - t0) / 1000;
   console.log(`| ${format} | ${members.toLocaleString('en-US')} | ${(bytes / 2 ** 20).toFixed(1)} MiB | ${seconds.toFixed(2)} | ${Math.round(members / seconds).toLocaleString('en-US')} |`);
 }

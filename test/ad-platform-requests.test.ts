@@ -6,7 +6,7 @@ import { googleEmail, metaEmail } from '../src/audiences/destinations/emails.js'
 import { judgeGoogle, partialFailure } from '../src/audiences/destinations/google-errors.js';
 import { judgeMeta, metaSession } from '../src/audiences/destinations/meta.js';
 
-const position = { workspaceId: 'ws', deliveryId: 7, pageSize: 10, added: 25, removed: 12 };
+const position = { workspaceId: 'ws', deliveryId: 7, pageSize: 10, added: 25, removed: 12, filtered: false };
 
 describe('emails as each platform matches them', () => {
   it('Meta trims and lowercases only', () => {
@@ -42,6 +42,10 @@ describe('Meta sessions across a delivery (adds first, then removes)', () => {
   it('sends no session when a change fits one request', () => {
     expect(metaSession({ ...position, added: 4, removed: 3 }, 0, 'added')).toBeNull();
     expect(metaSession({ ...position, added: 4, removed: 3 }, 0, 'removed')).toBeNull();
+  });
+
+  it('sends no session when the pages are filtered by splits (no request could be known to be the last)', () => {
+    expect([0, 1, 2].map((page) => metaSession({ ...position, filtered: true }, page, 'added'))).toEqual([null, null, null]);
   });
 });
 

@@ -59,7 +59,7 @@ describe.each(ENGINES_WITH_POSTGRES)('%s: ad platform destinations', (engine) =>
   const list = (double: { lists: Map<string, Set<string>> }, id: string) => [...double.lists.get(`${CUSTOMER}/${id}`)!].sort();
 
   beforeAll(async () => {
-    platforms = await startAdPlatforms({ metaAudiences: ['1001', '1002', '1003', '1004'], customer: CUSTOMER, lists: ['21', '22', '23', '24', '25', '26'] });
+    platforms = await startAdPlatforms({ metaAudiences: ['1001', '1002', '1003', '1004', '1005'], customer: CUSTOMER, lists: ['21', '22', '23', '24', '25', '26'] });
     t = await startTestApp({ engine, at: AT, audiences: { delivery: platforms.delivery } });
     const person = (id: string, email: string | null) => ({ person_id: id, external_id: null, email, name: null, traits: null, created_at: AT });
     await importRows(t, {
@@ -164,6 +164,22 @@ describe.each(ENGINES_WITH_POSTGRES)('%s: ad platform destinations', (engine) =>
     expect(jobs).toHaveLength(1);
     const adds = (await deliveries(audience.id))[0]!.attempts.filter((a) => a.request === 'add create operations');
     expect(adds).toHaveLength(2);
+  });
+
+  it('sends a split\'s members to Meta without a session, none of the holdout', async () => {
+    const before = platforms.meta.requests.length;
+    const res = await t.post('/v1/audiences', {
+      name: 'split', criteria_json: did('bulk'), destinations: [destinations({ meta: '1005', dm: '25', ads: '26' })[0]],
+      splits: [{ name: 'arm', percent: 50, destinations: [0] }, { name: 'holdout', percent: 50 }],
+    });
+    expect(res.statusCode, res.body).toBe(201);
+    await refresh(res.json().id);
+    const requests = platforms.meta.requests.slice(before);
+    const sent = platforms.meta.audiences.get('1005')!.size;
+    // Half of 10,001 within about five standard deviations (50).
+    expect(Math.abs(sent - 5000)).toBeLessThan(250);
+    expect(requests.reduce((n, r) => n + r.rows, 0)).toBe(sent);
+    expect(requests.map((r) => r.session ?? null)).toEqual(requests.map(() => null));
   });
 
   it('retries platform throttling until it passes', async () => {

@@ -241,7 +241,7 @@ function deliveryDataset(): Dataset {
 function audienceRow(ws: string, id: string, destinations: string[]): AudienceRow {
   return {
     workspace_id: ws, audience_id: id, name: id, criteria: '{}', is_time_windowed: true, refresh_every: '1d', refresh_every_ms: DAY,
-    destinations: JSON.stringify(destinations.map((d) => ({ id: d, type: 'webhook' }))), status: 'pending', snapshot_id: null,
+    destinations: JSON.stringify(destinations.map((d) => ({ id: d, type: 'webhook' }))), splits: '[]', split_salt: 'salt', status: 'pending', snapshot_id: null,
     member_count: null, last_refreshed_at: null, next_refresh_at: AT, last_error: null, created_at: AT, updated_at: AT,
   };
 }
@@ -381,14 +381,14 @@ describe.skipIf(!chdb)('refreshes and deliveries on ClickHouse against DuckDB', 
     expect(expected.length).toBeGreaterThan(PAGE);
     for (const format of ['csv', 'parquet'] as const) {
       const [ch, dk] = [join(e.dir, `ch.${format}`), join(e.dir, `dk.${format}`)];
-      await e.clickhouse.exportSnapshot(ws, current, ch, format);
-      await e.duckdb.exportSnapshot(ws, current, dk, format);
+      await e.clickhouse.exportSnapshot(ws, current, ch, format, null);
+      await e.duckdb.exportSnapshot(ws, current, dk, format, null);
       expect(await fileRows(e.duck, ch, format)).toEqual(await fileRows(e.duck, dk, format));
       expect(await fileRows(e.duck, ch, format)).toEqual(expected);
     }
     for (const side of [e.clickhouse, e.duckdb]) {
       const chunks: Uint8Array[] = [];
-      for await (const chunk of await side.exportArrow(ws, current)) chunks.push(chunk);
+      for await (const chunk of await side.exportArrow(ws, current, null)) chunks.push(chunk);
       const table = tableFromIPC(Buffer.concat(chunks));
       expect(table.schema.fields.map((f) => [f.name, String(f.type), f.nullable])).toEqual(
         ['person_id', 'visitor_id', 'external_id', 'email'].map((name) => [name, 'Utf8', true]));

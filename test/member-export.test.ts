@@ -39,15 +39,30 @@ function dataset(): Partial<Dataset> {
 }
 
 /** Rows of a CSV file as DuckDB reads them, a quoted empty string kept apart from NULL. */
-async function csvRows(csv: Buffer, header: boolean): Promise<Row[]> {
+async function csvRows(csv: Buffer, header: boolean, columns = COLUMNS): Promise<Row[]> {
   const dir = await mkdtemp(join(tmpdir(), 'member-export-'));
   const db = await DuckDBInstance.create(':memory:');
   const conn = await db.connect();
   try {
     await writeFile(join(dir, 'm.csv'), csv);
     const read = `read_csv('${join(dir, 'm.csv')}', all_varchar = true, allow_quoted_nulls = false, header = ${header},
-      columns = {${COLUMNS.map((c) => `'${c}': 'VARCHAR'`).join(', ')}})`;
+      columns = {${columns.map((c) => `'${c}': 'VARCHAR'`).join(', ')}})`;
     return (await conn.runAndReadAll(`SELECT * FROM ${read}`)).getRowObjectsJS() as Row[];
+  } finally {
+    conn.closeSync();
+    db.closeSync();
+    await rm(dir, { recursive: true, force: true });
+  }
+}
+
+/** Rows of a Parquet file as DuckDB reads them. */
+async function parquetRows(parquet: Buffer): Promise<Row[]> {
+  const dir = await mkdtemp(join(tmpdir(), 'member-export-'));
+  const db = await DuckDBInstance.create(':memory:');
+  const conn = await db.connect();
+  try {
+    await writeFile(join(dir, 'm.parquet'), parquet);
+    return (await conn.runAndReadAll(`SELECT * FROM read_parquet('${join(dir, 'm.parquet')}')`)).getRowObjectsJS() as Row[];
   } finally {
     conn.closeSync();
     db.closeSync();
@@ -94,6 +109,24 @@ describe.each(ENGINES)('%s: member exports', (engine) => {
     expect(rows.filter((r) => r.person_id === null).map((r) => r.visitor_id).sort()).toEqual(dataset().visitors!.map((v) => v.visitor_id).sort());
     // In the order of the JSON listing.
     expect(rows.slice(0, 600)).toEqual((await get(`/v1/audiences/${audience}/members?limit=600`)).json().data);
+  });
+
+  it('carries each member\'s split in every format once the audience has splits, as the members pages place it', async () => {
+    const patched = await t.app.inject({
+      method: 'PATCH', url: `/v1/audiences/${audience}`, headers: { authorization: `Bearer ${t.ws.secret_key}` },
+      payload: { splits: [{ name: 'arm', percent: 90 }, { name: 'holdout', percent: 10 }] },
+    });
+    expect(patched.statusCode, patched.body).toBe(200);
+    const arrow = await get(`/v1/audiences/${audience}/members?format=arrow`);
+    expect(tableFromIPC(arrow.rawPayload).schema.fields.map((f) => f.name)).toEqual([...COLUMNS, 'split']);
+    const rows = arrowRows(arrow.rawPayload);
+    expect(rows).toEqual(await csvRows((await get(`/v1/audiences/${audience}/members?format=csv`)).rawPayload, true, [...COLUMNS, 'split']));
+    expect(rows).toEqual(await parquetRows((await get(`/v1/audiences/${audience}/members?format=parquet`)).rawPayload));
+    expect(rows.slice(0, 1000)).toEqual((await get(`/v1/audiences/${audience}/members?limit=1000`)).json().data);
+    const holdout = rows.filter((r) => r.split === 'holdout').length;
+    expect(holdout + rows.filter((r) => r.split === 'arm').length).toBe(PERSONS + ANONYMOUS);
+    // 10 % of 70,500 within about five standard deviations (√(70,500 · 0.1 · 0.9) ≈ 80).
+    expect(Math.abs(holdout - 7050)).toBeLessThan(400);
   });
 });
 

@@ -24,6 +24,7 @@ import { type AdPlatform, type Destination, type DestinationType, isAdPlatform }
 import { webhookDriver } from './destinations/webhook.js';
 import { storedDestinations } from './resource.js';
 import { Slots } from './slots.js';
+import { type SplitRouting, splitRouting } from './splits.js';
 import { withDepartures } from '../privacy/departures.js';
 import { screenPage, sendConsentChanges } from './consent.js';
 
@@ -169,7 +170,7 @@ export class Deliverer {
       }
       const driver = DRIVERS[destination.type] as Driver<Destination>;
       const delivery = pending.find((d) => d.page_count !== null) ?? await this.start(latest(pending), driver.pageSize(destination, this.config));
-      if (delivery) await this.deliverOne(destination, driver, delivery, lease);
+      if (delivery) await this.deliverOne(destination, driver, delivery, lease, splitRouting(audience, destination.id));
     }
   }
 
@@ -192,18 +193,26 @@ export class Deliverer {
     }
   }
 
-  private async deliverOne(destination: Destination, driver: Driver<Destination>, delivery: DeliveryRow, lease: HeldLease): Promise<void> {
+  /**
+   * Sends each page's members that `routing` routes to the destination, each with its split; a page
+   * with none of them is acknowledged without a request.
+   */
+  private async deliverOne(destination: Destination, driver: Driver<Destination>, delivery: DeliveryRow, lease: HeldLease, routing: SplitRouting): Promise<void> {
     let { next_page: page, skipped } = delivery;
     try {
       for (; page < delivery.page_count!; page++) {
         if (lease.lost) throw new Stopped();
-        const diff = await withDepartures(this.stores.control, delivery.workspace_id, await this.stores.analytics.deliveryPage(delivery, page));
+        const diff = await withDepartures(this.stores.control, delivery.workspace_id, routing(await this.stores.analytics.deliveryPage(delivery, page)));
+        if (diff.length === 0) {
+          await this.stores.analytics.acknowledgePage(delivery, page, skipped);
+          continue;
+        }
         const screened = isAdPlatform(destination)
           ? await screenPage(this.stores.control, { ws: delivery.workspace_id, audienceId: delivery.audience_id, destinationId: destination.id }, destination, diff)
           : null;
         const position = {
           workspaceId: delivery.workspace_id, deliveryId: delivery.delivery_id, pageSize: delivery.page_size!,
-          added: delivery.added_count ?? 0, removed: delivery.removed_count ?? 0,
+          added: delivery.added_count ?? 0, removed: delivery.removed_count ?? 0, filtered: routing.filtered,
         };
         const result = await driver.deliverPage(destination, {
           audienceId: delivery.audience_id, snapshotId: delivery.snapshot_id, page, members: screened?.members ?? diff, delivery: position,

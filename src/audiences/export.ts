@@ -7,6 +7,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
+import type { SplitPlacement } from '../criteria/index.js';
 import type { AnalyticsStore } from '../store/analytics.js';
 
 export type ExportFormat = 'csv' | 'parquet' | 'arrow';
@@ -17,12 +18,15 @@ export const EXPORT_CONTENT_TYPES: Record<ExportFormat, string> = {
   arrow: 'application/vnd.apache.arrow.stream',
 };
 
-export async function exportMembers(analytics: AnalyticsStore, ws: string, snapshotId: number, format: ExportFormat): Promise<Readable> {
-  if (format === 'arrow') return Readable.from(await analytics.exportArrow(ws, snapshotId), { objectMode: false });
+/** `placement`: the audience's splits (each member's `split` a column of the file); null without. */
+export async function exportMembers(
+  analytics: AnalyticsStore, ws: string, snapshotId: number, format: ExportFormat, placement: SplitPlacement | null,
+): Promise<Readable> {
+  if (format === 'arrow') return Readable.from(await analytics.exportArrow(ws, snapshotId, placement), { objectMode: false });
   const dir = await mkdtemp(join(tmpdir(), 'audience-export-'));
   try {
     const path = join(dir, `members.${format}`);
-    await analytics.exportSnapshot(ws, snapshotId, path, format);
+    await analytics.exportSnapshot(ws, snapshotId, path, format, placement);
     const stream = createReadStream(path);
     stream.once('close', () => void rm(dir, { recursive: true, force: true }));
     return stream;

@@ -3,7 +3,7 @@
 
 import { randomBytes } from 'node:crypto';
 import { isTimeWindowed, validateCriteria } from '../criteria/index.js';
-import { AppError, invalidRequest } from '../errors.js';
+import { AppError, type FieldError, invalidRequest } from '../errors.js';
 import {
   type AudienceChanges, type AudienceRow, deleteAudience, getAudience, insertAudience, listAudiences, queueDeliveries, updateAudience,
 } from '../store/control/audiences.js';
@@ -14,6 +14,7 @@ import { completeDestinations } from './destinations/credentials.js';
 import { type Destination, type DestinationInput, publicDestination } from './destinations/schema.js';
 import { DEFAULT_REFRESH_EVERY, durationMs } from './duration.js';
 import type { Audience, AudienceInput, AudiencePatch } from './schema.js';
+import { type Split, splitFaults, storedSplits } from './splits.js';
 
 const newId = (prefix: string) => `${prefix}_${randomBytes(12).toString('base64url')}`;
 const iso = (d: Date | null) => (d ? d.toISOString() : null);
@@ -34,6 +35,7 @@ export function toAudience(row: AudienceRow): Audience {
     is_time_windowed: row.is_time_windowed,
     refresh_every: row.refresh_every,
     destinations: storedDestinations(row).map(publicDestination),
+    splits: storedSplits(row.splits),
     last_error: row.last_error,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
@@ -78,6 +80,16 @@ function withIds(inputs: Omit<Destination, 'id'>[], previous: Destination[]): De
   });
 }
 
+/** The splits as stored: destinations listed, none for a holdout. */
+const asSplits = (input: NonNullable<AudienceInput['splits']>): Split[] =>
+  input.map((s) => ({ name: s.name, percent: s.percent, destinations: s.destinations ?? [] }));
+
+/** invalid_request naming each fault of the splits beside the destinations they will have. */
+function checkSplits(splits: Split[], destinationCount: number, given: { splits: boolean; destinations: boolean }): void {
+  const errors: FieldError[] = splitFaults(splits, destinationCount, given);
+  if (errors.length > 0) throw invalidRequest(errors);
+}
+
 export interface AudienceResourceOptions {
   /** ALLOW_PRIVATE_DESTINATIONS: no address check (local development and tests). */
   allowPrivateDestinations: boolean;
@@ -92,6 +104,8 @@ export class AudienceResource {
 
   async create(ws: string, input: AudienceInput): Promise<Audience> {
     this.checkDestinations(input.destinations);
+    const splits = asSplits(input.splits ?? []);
+    checkSplits(splits, input.destinations?.length ?? 0, { splits: true, destinations: input.destinations !== undefined });
     const now = this.clock();
     const row: AudienceRow = {
       workspace_id: ws,
@@ -100,6 +114,8 @@ export class AudienceResource {
       ...(await checkedCriteria(this.stores.analytics, ws, input.criteria_json)),
       ...cadence(input.refresh_every ?? DEFAULT_REFRESH_EVERY),
       destinations: JSON.stringify(withIds(completeDestinations(input.destinations ?? [], []), [])),
+      splits: JSON.stringify(splits),
+      split_salt: randomBytes(16).toString('hex'),
       status: 'pending',
       snapshot_id: null,
       member_count: null,
@@ -151,6 +167,11 @@ export class AudienceResource {
     const previous = storedDestinations(row);
     const destinations = patch.destinations === undefined ? previous : withIds(completeDestinations(patch.destinations, previous), previous);
     if (patch.destinations !== undefined) changes.destinations = JSON.stringify(destinations);
+    if (patch.splits !== undefined || patch.destinations !== undefined) {
+      const splits = patch.splits === undefined ? storedSplits(row.splits) : asSplits(patch.splits);
+      checkSplits(splits, destinations.length, { splits: patch.splits !== undefined, destinations: patch.destinations !== undefined });
+      changes.splits = JSON.stringify(splits);
+    }
     if (!(await updateAudience(this.stores.control, ws, id, changes))) throw new AppError('not_found', `no audience ${id}`);
     // A destination added to an audience that has members gets them all at the next scheduler tick.
     const added = destinations.filter((d) => !previous.some((p) => p.id === d.id)).map((d) => d.id);

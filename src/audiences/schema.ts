@@ -10,6 +10,7 @@ import { OTHER_VALUES } from './compile.js';
 import { destinationInput, publicDestinationSchema } from './destinations/schema.js';
 import { durationMs, MAX_REFRESH_MS, MIN_REFRESH_MS } from './duration.js';
 import { MAX_OVERLAP, MIN_OVERLAP } from './overlap.js';
+import { splitSchema, splitsInput } from './splits.js';
 
 const CRITERIA = 'AudienceCriteria { version: 1, root }, or a JSON string holding it';
 
@@ -27,6 +28,7 @@ export const audienceInput = z.object({
   criteria_json: criteriaJson(CRITERIA).refine((v) => v !== undefined, 'criteria_json is required'),
   refresh_every: refreshEvery.optional(),
   destinations: destinations.optional(),
+  splits: splitsInput.optional(),
 });
 export type AudienceInput = z.infer<typeof audienceInput>;
 
@@ -46,6 +48,7 @@ export const audience = z.object({
   is_time_windowed: z.boolean(),
   refresh_every: z.string(),
   destinations: z.array(publicDestinationSchema).describe('secrets are never shown'),
+  splits: z.array(splitSchema).describe('holdouts and arms ([] without); a split without destinations is a holdout'),
   last_error: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
@@ -61,7 +64,10 @@ export const member = z.object({
 });
 export type Member = z.infer<typeof member>;
 
-export const membersPage = z.object({ data: z.array(member), next_cursor: z.string().nullable() });
+/** A member of a snapshot: its split too when the audience has splits. */
+export const snapshotMember = member.extend({ split: z.string().optional().describe('the member\'s split, when the audience has splits') });
+
+export const membersPage = z.object({ data: z.array(snapshotMember), next_cursor: z.string().nullable() });
 
 const attempt = z.object({
   page: z.number().int(),

@@ -6,3 +6,5 @@ export * from './report.js';
 export * from './schema.js';
 export * from './sql.js';
 export * from './validate.js';
+export * from './lift.js';
+export * from './splits.js';

@@ -9,3 +9,5 @@ export {
 } from './print/duckdb.js';
 export type { SqlParam } from './print/walker.js';
 export { CLICKHOUSE_QUERY_SETTINGS, type ClickHouseParam, type ClickHouseQuery, clickhousePrinter, ClickHousePrinter } from './print/clickhouse.js';
+export { duckdbSplitSql } from './print/duckdb-lift.js';
+export { clickhouseSplitSql } from './print/clickhouse-lift.js';

@@ -9,7 +9,7 @@
 // the visitor registry, customers' link states, audience definitions and deliveries, read and
 // written in transactions. A write that touches both sides is a unit of work (`unit`).
 
-import type { Breakdown, CompiledQuery, PropertyCatalog, ReportPlan, Sample, SetPlan } from '../criteria/index.js';
+import type { Breakdown, CompiledQuery, LiftPlan, LiftRow, PropertyCatalog, ReportPlan, Sample, SetPlan, SplitPlacement } from '../criteria/index.js';
 import type { Money } from './control/payments.js';
 import type { ControlTx } from './control/store.js';
 import type { InvoiceRow, PaymentEventRow, SubscriptionRow } from './layout.js';
@@ -115,6 +115,8 @@ export interface MemberRow extends Member {
 
 export interface DiffMember extends MemberRow {
   change: 'added' | 'removed';
+  /** Its split, set by the deliverer when the audience has splits (audiences/splits.ts). */
+  split?: string;
 }
 
 export interface SnapshotInput {
@@ -182,6 +184,8 @@ export interface EstimateTurn {
   revenue(report: ReportPlan, workspaceId: string): Promise<RevenueRow[] | null>;
   /** The earliest money row of the report's range without an exchange rate to its currency (none: empty); null past the budget. */
   missingRate(report: ReportPlan, workspaceId: string): Promise<RateGap[] | null>;
+  /** The lift report's rows within what is left of the budget; null past it. */
+  lift(plan: LiftPlan, workspaceId: string): Promise<LiftRow[] | null>;
   /** Gives the place back (again is harmless). */
   end(): void;
 }
@@ -353,15 +357,16 @@ export interface AnalyticsStore {
   refresh(input: SnapshotInput): Promise<SnapshotResult>;
   /** A page of a snapshot's members after profile `after`, by profile. */
   membersPage(ws: string, snapshotId: number, after: bigint | null, limit: number): Promise<MemberRow[]>;
-  /** Writes a snapshot's members, by profile, to `path` (a file the caller chose). */
-  exportSnapshot(ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet'): Promise<void>;
+  /** Writes a snapshot's members, by profile, to `path` (a file the caller chose); with `placement`, each member's `split` too. */
+  exportSnapshot(ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet', placement: SplitPlacement | null): Promise<void>;
   /**
    * A snapshot's members, by profile, as an Arrow IPC stream (schema, record batches, end marker):
    * person_id, visitor_id, external_id, email as nullable Utf8, a schema alone when there are none.
    * Each engine writes it its own way, in batches (never the whole snapshot in memory on our side);
-   * it resolves once the engine has answered, so a failed query throws here.
+   * it resolves once the engine has answered, so a failed query throws here. With `placement`, a
+   * `split` column (Utf8) too.
    */
-  exportArrow(ws: string, snapshotId: number): Promise<AsyncIterable<Uint8Array>>;
+  exportArrow(ws: string, snapshotId: number, placement: SplitPlacement | null): Promise<AsyncIterable<Uint8Array>>;
 
   /**
    * Starts a pending delivery: its work list is its snapshot against what the destination has

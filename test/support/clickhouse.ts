@@ -134,8 +134,10 @@ export async function loadDataset(client: ClickHouseClient, ws: string, ds: Data
 
   const invoices = ds.invoices.map((i) => ({ workspace_id: ws, invoice_id: i.invoice_id, customer_id: i.customer_id,
     subscription_id: i.subscription_id, status: i.status, amount_due: i.amount_due, amount_paid: i.amount_paid,
-    currency: i.currency, created_at: ts(i.created_at), paid_at: null }));
-  await insert('invoices', invoices.map((i) => ({ ...i, status: i.status === 'paid' ? 'open' : 'paid', amount_paid: i.amount_paid + 1, currency: 'gbp', version: 1 })));
+    currency: i.currency, created_at: ts(i.created_at), paid_at: i.amount_paid > 0 ? ts(i.created_at) : null }));
+  // Paid when it has an amount paid, at its creation, as DuckDB's import stores it (store/duckdb/import.ts).
+  await insert('invoices', invoices.map((i) => ({ ...i, status: i.status === 'paid' ? 'open' : 'paid', amount_paid: i.amount_paid + 1, currency: 'gbp',
+    paid_at: i.paid_at === null ? i.created_at : null, version: 1 })));
   await insert('invoices', invoices.map((i) => ({ ...i, version: 2 })));
 
   const paymentEvents = ds.payment_events.map((e) => ({ workspace_id: ws, kind: e.kind, customer_id: e.customer_id, object_id: e.object_id,

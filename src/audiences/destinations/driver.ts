@@ -37,6 +37,8 @@ export interface DeliveryPosition {
   pageSize: number;
   added: number;
   removed: number;
+  /** The pages are filtered by the audience's splits: what each page sends is known only once read. */
+  filtered: boolean;
 }
 
 export interface DiffPage {
@@ -85,7 +87,9 @@ export interface Driver<D> {
   deliverPage(destination: D, page: DiffPage, context: DeliveryContext): Promise<{ skipped: number }>;
 }
 
-export const publicMember = ({ person_id, visitor_id, external_id, email }: DiffMember) => ({ person_id, visitor_id, external_id, email });
+/** A member's public ids, and its split when the audience has splits. */
+export const publicMember = ({ person_id, visitor_id, external_id, email, split }: DiffMember) =>
+  ({ person_id, visitor_id, external_id, email, ...(split === undefined ? {} : { split }) });
 
 /** Accepted when 2xx; 429 and 5xx are retried; any other status fails at once. */
 export function byStatus(response: HttpResponse): Verdict {

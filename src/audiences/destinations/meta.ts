@@ -42,10 +42,13 @@ export interface MetaSession { session_id: number; batch_seq: number; last_batch
 /**
  * The session of this page's request of one change, or null when the delivery sends that change in
  * one request. Derived from the delivery (same on a resumed delivery): its work list holds the adds
- * first, so the adds span pages 0…, the removes start on page ⌊added / pageSize⌋.
+ * first, so the adds span pages 0…, the removes start on page ⌊added / pageSize⌋. Pages filtered by
+ * splits send no session: a later page may hold none of the destination's members, so no request
+ * could be known to be the last, and a session never closed is worse than none (it is optional).
  */
 export function metaSession(position: DeliveryPosition, page: number, change: DiffMember['change']): MetaSession | null {
   const { pageSize, added, removed } = position;
+  if (position.filtered) return null;
   const [first, total, end] = change === 'added' ? [0, added, added] : [Math.floor(added / pageSize), removed, added + removed];
   const lastPage = Math.ceil(end / pageSize) - 1;
   if (lastPage === first) return null;

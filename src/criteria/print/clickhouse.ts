@@ -20,6 +20,8 @@ import { type Breakdown, BREAKDOWN_TOP, type LeafScan, NON_ATTRIBUTED, type Samp
 import { perPayment, type ReportInterval, type ReportPlan, TOUCH_DIMENSIONS, type TouchDimension } from '../report.js';
 import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
+import { type LiftPlan, liftAttribution } from '../lift.js';
+import { clickhouseLiftSql } from './clickhouse-lift.js';
 import { literal, quote, VISITOR_LINKS } from './clickhouse-text.js';
 import { minorDigits } from '../currency.js';
 import { clickhouseConverted, clickhouseMissingRate } from './clickhouse-currency.js';
@@ -543,12 +545,13 @@ function traitValue(path: string, params: Params): string {
         JSONType(x.traits, ${steps}) = 'Null', NULL, JSONExtractRaw(x.traits, ${steps})) AS Nullable(String))`;
 }
 
-/** The revenue report as rows at four levels, as DuckDB's printRevenue. */
-function revenueSql(report: ReportPlan, ws: string, params: Params): string {
-  const audience = report.audience ? `\n        AND profile != 0 AND profile IN (${profilesSql(report.audience, ws, params, undefined)})` : '';
-  const w = params.add(ws, 'String');
+/**
+ * The revenue report's money rows in the range (once, or per touch value sharing it) with their
+ * group, profile, and `attributed` 0 when Non-attributed; `restrict` a further condition on the
+ * rows' `profile`.
+ */
+function revenueRows(report: ReportPlan, w: string, params: Params, restrict: string): string {
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
-  const bucket = (ts: string) => `${CLICKHOUSE_BUCKET[report.interval]}(${ts})`;
   const split = perPayment(report);
   const reportMoney = report.currency
     ? clickhouseConverted(revenueMoney(w, params), params.add(report.currency, 'String'), params.add(10 ** minorDigits(report.currency), 'UInt64'), w,
@@ -563,21 +566,31 @@ function revenueSql(report: ReportPlan, ws: string, params: Params): string {
         min(if(m.is_payment = 1, m.ts, NULL)) OVER (PARTITION BY profile, if(profile = 0, m.customer_id, '')) AS touch_until
       FROM ${money} AS m
         LEFT JOIN (${customersSql(w, params)}) AS c ON c.customer_id = m.customer_id)
-      WHERE ts >= ${from} AND ts < ${to}${audience}`;
+      WHERE ts >= ${from} AND ts < ${to}${restrict}`;
   const payers = `SELECT customer_id, any(person_key) AS person_key, any(profile) AS profile, any(first_paid) AS first_paid,
         any(touch_until) AS touch_until
       FROM (${inRange}) GROUP BY customer_id`;
   const missing = params.add(NON_ATTRIBUTED, 'String');
   // Each money row once, or (per-payment models) once per touch value sharing it.
-  const rows = split
-    ? `SELECT r.money_id AS money_id, r.customer_id AS customer_id, if(c.credited = 1, c.share, r.amount) AS amount, r.currency AS currency,
-      r.is_payment AS is_payment, r.ts AS ts, r.first_paid AS first_paid, if(c.credited = 1, c.v, ${missing}) AS grp
+  return split
+    ? `SELECT r.money_id AS money_id, r.customer_id AS customer_id, if(ifNull(c.credited, 0) = 1, c.share, r.amount) AS amount, r.currency AS currency,
+      r.is_payment AS is_payment, r.ts AS ts, r.first_paid AS first_paid, r.profile AS profile, ifNull(c.credited, 0) AS attributed,
+      if(ifNull(c.credited, 0) = 1, c.v, ${missing}) AS grp
     FROM (${inRange}) AS r LEFT JOIN (${clickhouseCredits(report, split.model, inRange,
       payerPageviews(split.touch, w, payers, params), (v, type) => params.add(v, type))}) AS c ON c.money_id = r.money_id`
     : `SELECT r.money_id AS money_id, r.customer_id AS customer_id, r.amount AS amount, r.currency AS currency, r.is_payment AS is_payment,
-      r.ts AS ts, r.first_paid AS first_paid, if(ifNull(g.found, 0) = 1, g.grp, ${missing}) AS grp
+      r.ts AS ts, r.first_paid AS first_paid, r.profile AS profile, ifNull(g.found, 0) AS attributed, if(ifNull(g.found, 0) = 1, g.grp, ${missing}) AS grp
     FROM (${inRange}) AS r
       LEFT JOIN (${revenueGroups(report, w, payers, params)}) AS g ON g.customer_id = r.customer_id`;
+}
+
+/** The revenue report as rows at four levels, as DuckDB's printRevenue. */
+function revenueSql(report: ReportPlan, ws: string, params: Params): string {
+  const audience = report.audience ? `\n        AND profile != 0 AND profile IN (${profilesSql(report.audience, ws, params, undefined)})` : '';
+  const w = params.add(ws, 'String');
+  const from = params.timestamp(report.from);
+  const bucket = (ts: string) => `${CLICKHOUSE_BUCKET[report.interval]}(${ts})`;
+  const rows = revenueRows(report, w, params, audience);
   return `SELECT grouping(bucket, grp, currency) AS level, bucket, grp, currency,
   sumIf(amount, is_payment = 1) AS paid, sumIf(amount, is_payment = 0) AS refunded, uniqExactIf(money_id, is_payment = 0) AS refund_count,
   uniqExactIf(customer_id, is_payment = 1) AS paying, uniqExactIf(customer_id, is_first) AS new_paying
@@ -704,6 +717,22 @@ SETTINGS join_use_nulls = 1`;
       statement((w, fresh, params) => `INSERT INTO ${params.table('frozen_payers')} (workspace_id, customer_id, profile)
       SELECT ${w}, customer_id, profile FROM (${fresh})`),
     ];
+  }
+
+  lift(plan: LiftPlan, workspaceId: string): ClickHouseQuery {
+    const params = new Params(this.database);
+    const w = params.add(workspaceId, 'String');
+    const bind = (v: string | number) => params.add(v, typeof v === 'number' ? 'UInt64' : 'String');
+    const members = `SELECT profile FROM ${params.table('audience_members')} WHERE workspace_id = ${w} AND snapshot_id = ${bind(plan.snapshotId)}`;
+    const report = liftAttribution(plan);
+    const money = report
+      ? `SELECT profile, currency, amount, is_payment FROM (${revenueRows(report, w, params, `\n        AND profile != 0 AND profile IN (${members})`)})
+        WHERE attributed = 1`
+      : `SELECT c.profile AS profile, m.currency AS currency, m.amount AS amount, m.is_payment AS is_payment
+        FROM (${revenueMoney(w, params)}) AS m JOIN (${customersSql(w, params)}) AS c ON c.customer_id = m.customer_id
+        WHERE m.ts >= ${params.timestamp(plan.from)} AND m.ts < ${params.timestamp(plan.to)} AND c.profile != 0`;
+    const sql = clickhouseLiftSql(plan, { w, money, members: params.table('audience_members'), bind });
+    return { sql, params: params.values };
   }
 
   firstTouches(workspaceId: string, profiles: number[]): ClickHouseQuery {

@@ -14,6 +14,8 @@ import type { Count, Predicate, PredicateOp, Scalar } from '../schema.js';
 import { NEGATED_OPS, PAGEVIEW_FIELDS, PAYMENTS_FIELDS, PAYLOAD_PREFIX, TRAITS_PREFIX } from '../schema.js';
 import { minorDigits } from '../currency.js';
 import { duckdbConverted, duckdbMissingRate } from './duckdb-currency.js';
+import { type LiftPlan, liftAttribution } from '../lift.js';
+import { duckdbLiftSql } from './duckdb-lift.js';
 import { DUCKDB_ANCHOR, duckdbCredits } from './duckdb-touches.js';
 import type { Printer } from './printer.js';
 import { anyOfSql, SetPrinter, type SqlParam, type Within } from './walker.js';
@@ -555,29 +557,19 @@ function revenueGroups(report: ReportPlan, w: string, params: Params): string {
 }
 
 /**
- * The revenue report as rows at four levels, `level` being grouping(bucket, grp, currency): 0 money
- * per bucket, group and currency; 1 counts per bucket and group; 6 money per currency; 7 counts.
- * A customer's profile is its person, else its visitor's person, else minus its visitor (as in
- * customerRows); its page views are those of its profile's visitors.
+ * The revenue report's CTEs ending in `report_rows`: each money row in the range (once, or per
+ * touch value sharing it) with its group, its profile, and `attributed` false when Non-attributed;
+ * `restrict` a further condition on `in_range`'s `m`.
  */
-export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQuery {
-  const params = new Params();
+function revenueRowsCtes(report: ReportPlan, w: string, params: Params, restrict: string): string[] {
   const split = perPayment(report);
-  const links = new AnonymousLinks();
-  const printer = report.audience
-    ? new SetPrinter(report.audience, (scan, within) => leafSql(scan, workspaceId, params, links, undefined, within), DUCKDB_SET_OPERATORS, { restrict: true })
-    : null;
-  const audience = printer && report.audience ? `\n      AND m.profile IN (${printer.set(report.audience)})` : '';
-  const w = params.add(workspaceId);
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
-  const bucket = (ts: string) => `date_trunc(${DUCKDB_TRUNC[report.interval]}, ${ts})`;
   const reportMoney = report.currency
     ? duckdbConverted(revenueMoney(w), params.add(report.currency), params.add(10 ** minorDigits(report.currency)), w, (v) => params.add(v))
     : revenueMoney(w);
   const money = split ? `(SELECT *, ${DUCKDB_ANCHOR} FROM (${reportMoney}))` : `(${reportMoney})`;
-  const ctes = [...links.ctes(), ...(printer?.ctes ?? []),
-    // A deleted payer's customers keep the profile they were attributed through (frozen_payers).
-    `customers AS (
+  // A deleted payer's customers keep the profile they were attributed through (frozen_payers).
+  return [`customers AS (
     SELECT c.customer_id, coalesce(c.person_key, v.person_key) AS person_key, coalesce(${CUSTOMER_PROFILE}, f.profile) AS profile
     FROM payment_customers c LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key
       LEFT JOIN frozen_payers f ON f.workspace_id = ${w} AND f.customer_id = c.customer_id
@@ -590,15 +582,34 @@ export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQ
         min(m.ts) FILTER (WHERE m.is_payment) OVER (PARTITION BY m.customer_id) AS first_paid,
         min(m.ts) FILTER (WHERE m.is_payment) OVER (PARTITION BY c.profile, CASE WHEN c.profile IS NULL THEN m.customer_id END) AS touch_until
       FROM ${money} m LEFT JOIN customers c ON c.customer_id = m.customer_id) m
-    WHERE m.ts >= ${from} AND m.ts < ${to}${audience}
+    WHERE m.ts >= ${from} AND m.ts < ${to}${restrict}
   )`,
     ...(split ? perPaymentRows(report, split, w, params)
       : ['payers AS (SELECT DISTINCT customer_id, person_key, profile, first_paid, touch_until FROM in_range)',
         `report_rows AS (
-    SELECT r.money_id, r.customer_id, r.amount, r.currency, r.is_payment, r.ts, r.first_paid,
+    SELECT r.money_id, r.customer_id, r.amount, r.currency, r.is_payment, r.ts, r.first_paid, r.profile, coalesce(g.found, false) AS attributed,
       CASE WHEN g.found THEN g.grp ELSE ${params.add(NON_ATTRIBUTED)} END AS grp
     FROM in_range r LEFT JOIN (${revenueGroups(report, w, params)}) g ON g.customer_id = r.customer_id
   )`])];
+}
+
+/**
+ * The revenue report as rows at four levels, `level` being grouping(bucket, grp, currency): 0 money
+ * per bucket, group and currency; 1 counts per bucket and group; 6 money per currency; 7 counts.
+ * A customer's profile is its person, else its visitor's person, else minus its visitor (as in
+ * customerRows); its page views are those of its profile's visitors.
+ */
+export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQuery {
+  const params = new Params();
+  const links = new AnonymousLinks();
+  const printer = report.audience
+    ? new SetPrinter(report.audience, (scan, within) => leafSql(scan, workspaceId, params, links, undefined, within), DUCKDB_SET_OPERATORS, { restrict: true })
+    : null;
+  const audience = printer && report.audience ? `\n      AND m.profile IN (${printer.set(report.audience)})` : '';
+  const w = params.add(workspaceId);
+  const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
+  const bucket = (ts: string) => `date_trunc(${DUCKDB_TRUNC[report.interval]}, ${ts})`;
+  const ctes = [...links.ctes(), ...(printer?.ctes ?? []), ...revenueRowsCtes(report, w, params, audience)];
   return {
     sql: `WITH ${ctes.join(',\n')}
 SELECT grouping(bucket, grp, currency) AS level, bucket, grp, currency,
@@ -656,9 +667,26 @@ function perPaymentRows(report: ReportPlan, split: { model: TouchModel; touch: T
   return [...duckdbCredits(report, split.model, column, w, (v) => params.add(v)),
     `report_rows AS (
     SELECT r.money_id, r.customer_id, CASE WHEN c.money_id IS NULL THEN r.amount ELSE c.share END AS amount, r.currency, r.is_payment, r.ts, r.first_paid,
-      CASE WHEN c.money_id IS NULL THEN ${params.add(NON_ATTRIBUTED)} ELSE c.v END AS grp
+      r.profile, c.money_id IS NOT NULL AS attributed, CASE WHEN c.money_id IS NULL THEN ${params.add(NON_ATTRIBUTED)} ELSE c.v END AS grp
     FROM in_range r LEFT JOIN credits c ON c.money_id = r.money_id
   )`];
+}
+
+/** The lift report's statement (Printer.lift): under a model, the attributed rows of its revenue report. */
+export function printLift(plan: LiftPlan, workspaceId: string): CompiledQuery {
+  const params = new Params();
+  const w = params.add(workspaceId);
+  const report = liftAttribution(plan);
+  const [from, to] = [params.timestamp(plan.from), params.timestamp(plan.to)];
+  const sources = report
+    ? { ctes: revenueRowsCtes(report, w, params, '\n      AND m.profile IN (SELECT profile FROM members)'),
+      money: 'SELECT profile, currency, amount, is_payment FROM report_rows WHERE attributed' }
+    : { ctes: [], money: `SELECT c.profile, m.currency, m.amount, m.is_payment
+      FROM (${revenueMoney(w)}) m JOIN (SELECT c.customer_id, ${CUSTOMER_PROFILE} AS profile
+        FROM payment_customers c LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key WHERE c.workspace_id = ${w}) c ON c.customer_id = m.customer_id
+      WHERE m.ts >= ${from} AND m.ts < ${to} AND c.profile IN (SELECT profile FROM members)` };
+  const sql = duckdbLiftSql(plan, { w, ...sources, bind: (v) => params.add(v) });
+  return { sql, params: params.values };
 }
 
 /** The DuckDB statements of a plan, over the store's tables (store/duckdb/migrations.ts). */
@@ -673,4 +701,5 @@ export const duckdbPrinter: Printer<CompiledQuery> = {
   missingRate: printMissingRate,
   freeze: printFreeze,
   firstTouches: printFirstTouches,
+  lift: printLift,
 };

@@ -3,6 +3,7 @@
 // engine's driver; a new kind of query is a method here, printed by each dialect.
 
 import type { Breakdown, Sample, SetPlan } from '../plan.js';
+import type { LiftPlan } from '../lift.js';
 import type { ReportPlan } from '../report.js';
 
 export interface Printer<Q> {
@@ -39,4 +40,9 @@ export interface Printer<Q> {
    * that have a first touch: its channel category (decisions §10, GET /people's first_touch_channel).
    */
   firstTouches(workspaceId: string, profiles: number[]): Q;
+  /**
+   * The lift report's rows (criteria/lift.ts LiftRow, with `level` 1 for a split's counts, 0 for
+   * its money in a currency): a snapshot's members per split and their net revenue in the range.
+   */
+  lift(plan: LiftPlan, workspaceId: string): Q;
 }

@@ -6,6 +6,7 @@ import type { Deliverer } from '../../audiences/delivery.js';
 import { EXPORT_CONTENT_TYPES, exportMembers } from '../../audiences/export.js';
 import type { Refresher } from '../../audiences/refresh.js';
 import type { AudienceResource } from '../../audiences/resource.js';
+import { audiencePlacement, withSplit } from '../../audiences/splits.js';
 import { audience, audienceInput, audiencePatch, delivery, membersPage } from '../../audiences/schema.js';
 import { invalidRequest } from '../../errors.js';
 import { deliveryLog } from '../../store/control/audiences.js';
@@ -127,7 +128,7 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
     const snapshot = row.snapshot_id ?? 0;
     const { format, limit, cursor } = request.query;
     if (format !== 'json') {
-      const stream = await exportMembers(stores.analytics, request.workspaceId, snapshot, format);
+      const stream = await exportMembers(stores.analytics, request.workspaceId, snapshot, format, audiencePlacement(row));
       return reply
         .header('content-type', EXPORT_CONTENT_TYPES[format])
         .header('content-disposition', `attachment; filename="${row.audience_id}.${format}"`)
@@ -137,7 +138,7 @@ export const audienceRoutes: FastifyPluginAsyncZod<AudienceRouteOptions> = async
     const page = rows.slice(0, limit);
     const last = page[page.length - 1];
     return {
-      data: page.map(({ person_id, visitor_id, external_id, email }) => ({ person_id, visitor_id, external_id, email })),
+      data: page.map(withSplit(row)).map(({ profile: _, ...member }) => member),
       next_cursor: rows.length > limit && last ? encodeCursor(snapshot, last.profile) : null,
     };
   });

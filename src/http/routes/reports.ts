@@ -1,6 +1,8 @@
-// Reports (issue 18 §2), secret key: the revenue report, under the estimate's budget.
+// Reports (issue 18 §2, decisions §14), secret key: the revenue and lift reports, under the estimate's budget.
 
 import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
+import { liftReport } from '../../reports/lift.js';
+import { liftAnswer, liftRequest } from '../../reports/lift-schema.js';
 import { revenueRequest } from '../../reports/request.js';
 import { revenueAnswer } from '../../reports/response.js';
 import { revenueReport } from '../../reports/revenue.js';
@@ -29,4 +31,16 @@ export const reportRoutes: FastifyPluginAsyncZod<ReportRouteOptions> = async (ap
     at: opts.clock(),
     budgetMs: opts.budgetMs,
   }));
+
+  app.post('/v1/reports/lift', {
+    config: { auth: 'secret', limit: 'compile' },
+    schema: {
+      tags: ['reports'], summary: 'Revenue lift of an audience\'s splits against its holdout',
+      description: 'The members of the audience\'s current snapshot per split, those paying in the range, their revenue per member '
+        + 'per currency (payments minus refunds, minor units), and each split\'s difference from the holdout (the first split '
+        + 'without destinations) with a 95 % interval (docs/reports.md). Within the estimate budget; past it hit_limit is true.',
+      body: liftRequest,
+      response: { 200: liftAnswer },
+    },
+  }, async (request) => liftReport(opts.stores.analytics, opts.stores.control, request.workspaceId, request.body, { budgetMs: opts.budgetMs }));
 };

@@ -3,7 +3,7 @@
 // work (writes.ts), the criteria queries (the query layer, store/query/, over driver.ts), and
 // refresh, snapshots and deliveries (snapshots.ts).
 
-import type { ClickHouseQuery, PropertyCatalog } from '../../criteria/index.js';
+import type { ClickHouseQuery, PropertyCatalog, SplitPlacement } from '../../criteria/index.js';
 import type {
   AnalyticsStore, DiffMember, ErasedRows, MemberRow, SnapshotInput, Staged, UnitOfWork,
 } from '../analytics.js';
@@ -72,12 +72,12 @@ export class ClickHouseAnalytics extends QueriedStore<ClickHouseQuery> implement
     return this.snapshots.membersPage(ws, snapshotId, after, limit);
   }
 
-  exportSnapshot(ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet'): Promise<void> {
-    return this.snapshots.exportSnapshot(ws, snapshotId, path, format);
+  exportSnapshot(ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet', placement: SplitPlacement | null): Promise<void> {
+    return this.snapshots.exportSnapshot(ws, snapshotId, path, format, placement);
   }
 
-  exportArrow(ws: string, snapshotId: number): Promise<AsyncIterable<Uint8Array>> {
-    return this.snapshots.exportArrow(ws, snapshotId);
+  exportArrow(ws: string, snapshotId: number, placement: SplitPlacement | null): Promise<AsyncIterable<Uint8Array>> {
+    return this.snapshots.exportArrow(ws, snapshotId, placement);
   }
 
   startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {

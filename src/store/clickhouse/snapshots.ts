@@ -8,7 +8,7 @@
 // and never read otherwise.
 
 import type { ClickHouseClient } from '@clickhouse/client';
-import { ClickHousePrinter } from '../../criteria/index.js';
+import { clickhouseSplitSql, ClickHousePrinter, type SplitPlacement } from '../../criteria/index.js';
 import type { DiffMember, MemberRow, SnapshotInput } from '../analytics.js';
 import {
   type AcknowledgedRow, adoptSnapshot, audienceSnapshotIds, currentSnapshot, type DeliveryBasis, deliveryBasis, destinationChanges, endDelivery,
@@ -172,17 +172,21 @@ export class ClickHouseSnapshots {
     return found.map(toMember);
   }
 
-  /** A snapshot's members by profile: public columns only. */
-  private exportQuery(ws: string, snapshotId: number): { sql: string; params: Params } {
+  /** A snapshot's members by profile: public columns only (and each member's split). */
+  private exportQuery(ws: string, snapshotId: number, placement: SplitPlacement | null): { sql: string; params: Params } {
     const members = `SELECT profile FROM ${table(this.ctx, 'audience_members')} WHERE workspace_id = {ws:String} AND snapshot_id = {snapshot:UInt64}`;
-    return {
-      sql: `SELECT ${MEMBER_COLUMNS} FROM (${members}) AS m ${this.details(members)} ORDER BY m.profile SETTINGS join_use_nulls = 1`,
-      params: { ws, snapshot: snapshotId },
+    const params: Params = { ws, snapshot: snapshotId };
+    const bind = (v: string | number) => {
+      const name = `s${Object.keys(params).length}`;
+      params[name] = v;
+      return `{${name}:${typeof v === 'number' ? 'UInt64' : 'String'}}`;
     };
+    const split = placement ? `, ${clickhouseSplitSql(placement, 'm.profile', bind)} AS split` : '';
+    return { sql: `SELECT ${MEMBER_COLUMNS}${split} FROM (${members}) AS m ${this.details(members)} ORDER BY m.profile SETTINGS join_use_nulls = 1`, params };
   }
 
-  async exportSnapshot(ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet'): Promise<void> {
-    await writeRows(this.ctx, this.exportQuery(ws, snapshotId), path, format);
+  async exportSnapshot(ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet', placement: SplitPlacement | null): Promise<void> {
+    await writeRows(this.ctx, this.exportQuery(ws, snapshotId, placement), path, format);
   }
 
   /**
@@ -190,8 +194,8 @@ export class ClickHouseSnapshots {
    * as Utf8, uncompressed (apache-arrow reads no compressed batches). A server streams it; the
    * embedded chDB answers with the whole result at once.
    */
-  async exportArrow(ws: string, snapshotId: number): Promise<AsyncIterable<Uint8Array>> {
-    const { sql, params } = this.exportQuery(ws, snapshotId);
+  async exportArrow(ws: string, snapshotId: number, placement: SplitPlacement | null): Promise<AsyncIterable<Uint8Array>> {
+    const { sql, params } = this.exportQuery(ws, snapshotId, placement);
     const result = await this.client.exec({
       query: `${sql}\nFORMAT ArrowStream`, query_params: params,
       clickhouse_settings: { ...consistentSettings(this.ctx), output_format_arrow_string_as_string: 1, output_format_arrow_compression_method: 'none' },

@@ -18,6 +18,10 @@ export interface AudienceRow {
   refresh_every_ms: number;
   /** JSON text of the destinations, secrets included. */
   destinations: string;
+  /** JSON text of the splits (audiences/splits.ts), `[]` without. */
+  splits: string;
+  /** Places the members in the splits; the audience's own, from its creation. */
+  split_salt: string;
   status: AudienceStatus;
   snapshot_id: number | null;
   member_count: number | null;
@@ -30,10 +34,10 @@ export interface AudienceRow {
 
 /** Columns a caller may change; the rest are kept by the refresh. */
 export type AudienceChanges = Partial<Pick<AudienceRow,
-  'name' | 'criteria' | 'is_time_windowed' | 'refresh_every' | 'refresh_every_ms' | 'destinations' | 'status' | 'next_refresh_at' | 'last_error' | 'updated_at'>>;
+  'name' | 'criteria' | 'is_time_windowed' | 'refresh_every' | 'refresh_every_ms' | 'destinations' | 'splits' | 'status' | 'next_refresh_at' | 'last_error' | 'updated_at'>>;
 
 const CHANGEABLE: readonly (keyof AudienceChanges)[] = [
-  'name', 'criteria', 'is_time_windowed', 'refresh_every', 'refresh_every_ms', 'destinations', 'status', 'next_refresh_at', 'last_error', 'updated_at',
+  'name', 'criteria', 'is_time_windowed', 'refresh_every', 'refresh_every_ms', 'destinations', 'splits', 'status', 'next_refresh_at', 'last_error', 'updated_at',
 ];
 
 const bound = (value: unknown) => value as ControlValue;
@@ -47,6 +51,8 @@ function toAudience(r: Row): AudienceRow {
     member_count: num(r.member_count),
     criteria: String(r.criteria),
     destinations: String(r.destinations),
+    splits: r.splits === null || r.splits === undefined ? '[]' : String(r.splits),
+    split_salt: String(r.split_salt),
   };
 }
 

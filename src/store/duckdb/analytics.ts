@@ -3,7 +3,7 @@
 // persons) directly.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { CompiledQuery, PropertyCatalog } from '../../criteria/index.js';
+import type { CompiledQuery, PropertyCatalog, SplitPlacement } from '../../criteria/index.js';
 import {
   type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type DiffMember, type ErasedRows, type EventRecord,
   type MemberRow, type PageviewRecord, type PaymentStateChanges, type PaymentStateKeys, RefusedValue,
@@ -126,12 +126,12 @@ export class DuckDBAnalytics extends QueriedStore<CompiledQuery> implements Anal
     return membersPage(this.store, ws, snapshotId, after, limit);
   }
 
-  exportSnapshot(ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet'): Promise<void> {
-    return copyMembers(this.store, ws, snapshotId, path, format);
+  exportSnapshot(ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet', placement: SplitPlacement | null): Promise<void> {
+    return copyMembers(this.store, ws, snapshotId, path, format, placement);
   }
 
-  exportArrow(ws: string, snapshotId: number): Promise<AsyncIterable<Uint8Array>> {
-    return arrowMembers(this.store, ws, snapshotId);
+  exportArrow(ws: string, snapshotId: number, placement: SplitPlacement | null): Promise<AsyncIterable<Uint8Array>> {
+    return arrowMembers(this.store, ws, snapshotId, placement);
   }
 
   startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {

@@ -591,4 +591,11 @@ export const MIGRATIONS: readonly string[] = [
   CREATE INDEX payment_customers_by_person ON payment_customers (person_key);
   CREATE INDEX payment_customers_by_visitor ON payment_customers (visitor_key);
   `,
+  // Audience splits (decisions §14): the splits as JSON, and each audience's own salt that places
+  // its members. Audiences saved before get a salt of their own.
+  `
+  ALTER TABLE audiences ADD COLUMN splits JSON DEFAULT '[]';
+  ALTER TABLE audiences ADD COLUMN split_salt VARCHAR;
+  UPDATE audiences SET split_salt = md5(CAST(gen_random_uuid() AS VARCHAR) || audience_id);
+`,
 ];

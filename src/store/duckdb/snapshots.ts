@@ -5,7 +5,7 @@
 // connection) in the same transaction.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { printProfiles } from '../../criteria/index.js';
+import { duckdbSplitSql, printProfiles, type SplitPlacement } from '../../criteria/index.js';
 import type { DiffMember, MemberRow, SnapshotInput } from '../analytics.js';
 import {
   type AcknowledgedRow, adoptSnapshot, currentSnapshot, type DeliveryBasis, deliveryBasis, endDelivery, forgetSnapshots, nextSnapshotId,
@@ -105,21 +105,24 @@ export async function membersPage(store: Store, ws: string, snapshotId: number, 
   return rows.map(toMember);
 }
 
-/** The columns of exportQuery. */
+/** The columns of exportQuery; `split` with the audience's splits. */
 const EXPORT_COLUMNS = ['person_id', 'visitor_id', 'external_id', 'email'];
 
-/** The export query of a snapshot: public columns only, by profile. */
-function exportQuery(ws: string, snapshotId: number): { sql: string; params: Params } {
+/** The export query of a snapshot: public columns only (and each member's split), by profile. */
+function exportQuery(ws: string, snapshotId: number, placement: SplitPlacement | null): { sql: string; params: Params } {
+  const params: Params = [ws, snapshotId];
+  const bind = (v: string | number) => `$${params.push(v)}`;
+  const split = placement ? `, ${duckdbSplitSql(placement, 'm.profile', bind)} AS split` : '';
   return {
-    sql: `SELECT p.person_id, v.visitor_id, p.external_id, p.email FROM audience_members m ${DETAILS}
+    sql: `SELECT p.person_id, v.visitor_id, p.external_id, p.email${split} FROM audience_members m ${DETAILS}
       WHERE m.workspace_id = $1 AND m.snapshot_id = $2 ORDER BY m.profile`,
-    params: [ws, snapshotId],
+    params,
   };
 }
 
 /** Writes a snapshot's members to `path` (a temporary file the service chose) with DuckDB's COPY. */
-export async function copyMembers(store: Store, ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet'): Promise<void> {
-  const { sql, params } = exportQuery(ws, snapshotId);
+export async function copyMembers(store: Store, ws: string, snapshotId: number, path: string, format: 'csv' | 'parquet', placement: SplitPlacement | null): Promise<void> {
+  const { sql, params } = exportQuery(ws, snapshotId, placement);
   await store.copyTo(sql, params, path, format);
 }
 
@@ -127,11 +130,11 @@ export async function copyMembers(store: Store, ws: string, snapshotId: number, 
  * A snapshot's members as an Arrow IPC stream: COPY's CSV read into record batches while COPY
  * writes it (store/duckdb/arrow.ts says why).
  */
-export async function arrowMembers(store: Store, ws: string, snapshotId: number): Promise<AsyncIterable<Uint8Array>> {
+export async function arrowMembers(store: Store, ws: string, snapshotId: number, placement: SplitPlacement | null): Promise<AsyncIterable<Uint8Array>> {
   // apache-arrow loaded on first use: every start of the command line paid for it.
   const { ARROW_CSV_OPTIONS, arrowFromCsv } = await import('./arrow.js');
-  const { sql, params } = exportQuery(ws, snapshotId);
-  return readAhead(arrowFromCsv(await store.copyStream(sql, params, ARROW_CSV_OPTIONS), EXPORT_COLUMNS));
+  const { sql, params } = exportQuery(ws, snapshotId, placement);
+  return readAhead(arrowFromCsv(await store.copyStream(sql, params, ARROW_CSV_OPTIONS), placement ? [...EXPORT_COLUMNS, 'split'] : EXPORT_COLUMNS));
 }
 
 /**

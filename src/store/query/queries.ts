@@ -1,10 +1,10 @@
-// The criteria queries, once for every engine: estimates (count, breakdown, overlap, revenue)
+// The criteria queries, once for every engine: estimates (count, breakdown, overlap, revenue, lift)
 // within their budget, counts and profiles for explain, and member lists. Each is its dialect's
 // statement (criteria/print/) run by its engine's driver (driver.ts).
 
 import type { CompiledQuery, ReportPlan, SetPlan } from '../../criteria/index.js';
 import type { EstimateStats, EstimateTurn, FirstTouchChannels, Member } from '../analytics.js';
-import { breakdownOf, countOf, overlapOf, revenueRow } from './rows.js';
+import { breakdownOf, countOf, liftRow, overlapOf, revenueRow } from './rows.js';
 import type { QueryDriver, Row } from './driver.js';
 
 /** `read` in an estimate's place of its own, ending `budgetMs` from now. */
@@ -45,6 +45,7 @@ export class CriteriaQueries<Q> {
       overlap: async (plans, ws) => read(printer.overlap(await Promise.all(plans.map((p) => driver.prepare(p, ws))), ws), overlapOf),
       revenue: async (report, ws) => read(printer.revenue(await this.prepareReport(report, ws), ws), (rows) => rows.map(revenueRow)),
       missingRate: async (report, ws) => read(printer.missingRate(report, ws), (rows) => rows.map((r) => ({ currency: String(r.currency), day: String(r.day) }))),
+      lift: async (plan, ws) => read(printer.lift(plan, ws), (rows) => rows.flatMap((r) => liftRow(r) ?? [])),
       end: () => driver.leave(place),
     };
   }

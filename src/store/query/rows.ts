@@ -1,6 +1,7 @@
 // The rows of the estimate statements as the features read them, alike for every engine (each
 // returns its integers in its own way: bigint, number or decimal text).
 
+import type { LiftRow } from '../../criteria/index.js';
 import type { BreakdownCounts, RevenueRow } from '../analytics.js';
 import type { Row } from './driver.js';
 
@@ -28,5 +29,16 @@ export function revenueRow(r: Record<string, unknown>): RevenueRow {
   return {
     level, bucket: text(r.bucket, 4), group: text(r.grp, 2), currency: text(r.currency, 1),
     paid: Number(r.paid), refunded: Number(r.refunded), refund_count: Number(r.refund_count), paying: Number(r.paying), new_paying: Number(r.new_paying),
+  };
+}
+
+/** A lift row as an engine returns it; the currency of a split's counts row (level 1) is null. */
+export function liftRow(r: Record<string, unknown>): LiftRow | null {
+  const counts = Number(r.level) === 1;
+  // The members without money in the range group under a null currency: nothing to add.
+  if (!counts && (r.currency === null || r.currency === undefined)) return null;
+  return {
+    split: String(r.split), currency: counts ? null : String(r.currency),
+    members: Number(r.members), paying: Number(r.paying), total: Number(r.total), squares: Number(r.squares),
   };
 }
