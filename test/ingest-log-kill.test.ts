@@ -34,6 +34,12 @@ async function start(): Promise<{ child: ChildProcess; base: string }> {
   return { child, base };
 }
 
+/** Resolves once `child` has exited, at once if it already has (its 'exit' event may be past). */
+function exited(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => child.once('exit', () => resolve()));
+}
+
 const auth = `Basic ${Buffer.from(`${KEY}:`).toString('base64')}`;
 let seq = 0;
 
@@ -59,14 +65,16 @@ describe.skipIf(!FULL_TIER)('the ingest log under kill -9', () => {
     for (let kill = 0; kill < KILLS; kill++) {
       const { child, base } = await start();
       acked.push(...await postUntilKilled(base, 500 + Math.floor(Math.random() * 1500), child));
-      await new Promise((resolve) => child.once('exit', resolve));
+      await exited(child);
     }
     const { child, base } = await start();
     expect(await eventually(async () => {
       const status = await (await fetch(`${base}/v1/ingest/status`, { headers: { authorization: `Bearer ${KEY}` } })).json() as { backlog_events: number };
       return status.backlog_events === 0;
     }, 1200)).toBe(true);
-    await new Promise((resolve) => { child.once('exit', resolve); child.kill('SIGTERM'); });
+    const stopped = exited(child);
+    child.kill('SIGTERM');
+    await stopped;
     const store = await Store.open(env.DATABASE_PATH);
     try {
       const rows = await store.query('SELECT message_id, count(*) AS n FROM events GROUP BY message_id');
