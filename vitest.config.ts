@@ -6,9 +6,9 @@ export default defineConfig({
     include: ['test/**/*.test.ts'],
     // One PostgreSQL for the run, started when a suite first asks for it (its PostgreSQL control-plane runs).
     globalSetup: ['test/support/postgres-server.ts'],
-    // Two test files at once on two cores (vitest's default is one fewer than the cores): much of
+    // TEST_WORKERS overrides it. Two test files at once on two cores (vitest's default is one fewer than the cores): much of
     // the suite waits on timers, sockets and child processes, and every suite passes at load 8–10.
-    maxWorkers: 2,
+    maxWorkers: Number(process.env.TEST_WORKERS ?? 2),
     // The longest files first (test/support/file-times.json): the workers then finish together.
     sequence: { sequencer: LongestFirst },
     // A worker loads its modules (Fastify, DuckDB, zod, chDB) once for all the files it runs: every
