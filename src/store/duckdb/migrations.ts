@@ -503,7 +503,7 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE workspaces ADD COLUMN retention_days INTEGER;
 `,
   // Person merges (people/merge.ts): the record of every merge, and the identifiers of merged-away
-  // persons, which resolve to the person they were merged into (PostgreSQL: migrations/012_person_merges.sql).
+  // persons, which resolve to the person they were merged into (PostgreSQL: migrations/011_person_merges.sql).
   `
   CREATE TABLE person_merges (
     workspace_id VARCHAR NOT NULL,
