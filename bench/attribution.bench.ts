@@ -23,6 +23,7 @@ import { Workspaces } from '../src/store/control/workspaces.js';
 import { openStores } from '../src/store/open.js';
 import { percentile, post, startServer } from './support/server.js';
 import { checkoutSession, invoice, notification, subscription } from '../test/support/stripe.js';
+import { seededRandom } from '../test/support/random.js';
 
 const { values: args } = parseArgs({ options: {
   customers: { type: 'string', default: '2000' },
@@ -49,13 +50,7 @@ console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.ve
 
 /** A seeded shuffle (mulberry32), the same order every run. */
 function shuffled<T>(items: T[], seed = 20): T[] {
-  let a = seed;
-  const random = () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  const random = seededRandom(seed);
   const out = [...items];
   for (let i = out.length - 1; i > 0; i--) {
     const j = Math.floor(random() * (i + 1));

@@ -10,6 +10,7 @@ import { startTestApp, type TestApp } from './support/app.js';
 import { analyticsOf, ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { importRows } from './support/stored.js';
 import { FULL_TIER, tierRuns } from './support/tier.js';
+import { seededRandom } from './support/random.js';
 
 const START = new Date('2026-03-01T12:00:00Z');
 const DAY = 86_400_000;
@@ -18,23 +19,12 @@ const PEOPLE = 600;
 const REFRESHES = tierRuns(50);
 const visitedLately = { version: 1, root: { source: 'product_event', name: 'visit', occurrence: { op: 'did', count: null, window: { kind: 'last_n_days', n: 3 } } } };
 
-/** A small deterministic generator (mulberry32): the same data every run. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** Payers with a page view before their invoices: the rest pay with no touch (Non-attributed under any model). */
 const touched = (payer: number) => payer % 2 === 0;
 
 /** People who visit on random days of the refreshes' span (members join and leave), some paying in two currencies, half of those after a page view. */
 function dataset(): Partial<Dataset> {
-  const next = random(38);
+  const next = seededRandom(38);
   const persons = Array.from({ length: PEOPLE }, (_, i) => ({
     person_id: `p${i}`, external_id: `u${i}`, email: `p${i}@example.com`, name: null, traits: null, created_at: START,
   }));

@@ -5,17 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { differenceOfMeans, type Sums } from '../src/reports/interval.js';
 import { tierRuns } from './support/tier.js';
-
-/** mulberry32: the same draws every run. */
-function random(seed: number): () => number {
-  let a = seed;
-  return () => {
-    a = (a + 0x6d2b79f5) | 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { seededRandom } from './support/random.js';
 
 /** A member's revenue: 0 with probability 1 − pay, else a lognormal(mu, sigma) amount. */
 interface Arm { n: number; pay: number; mu: number; sigma: number }
@@ -35,7 +25,7 @@ function draw(arm: Arm, next: () => number): Sums {
 }
 
 function coverage(treatment: Arm, holdout: Arm, trials: number, seed: number): number {
-  const next = random(seed);
+  const next = seededRandom(seed);
   const truth = trueMean(treatment) - trueMean(holdout);
   let held = 0;
   for (let k = 0; k < trials; k++) {

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CreatedWorkspace } from '../src/store/control/workspaces.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES } from './support/engines.js';
-import { checkoutSession, deliver, invoice, notification, refund } from './support/stripe.js';
+import { checkoutSession, deliver, notification, refund, sendPayment } from './support/stripe.js';
 import { tierRuns } from './support/tier.js';
 
 const START = Date.parse('2025-09-01T00:00:00Z') / 1000;
@@ -54,11 +54,7 @@ describe.each(ENGINES)('revenue report totals on %s', (engine) => {
         let pays = false;
         for (const [j, { oneTime, money: m }] of p.payments.entries()) {
           const at = START + m.day * DAY + j;
-          if (oneTime) {
-            await send('checkout.session.completed', checkoutSession(customer, {}, null, { mode: 'payment', amount: m.amount, currency: m.currency, created: at }), at);
-          } else {
-            await send('invoice.paid', invoice(customer, { amount: m.amount, currency: m.currency, paid_at: at, created: at }), at);
-          }
+          await sendPayment(send, customer, { oneTime, ...m }, at);
           if (at >= from && at < to) {
             add(expected.revenue, m.currency, m.amount);
             add(expected.refunds, m.currency, 0);

@@ -279,3 +279,17 @@ export async function count(t: TestApp, table: string, ws = t.ws.workspace_id): 
   const rows = await controlRows(t, `SELECT count(*) AS n FROM ${table} WHERE workspace_id = $1`, [ws]);
   return Number(rows[0]?.n ?? 0);
 }
+
+/**
+ * One payment as Stripe notifies it, through `send(type, object, at)`: a one-time payment as a
+ * completed payment-mode Checkout session, else a paid invoice, created (and paid) at `at` (seconds).
+ */
+export function sendPayment(
+  send: (type: string, object: StripeObject, at: number) => Promise<unknown>, customer: string,
+  payment: { oneTime: boolean; amount: number; currency: string }, at: number,
+): Promise<unknown> {
+  const { amount, currency } = payment;
+  return payment.oneTime
+    ? send('checkout.session.completed', checkoutSession(customer, {}, null, { mode: 'payment', amount, currency, created: at }), at)
+    : send('invoice.paid', invoice(customer, { amount, currency, paid_at: at, created: at }), at);
+}
