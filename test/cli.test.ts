@@ -10,12 +10,10 @@ import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync,
 import { tmpdir } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { promisify } from 'node:util';
 import { DuckDBInstance } from '@duckdb/node-api';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generateFixtures } from '../fixtures/generate.js';
-import { main } from '../src/cli/main.js';
+import { generateFixtures, main as generateMain } from '../fixtures/generate.js';
 import { keysCollide, parquetSource } from '../src/store/duckdb/attach.js';
 import { connectClickHouse } from '../src/store/clickhouse/client.js';
 import { CLICKHOUSE_TABLES, VISITOR_LINKS } from '../src/store/clickhouse/schema.js';
@@ -25,6 +23,7 @@ import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
 import { importParquetDir } from '../src/store/duckdb/import.js';
 import { Workspaces } from '../src/store/control/workspaces.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { cli, cliOf, cliWith } from './support/cli.js';
 import { CHDB_INSTALLED } from './support/engines.js';
 import { deliver, notification } from './support/stripe.js';
 
@@ -54,22 +53,6 @@ const HOLD = `require('@duckdb/node-api').DuckDBInstance.create(process.argv[1])
 /** bin/audiences.js as a child process. */
 const processCli = (...args: string[]) => exec(process.execPath, [BIN, ...args]);
 
-/** A stream that keeps what is written to it. */
-function captured(): { stream: Writable; text: () => string } {
-  let text = '';
-  const stream = new Writable({ write(chunk: Buffer, _encoding, done) { text += chunk.toString(); done(); } });
-  return { stream, text: () => text };
-}
-
-/** The command line run in this process, on its own streams and `env`. */
-async function cliWith(env: NodeJS.ProcessEnv, ...args: string[]): Promise<Result> {
-  const stdout = captured();
-  const stderr = captured();
-  const code = await main(args, { stdout: stdout.stream, stderr: stderr.stream, env });
-  return { code, stdout: stdout.text(), stderr: stderr.text() };
-}
-
-const cli = (...args: string[]) => cliWith(process.env, ...args);
 
 /** A port nothing listens on (just released). */
 function closedPort(): Promise<number> {
@@ -636,10 +619,11 @@ describe('workspace and keys commands on the service database', () => {
         holder.stdout.once('data', () => resolve());
         holder.once('exit', (code) => reject(new Error(`the holder exited (${code}) before opening ${service}`)));
       });
+      // Refused in this process: it never holds the lock, so its failed opens drop nothing of the holder's.
       const results = await Promise.all([
-        processCli('workspace', 'list', '--data', service),
-        processCli('workspace', 'create', 'hooli', '--data', service),
-        processCli('keys', 'rotate', 'acme', '--data', service),
+        cli('workspace', 'list', '--data', service),
+        cli('workspace', 'create', 'hooli', '--data', service),
+        cli('keys', 'rotate', 'acme', '--data', service),
       ]);
       for (const res of results) {
         expectOneLine(res, new RegExp(`open in another process \\(PID ${holder.pid}\\), and DuckDB lets only one process open a database file: stop the service`));
@@ -818,7 +802,8 @@ describe('docs/cli.md', () => {
 });
 
 describe('the fixture generator\'s command line', () => {
-  const generate = (...args: string[]) => exec(process.execPath, ['--import', 'tsx', join(ROOT, 'fixtures', 'generate.ts'), ...args], { cwd: ROOT });
+  // In this process (its main); the README's test runs `npm run fixtures -- --help` as the script.
+  const generate = (...args: string[]) => cliOf(generateMain, ...args);
 
   it('--help prints the usage and exits 0', async () => {
     const res = await generate('--help');

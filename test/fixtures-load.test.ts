@@ -1,30 +1,19 @@
 // `npm run fixtures:load` (fixtures/load.ts) refuses a workspace that already holds data, as
 // `audiences load` does: loading would merge the fixtures' people (u_42, cus_1…) with the real ones.
 
-import { execFile } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generateFixtures } from '../fixtures/generate.js';
+import { main as loadFixtures } from '../fixtures/load.js';
 import { Workspaces } from '../src/store/control/workspaces.js';
 import { importDataset } from '../src/store/duckdb/import.js';
 import { duckdbOf, openStores } from '../src/store/open.js';
+import { cliOf } from './support/cli.js';
 
-const run = promisify(execFile);
-const LOAD = join(import.meta.dirname, '..', 'fixtures', 'load.ts');
-
-/** fixtures/load.ts as `npm run fixtures:load` runs it; a non-zero exit is a result. */
-async function load(...args: string[]): Promise<{ code: number; stderr: string }> {
-  try {
-    await run(process.execPath, ['--import', 'tsx', LOAD, ...args], { timeout: 120_000 });
-    return { code: 0, stderr: '' };
-  } catch (err) {
-    const e = err as { code?: number; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : -1, stderr: e.stderr ?? '' };
-  }
-}
+/** fixtures/load.ts's main in this process (`npm run fixtures:load` runs it as a script: the README's test). */
+const load = (...args: string[]) => cliOf(loadFixtures, ...args);
 
 /** A database whose `default` workspace holds `persons` people with ids u_<n>. */
 async function database(path: string, persons: number): Promise<void> {
@@ -81,7 +70,8 @@ describe('npm run fixtures:load', () => {
   it('--new-workspace loads beside a workspace that holds data, into a new one whose printed key works, and refuses a name taken', async () => {
     const path = join(dir, 'beside.duckdb');
     await database(path, 3);
-    const out = await run(process.execPath, ['--import', 'tsx', LOAD, '--dir', fixtures, '--database', path, '--new-workspace', 'demo'], { timeout: 120_000 });
+    const out = await load('--dir', fixtures, '--database', path, '--new-workspace', 'demo');
+    expect(out.code, out.stderr).toBe(0);
     const key = /secret key, shown only once: (sk_\S+)/.exec(out.stdout)?.[1];
     expect(key, out.stdout).toBeDefined();
     const stores = await openStores({ analyticsStore: 'duckdb', databasePath: path });

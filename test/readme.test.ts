@@ -19,6 +19,12 @@ const MARKER = '@@README-OUTPUT@@';
 const COMMAND = '@@README-COMMAND@@';
 /** Not run: they install, start or test the project, or run for minutes. */
 const NOT_RUN = [/^npm install\b/, /^npm test\b/, /^npm run bench\b/, /^npx tsx bench\//];
+/**
+ * What npx runs for the project's own commands (package.json's "bin"), without npm's start-up
+ * second: the README's blocks run about a dozen `npx audiences` lines. Anything else goes to npx.
+ */
+const NPX = `npx() { case "$1" in ${Object.entries(JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).bin as Record<string, string>)
+  .map(([name, file]) => `${name}) shift; node ${file} "$@";;`).join(' ')} *) command npx "$@";; esac; }`;
 /** Set by the reader from the keys the first start printed; the test sets them itself. */
 const KEYS_LINE = /^export SK=/;
 
@@ -61,7 +67,7 @@ function scripted(block: Block): { script: string; expected: string[]; skipped: 
     out.push(line);
   }
   if (shown) out.push(`printf '\\n${MARKER}\\n'`);
-  return { script: [`trap 'printf "\\n${COMMAND}\\n"' DEBUG`, ...out].join('\n'), expected, skipped };
+  return { script: [NPX, `trap 'printf "\\n${COMMAND}\\n"' DEBUG`, ...out].join('\n'), expected, skipped };
 }
 
 const wildcard = (shown: string) => new RegExp(`^${shown.split('…').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 's');

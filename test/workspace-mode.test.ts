@@ -1,30 +1,17 @@
-// `audiences workspace mode <workspace> live|test` run as a child process on a service database,
-// checked through the real app: GET /v1/workspace shows the mode, the webhook applies it.
+// `audiences workspace mode|retention` and `audiences privacy` on a service database, run in this
+// process (test/support/cli.ts), checked through the real app: GET /v1/workspace shows the mode and
+// the retention, the webhook applies the mode, ingest refuses what was suppressed.
 
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { Store } from '../src/store/duckdb/db.js';
 import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { type CreatedWorkspace, Workspaces } from '../src/store/control/workspaces.js';
 import { startTestApp } from './support/app.js';
+import { cli } from './support/cli.js';
 import { checkoutSession, count, deliver, notification } from './support/stripe.js';
-
-const run = promisify(execFile);
-const BIN = join(import.meta.dirname, '..', 'bin', 'audiences.js');
-
-async function cli(...args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  try {
-    const { stdout, stderr } = await run(process.execPath, [BIN, ...args], { timeout: 60_000 });
-    return { code: 0, stdout, stderr };
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    return { code: typeof e.code === 'number' ? e.code : -1, stdout: e.stdout ?? '', stderr: e.stderr ?? '' };
-  }
-}
 
 let dir: string;
 let db: string;
