@@ -29,7 +29,7 @@ function newest(path: string): number {
 // builds again, and finds it up to date.
 const STAMP = join('dist', '.built');
 beforeAll(() => {
-  const sources = Math.max(newest('src'), ...['package.json', 'tsconfig.json', 'tsconfig.build.json'].map(newest));
+  const sources = Math.max(newest('src'), ...['package.json', 'tsconfig.json', join('scripts', 'build.mjs')].map(newest));
   if (existsSync(STAMP) && statSync(STAMP).mtimeMs >= sources) return;
   const started = new Date();
   execFileSync('npm', ['run', 'build'], { stdio: 'pipe' });
