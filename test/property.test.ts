@@ -12,6 +12,9 @@ import { equalityOrsArb, leavesOf, sameScanOr, withExplicitCounts } from './supp
 import { anonymousProfile, personProfile, referenceProfiles } from './support/reference.js';
 import { tierRuns } from './support/tier.js';
 
+/** Datasets drawn (each with 4–8 random trees). */
+const RUNS = tierRuns(150);
+
 describe('compiled SQL against the reference evaluator', () => {
   let store: Store;
   let workspaces = 0;
@@ -62,8 +65,9 @@ describe('compiled SQL against the reference evaluator', () => {
           if ('source' in single.root && single.root.source === 'person' && expected > 0 && expected < ds.persons.length) splittingPersonLeaves++;
         }
       }
-    }), { numRuns: tierRuns(150), seed: 20261122 });
-    expect(splittingPersonLeaves).toBeGreaterThan(20);
-    expect(typedReads).toBeGreaterThan(100);
+    }), { numRuns: RUNS, seed: 20261122 });
+    // Floors in proportion to the runs (about half of what 15 runs count): the cases they count came up.
+    expect(splittingPersonLeaves).toBeGreaterThan(RUNS / 3);
+    expect(typedReads).toBeGreaterThan((RUNS * 5) / 3);
   }, 900_000);
 });

@@ -5,10 +5,10 @@
 export const FULL_TIER = process.env.CI === 'true';
 
 /** Of the full run count, the part a default run makes: never fewer than FLOOR (or the full count). */
-const FRACTION = 0.2;
+const FRACTION = 0.1;
 const FLOOR = 2;
 
-/** The number of runs of a property: `full` under CI=true, a fifth of it (at least FLOOR) otherwise. */
+/** The number of runs of a property: `full` under CI=true, a tenth of it (at least FLOOR) otherwise. */
 export function tierRuns(full: number): number {
   if (FULL_TIER) return full;
   return Math.min(full, Math.max(FLOOR, Math.ceil(full * FRACTION)));
