@@ -15,7 +15,7 @@ import { Workspaces } from '../src/store/control/workspaces.js';
 import { openStores, type Stores } from '../src/store/open.js';
 import { type ChdbServer, startChdbServer } from './support/chdb-server.js';
 import { CHDB_INSTALLED } from './support/engines.js';
-import { answeredWithin, EventClient, eventually, health } from './support/faults.js';
+import { answeredWithin, EventClient, eventually, health, recover } from './support/faults.js';
 import { FULL_TIER } from './support/tier.js';
 
 const BOUNDS = { requestTimeoutMs: 2_000, killTimeoutMs: 1_000 };
@@ -66,14 +66,7 @@ describe.skipIf(!FULL_TIER || !CHDB_INSTALLED)('ClickHouse frozen and killed', (
     return detected;
   }
 
-  async function after(name: string): Promise<number> {
-    const start = performance.now();
-    expect(await eventually(async () => (await health(app, HANG_MS)).status === 200)).toBe(true);
-    const recovered = performance.now() - start;
-    await client.resend();
-    for (let n = 0; n < 3; n++) expect(await client.send(`${name}_${n}`)).toBe(true);
-    return recovered;
-  }
+  const after = (name: string) => recover(app, client, name, 3, HANG_MS);
 
   it('answers 503 while ClickHouse is frozen and serves again once it thaws', async () => {
     for (let n = 0; n < 3; n++) expect(await client.send(`before_${n}`)).toBe(true);

@@ -11,7 +11,7 @@ import type { ClickHouseAnalytics } from '../src/store/clickhouse/analytics.js';
 import { Workspaces } from '../src/store/control/workspaces.js';
 import { openStores, type Stores } from '../src/store/open.js';
 import { CHDB_INSTALLED } from './support/engines.js';
-import { answeredWithin, EventClient, eventually, health } from './support/faults.js';
+import { answeredWithin, EventClient, health, recover } from './support/faults.js';
 import { type RunningPostgres, startPostgres } from './support/postgres-server.js';
 import { FULL_TIER } from './support/tier.js';
 
@@ -64,15 +64,7 @@ describe.skipIf(!FULL_TIER || !CHDB_INSTALLED)('PostgreSQL frozen and killed', (
     return detected;
   }
 
-  /** Waits for /health 200, then sends what was refused and more; the time to recover. */
-  async function after(name: string): Promise<number> {
-    const start = performance.now();
-    expect(await eventually(async () => (await health(app, HANG_MS)).status === 200)).toBe(true);
-    const recovered = performance.now() - start;
-    await client.resend();
-    for (let n = 0; n < 5; n++) expect(await client.send(`${name}_${n}`)).toBe(true);
-    return recovered;
-  }
+    const after = (name: string) => recover(app, client, name, 5, HANG_MS);
 
   it('answers 503 while PostgreSQL is frozen and serves again once it thaws', async () => {
     for (let n = 0; n < 5; n++) expect(await client.send(`before_${n}`)).toBe(true);

@@ -74,3 +74,13 @@ export async function health(app: FastifyInstance, boundMs: number): Promise<{ s
   const stores = (res.json() as { stores: Record<string, string> }).stores;
   return { status: res.statusCode, down: Object.entries(stores).filter(([, s]) => s !== 'ok').map(([name]) => name) };
 }
+
+/** Waits for /health 200, then sends what was refused and `more` new events, each acknowledged; the time to recover. */
+export async function recover(app: FastifyInstance, client: EventClient, name: string, more: number, boundMs: number): Promise<number> {
+  const start = performance.now();
+  expect(await eventually(async () => (await health(app, boundMs)).status === 200)).toBe(true);
+  const recovered = performance.now() - start;
+  await client.resend();
+  for (let n = 0; n < more; n++) expect(await client.send(`${name}_${n}`)).toBe(true);
+  return recovered;
+}
