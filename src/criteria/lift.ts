@@ -2,7 +2,7 @@
 // splits, and the money each paid in a range. Dialect-free, the only input of the printers' lift
 // statements (print/duckdb-lift.ts, print/clickhouse-lift.ts).
 
-import type { AttributionModel } from './attribution.js';
+import { type AttributionModel, DEFAULT_HALF_LIFE_DAYS, DEFAULT_LOOKBACK_DAYS } from './attribution.js';
 import type { ReportPlan } from './report.js';
 import type { SplitPlacement } from './splits.js';
 
@@ -16,17 +16,23 @@ export interface LiftPlan {
   to: Date;
   /** null: all of a member's money in the range; else only what this model attributes to touches. */
   attribution: { model: AttributionModel; lookbackDays: number; halfLifeDays: number } | null;
+  /** Every amount in this currency (lowercase), as the revenue report's `currency`; null: per currency. */
+  currency: string | null;
 }
 
 /**
- * The revenue report whose attributed rows are a modelled lift's money: the same model, grouped by
+ * The revenue report over the lift's range and currency, whose rates the lift needs (Printer.missingRate)
+ * and, under a model, whose attributed rows are the lift's money: the same model, grouped by
  * channel category (any touch column would do: only whether a row has a touch is read), over
  * everyone (the printers restrict it to the snapshot's members).
  */
-export function liftAttribution(plan: LiftPlan): ReportPlan | null {
-  if (!plan.attribution) return null;
-  return { from: plan.from, to: plan.to, interval: 'month', ...plan.attribution, group: { touch: 'channel_category' }, audience: null };
+export function liftRevenue(plan: LiftPlan): ReportPlan {
+  const attribution = plan.attribution ?? { model: 'first_touch' as const, lookbackDays: DEFAULT_LOOKBACK_DAYS, halfLifeDays: DEFAULT_HALF_LIFE_DAYS };
+  return { from: plan.from, to: plan.to, interval: 'month', ...attribution, group: { touch: 'channel_category' }, audience: null, currency: plan.currency };
 }
+
+/** The revenue report whose attributed rows are a modelled lift's money (liftRevenue); null without a model. */
+export const liftAttribution = (plan: LiftPlan): ReportPlan | null => (plan.attribution ? liftRevenue(plan) : null);
 
 /**
  * The lift statement's rows: per split (`currency` null) its members and paying members; per split

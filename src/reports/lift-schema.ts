@@ -2,7 +2,7 @@
 // OpenAPI document and the console.
 
 import { z } from 'zod';
-import { attributionFields, instant } from './request.js';
+import { attributionFields, currencyField, instant } from './request.js';
 
 export const liftRequest = z.object({
   audience_id: z.string().min(1).max(128).describe('a saved audience with splits: its current snapshot\'s members are compared'),
@@ -11,6 +11,7 @@ export const liftRequest = z.object({
   ...attributionFields,
   model: attributionFields.model.unwrap().optional()
     .describe('absent: all of every member\'s payments in the range; a model: only the revenue it attributes to touches (its Non-attributed left out, docs/reports.md)'),
+  currency: currencyField,
 }).superRefine((value, ctx) => {
   if (value.lookback_days !== undefined && (value.model ?? 'first_touch') === 'first_touch') {
     ctx.addIssue({ code: 'custom', path: ['lookback_days'], message: 'lookback_days is for a model other than first_touch' });

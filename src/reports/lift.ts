@@ -5,14 +5,14 @@
 
 import { takeTurn } from '../audiences/compile.js';
 import { splitPlacement, type Split, storedSplits } from '../audiences/splits.js';
-import { DEFAULT_HALF_LIFE_DAYS, DEFAULT_LOOKBACK_DAYS, isTouchModel, type LiftRow } from '../criteria/index.js';
+import { DEFAULT_HALF_LIFE_DAYS, DEFAULT_LOOKBACK_DAYS, isTouchModel, type LiftPlan, liftRevenue, type LiftRow } from '../criteria/index.js';
 import { AppError, invalidRequest } from '../errors.js';
 import type { AnalyticsStore } from '../store/analytics.js';
 import { getAudience } from '../store/control/audiences.js';
 import type { ControlSql } from '../store/control/store.js';
 import { differenceOfMeans, type Sums } from './interval.js';
 import type { LiftReport, LiftRequest, LiftSplit } from './lift-schema.js';
-import { parseInstant } from './revenue.js';
+import { checkRates, parseInstant } from './revenue.js';
 
 /** Each split's figures from the statement's rows (a split without members has none). */
 function splitFigures(split: Split, rows: LiftRow[]): Omit<LiftSplit, 'difference'> & { sums: Map<string, Sums> } {
@@ -61,7 +61,11 @@ export async function liftReport(
       model: request.model ?? null, lookback_days: attribution && isTouchModel(attribution.model) ? attribution.lookbackDays : null,
       half_life_days: attribution?.model === 'time_decay' ? attribution.halfLifeDays : null,
     };
-    const rows = await turn.lift({ snapshotId: audience.snapshot_id, placement: splitPlacement(splits, audience.split_salt), from, to, attribution }, ws);
+    const plan: LiftPlan = {
+      snapshotId: audience.snapshot_id, placement: splitPlacement(splits, audience.split_salt), from, to, attribution, currency: request.currency?.toLowerCase() ?? null,
+    };
+    // A missing rate is the revenue report's 400, over the same money rows of the range.
+    const rows = plan.currency && (await checkRates(turn, liftRevenue(plan), ws)) === null ? null : await turn.lift(plan, ws);
     if (rows === null) return { ...head, hit_limit: true, currencies: [], splits: [] };
     const currencies = [...new Set(rows.flatMap((r) => (r.currency === null ? [] : [r.currency])))].sort();
     const figures = splits.map((s) => splitFigures(s, rows));

@@ -19,6 +19,10 @@ export const attributionFields = {
     .describe(`time_decay: a touch this many days older than the latest weighs half (default ${DEFAULT_HALF_LIFE_DAYS})`),
 };
 
+/** `currency` of the revenue and lift reports. */
+export const currencyField = z.string().regex(/^[A-Za-z]{3}$/, { error: 'expected a three-letter currency code such as usd' }).optional()
+  .describe('every amount in this currency, converted at its day\'s rate of the workspace\'s exchange rates (npx audiences rates load; docs/reports.md)');
+
 export const revenueRequest = z.object({
   from: instant.describe('inclusive'),
   to: instant.describe('exclusive; at most 1,000 buckets of the interval after from'),
@@ -26,8 +30,7 @@ export const revenueRequest = z.object({
   group_by: z.string().min(1).max(300)
     .describe('channel_category, channel, campaign, medium, referrer_host, landing_path, or traits.<path> of a trait defined in the workspace'),
   ...attributionFields,
-  currency: z.string().regex(/^[A-Za-z]{3}$/, { error: 'expected a three-letter currency code such as usd' }).optional()
-    .describe('every amount in this currency, converted at its day\'s rate of the workspace\'s exchange rates (npx audiences rates load; docs/reports.md)'),
+  currency: currencyField,
   filter: z.unknown().optional().describe('trait predicates, as a person leaf\'s filter: { "traits.plan": { "op": "=", "value": "pro" } }'),
   criteria_json: criteriaJson('AudienceCriteria: only the people of this audience, evaluated now').optional(),
   audience_id: z.string().min(1).max(128).optional().describe('a saved audience: only its people, its criteria evaluated now'),

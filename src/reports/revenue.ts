@@ -127,7 +127,7 @@ function assemble(rows: RevenueRow[]): Pick<RevenueReport, 'currencies' | 'rows'
 }
 
 /** Refuses a report whose range holds an amount without an exchange rate to its currency; null past the budget. */
-async function checkRates(turn: EstimateTurn, plan: ReportPlan, ws: string): Promise<true | null> {
+export async function checkRates(turn: EstimateTurn, plan: ReportPlan, ws: string): Promise<true | null> {
   const gaps = await turn.missingRate(plan, ws);
   if (gaps === null) return null;
   const [gap] = gaps;

@@ -550,13 +550,18 @@ function traitValue(path: string, params: Params): string {
  * group, profile, and `attributed` 0 when Non-attributed; `restrict` a further condition on the
  * rows' `profile`.
  */
+/** The money rows (revenueMoney), converted to `currency` when there is one. */
+function moneyIn(currency: string | null, w: string, params: Params): string {
+  return currency
+    ? clickhouseConverted(revenueMoney(w, params), params.add(currency, 'String'), params.add(10 ** minorDigits(currency), 'UInt64'), w,
+      params.table('exchange_rates'), (v) => params.add(v, typeof v === 'number' ? 'UInt64' : 'String'))
+    : revenueMoney(w, params);
+}
+
 function revenueRows(report: ReportPlan, w: string, params: Params, restrict: string): string {
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
   const split = perPayment(report);
-  const reportMoney = report.currency
-    ? clickhouseConverted(revenueMoney(w, params), params.add(report.currency, 'String'), params.add(10 ** minorDigits(report.currency), 'UInt64'), w,
-      params.table('exchange_rates'), (v) => params.add(v, typeof v === 'number' ? 'UInt64' : 'String'))
-    : revenueMoney(w, params);
+  const reportMoney = moneyIn(report.currency ?? null, w, params);
   const money = split ? `(SELECT *, ${CLICKHOUSE_ANCHOR} FROM (${reportMoney}))` : `(${reportMoney})`;
   // first_paid: the customer's first payment ever; touch_until: its profile's (a customer without one: its own).
   const inRange = `SELECT money_id, customer_id, ts, amount, currency, is_payment, first_paid, touch_until,${split ? ' anchor,' : ''} person_key, profile FROM (
@@ -729,7 +734,7 @@ SETTINGS join_use_nulls = 1`;
       ? `SELECT profile, currency, amount, is_payment FROM (${revenueRows(report, w, params, `\n        AND profile != 0 AND profile IN (${members})`)})
         WHERE attributed = 1`
       : `SELECT c.profile AS profile, m.currency AS currency, m.amount AS amount, m.is_payment AS is_payment
-        FROM (${revenueMoney(w, params)}) AS m JOIN (${customersSql(w, params)}) AS c ON c.customer_id = m.customer_id
+        FROM (${moneyIn(plan.currency, w, params)}) AS m JOIN (${customersSql(w, params)}) AS c ON c.customer_id = m.customer_id
         WHERE m.ts >= ${params.timestamp(plan.from)} AND m.ts < ${params.timestamp(plan.to)} AND c.profile != 0`;
     const sql = clickhouseLiftSql(plan, { w, money, members: params.table('audience_members'), bind });
     return { sql, params: params.values };

@@ -556,6 +556,13 @@ function revenueGroups(report: ReportPlan, w: string, params: Params): string {
     ) t ON t.customer_id = p.customer_id`;
 }
 
+/** The money rows (revenueMoney), converted to `currency` when there is one. */
+function moneyIn(currency: string | null, w: string, params: Params): string {
+  return currency
+    ? duckdbConverted(revenueMoney(w), params.add(currency), params.add(10 ** minorDigits(currency)), w, (v) => params.add(v))
+    : revenueMoney(w);
+}
+
 /**
  * The revenue report's CTEs ending in `report_rows`: each money row in the range (once, or per
  * touch value sharing it) with its group, its profile, and `attributed` false when Non-attributed;
@@ -564,9 +571,7 @@ function revenueGroups(report: ReportPlan, w: string, params: Params): string {
 function revenueRowsCtes(report: ReportPlan, w: string, params: Params, restrict: string): string[] {
   const split = perPayment(report);
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
-  const reportMoney = report.currency
-    ? duckdbConverted(revenueMoney(w), params.add(report.currency), params.add(10 ** minorDigits(report.currency)), w, (v) => params.add(v))
-    : revenueMoney(w);
+  const reportMoney = moneyIn(report.currency ?? null, w, params);
   const money = split ? `(SELECT *, ${DUCKDB_ANCHOR} FROM (${reportMoney}))` : `(${reportMoney})`;
   // A deleted payer's customers keep the profile they were attributed through (frozen_payers).
   return [`customers AS (
@@ -682,7 +687,7 @@ export function printLift(plan: LiftPlan, workspaceId: string): CompiledQuery {
     ? { ctes: revenueRowsCtes(report, w, params, '\n      AND m.profile IN (SELECT profile FROM members)'),
       money: 'SELECT profile, currency, amount, is_payment FROM report_rows WHERE attributed' }
     : { ctes: [], money: `SELECT c.profile, m.currency, m.amount, m.is_payment
-      FROM (${revenueMoney(w)}) m JOIN (SELECT c.customer_id, ${CUSTOMER_PROFILE} AS profile
+      FROM (${moneyIn(plan.currency, w, params)}) m JOIN (SELECT c.customer_id, ${CUSTOMER_PROFILE} AS profile
         FROM payment_customers c LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key WHERE c.workspace_id = ${w}) c ON c.customer_id = m.customer_id
       WHERE m.ts >= ${from} AND m.ts < ${to} AND c.profile IN (SELECT profile FROM members)` };
   const sql = duckdbLiftSql(plan, { w, ...sources, bind: (v) => params.add(v) });
