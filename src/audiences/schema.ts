@@ -67,6 +67,8 @@ export type Member = z.infer<typeof member>;
 /** A member of a snapshot: its split too when the audience has splits. */
 export const snapshotMember = member.extend({ split: z.string().optional().describe('the member\'s split, when the audience has splits') });
 
+export type SnapshotMember = z.infer<typeof snapshotMember>;
+
 export const membersPage = z.object({ data: z.array(snapshotMember), next_cursor: z.string().nullable() });
 
 const attempt = z.object({

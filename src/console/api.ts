@@ -59,7 +59,8 @@ export const message = (err: unknown): string => (err instanceof Error ? err.mes
 
 // The API's shapes: the service's own zod schemas' types (type-only imports, erased from the bundle).
 
-export type { Audience, BreakdownRow, CompileAnswer, Delivery, Member } from '../audiences/schema.js';
+export type { Audience, BreakdownRow, CompileAnswer, Delivery, Member, SnapshotMember } from '../audiences/schema.js';
+export type { LiftReport } from '../reports/lift-schema.js';
 export type { PublicDestination } from '../audiences/destinations/schema.js';
 export type { PersonMatch as Person, PeoplePage } from '../attribution/people-schema.js';
 export type { CriteriaError } from '../criteria/errors.js';

@@ -5,6 +5,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, ApiError, type Definitions, forgetKey, storedKey, storeKey, type Workspace } from './api.js';
 import { AudienceDetail, AudienceList } from './audiences.js';
 import { Builder } from './builder.js';
+import { Lift } from './lift.js';
 import { People } from './people.js';
 import { Privacy } from './privacy.js';
 import { Revenue } from './revenue.js';
@@ -56,7 +57,7 @@ function KeyGate({ onWorkspace }: { onWorkspace: (w: Workspace) => void }) {
   </main>`;
 }
 
-const NAV: [string, string][] = [['/builder', 'Builder'], ['/audiences', 'Audiences'], ['/people', 'People'], ['/revenue', 'Revenue'], ['/privacy', 'Privacy']];
+const NAV: [string, string][] = [['/builder', 'Builder'], ['/audiences', 'Audiences'], ['/people', 'People'], ['/revenue', 'Revenue'], ['/privacy', 'Privacy'], ['/lift', 'Lift']];
 
 function Console({ workspace, onSignOut }: { workspace: Workspace; onSignOut: () => void }) {
   const route = useRoute();
@@ -74,6 +75,7 @@ function Console({ workspace, onSignOut }: { workspace: Workspace; onSignOut: ()
     : section === '/people' ? html`<${People} />`
     : section === '/revenue' ? html`<${Revenue} defs=${defs} />`
     : section === '/privacy' ? html`<${Privacy} />`
+    : section === '/lift' ? html`<${Lift} audienceId=${route.split('/')[2] ? decodeURIComponent(route.split('/')[2]!) : null} />`
     : html`<${Builder} key="new" defs=${defs} />`;
   return html`
     <a class="skip" href="#main" onClick=${(e: Event) => { e.preventDefault(); document.getElementById('main')?.focus(); }}>Skip to content</a>

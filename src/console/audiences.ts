@@ -1,10 +1,11 @@
 // Saved audiences: the list, and one audience with its members (paged, exports), destinations
-// (destinations.ts), delivery log and a refresh-now button.
+// (destinations.ts), splits (splits.ts), delivery log and a refresh-now button.
 
 import { html } from 'htm/preact';
 import { useEffect, useState } from 'preact/hooks';
-import { type Audience, api, type Delivery, download, type Member } from './api.js';
+import { type Audience, api, type Delivery, download, type SnapshotMember } from './api.js';
 import { Destinations } from './destinations.js';
+import { Splits } from './splits.js';
 import { ErrorNote, go, num, StatusBadge, useLoad, when } from './ui.js';
 
 export function AudienceList() {
@@ -98,6 +99,7 @@ export function AudienceDetail({ id }: { id: string }) {
     <${Members} path=${path} id=${a.id} version=${`${version}:${a.last_refreshed_at}`} />
     <${Destinations} path=${path} destinations=${a.destinations} version=${`${version}:${a.updated_at}`}
       onChange=${() => { audience.reload(); setVersion((v) => v + 1); }} />
+    <${Splits} key=${a.updated_at} audience=${a} path=${path} onChange=${() => { audience.reload(); setVersion((v) => v + 1); }} />
     <${Deliveries} path=${path} version=${version} />
   </section>`;
 }
@@ -106,11 +108,12 @@ function Members({ path, id, version }: { path: string; id: string; version: str
   // The cursors of the pages before this one, to go back.
   const [cursors, setCursors] = useState<(string | undefined)[]>([undefined]);
   const cursor = cursors[cursors.length - 1];
-  const page = useLoad((signal) => api<{ data: Member[]; next_cursor: string | null }>('GET',
+  const page = useLoad((signal) => api<{ data: SnapshotMember[]; next_cursor: string | null }>('GET',
     `${path}/members?limit=${PAGE_SIZE}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`, undefined, { signal }), [cursor, version]);
   const [exportError, setExportError] = useState<unknown>(null);
   const exportAs = (format: string) => download(`${path}/members?format=${format}`, `${id}.${format}`).then(() => setExportError(null), setExportError);
   const first = (cursors.length - 1) * PAGE_SIZE;
+  const split = page.data?.data.some((m) => m.split !== undefined) ?? false;
   return html`<div class="members">
     <div class="page-head">
       <h2>Members</h2>
@@ -122,9 +125,9 @@ function Members({ path, id, version }: { path: string; id: string; version: str
     ${page.data && page.data.data.length === 0 && html`<p class="empty">No members in the current snapshot${cursor ? ' page' : ' (refresh to compute one)'}.</p>`}
     ${page.data && page.data.data.length > 0 && html`<div class="table-wrap"><table>
       <caption class="sr-only">Members ${first + 1} to ${first + page.data.data.length}</caption>
-      <thead><tr><th scope="col">Person</th><th scope="col">External id</th><th scope="col">Email</th><th scope="col">Visitor</th></tr></thead>
+      <thead><tr><th scope="col">Person</th><th scope="col">External id</th><th scope="col">Email</th><th scope="col">Visitor</th>${split && html`<th scope="col">Split</th>`}</tr></thead>
       <tbody>${page.data.data.map((m) => html`<tr><td><code>${m.person_id ?? '—'}</code></td><td>${m.external_id ?? ''}</td>
-        <td>${m.email ?? ''}</td><td><code>${m.visitor_id ?? ''}</code></td></tr>`)}</tbody>
+        <td>${m.email ?? ''}</td><td><code>${m.visitor_id ?? ''}</code></td>${split && html`<td>${m.split}</td>`}</tr>`)}</tbody>
     </table></div>`}
     <div class="pager">
       <button type="button" disabled=${cursors.length === 1} onClick=${() => setCursors(cursors.slice(0, -1))}>Previous</button>

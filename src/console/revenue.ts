@@ -14,7 +14,7 @@ const GROUPS: [string, string][] = [
 ];
 
 /** The attribution models (docs/reports.md); all but first touch split each payment over its lookback. */
-const MODELS: [string, string][] = [
+export const MODELS: [string, string][] = [
   ['first_touch', 'first touch'], ['last_touch', 'last touch'], ['last_non_direct', 'last non-direct'],
   ['linear', 'linear'], ['position_based', 'position-based (40/20/40)'], ['time_decay', 'time decay'],
 ];
