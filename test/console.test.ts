@@ -4,11 +4,14 @@
 // (docs/img/console-*.png); otherwise they go to a temporary directory.
 
 import { mkdirSync, mkdtempSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { LiftReport } from '../src/reports/lift-schema.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { launchChromium } from './support/browser.js';
 import { checkoutSession, deliver, invoice, notification, nowS, subscription } from './support/stripe.js';
@@ -259,6 +262,67 @@ describe('the web console, a newcomer\'s first minutes', () => {
     await expect.poll(() => page.getByLabel('Lookback (days)').count()).toBe(0);
     expect(await axeViolations()).toEqual([]);
     await page.screenshot({ path: join(SCREENSHOTS, 'console-revenue.png'), fullPage: true });
+  });
+
+  it('splits an audience with a holdout on its page, then reads each split\'s lift against the holdout', async () => {
+    // The audience's webhook: a receiver on loopback that takes every page.
+    const hook = createServer((req, res) => { req.resume(); req.on('end', () => res.writeHead(200, { 'content-type': 'application/json' }).end('{}')); });
+    await new Promise<void>((done) => hook.listen(0, '127.0.0.1', done));
+    try {
+      const url = `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`;
+      const created = await t.post('/v1/audiences', { name: 'Every visitor', destinations: [{ type: 'webhook', url, secret: 's' }],
+        criteria_json: { version: 1, root: { source: 'pageview', occurrence: { op: 'did', count: null, window: { kind: 'ever' } } } } });
+      await ok(created);
+      const id = created.json().id as string;
+      await page.goto(`${origin}/#/audiences/${id}`);
+      const splits = page.locator('section.splits');
+      await splits.getByRole('button', { name: 'Add a holdout' }).click();
+      expect(await splits.getByLabel('Webhook 1').first().isChecked()).toBe(true);
+      expect(await splits.locator('tbody tr').nth(1).textContent()).toContain('holdout');
+      // Percents that do not add up are refused before anything is sent.
+      await splits.getByLabel('Split 1 percent').fill('60');
+      expect(await page.getByTestId('split-total').textContent()).toBe('70 %');
+      await splits.getByRole('button', { name: 'Save splits' }).click();
+      await expect.poll(() => splits.getByRole('alert').textContent()).toContain('add up to 70 %');
+      await splits.getByLabel('Split 2 percent').fill('40');
+      await splits.getByLabel('Split 2 name').fill('control');
+      const saved = page.waitForResponse((r) => r.request().method() === 'PATCH');
+      await splits.getByRole('button', { name: 'Save splits' }).click();
+      expect((await saved).status()).toBe(200);
+      const stored = await t.app.inject({ method: 'GET', url: `/v1/audiences/${id}`, headers: { authorization: `Bearer ${t.ws.secret_key}` } });
+      expect(stored.json().splits).toEqual([{ name: 'treatment', percent: 60, destinations: [0] }, { name: 'control', percent: 40, destinations: [] }]);
+      await page.getByRole('button', { name: 'Refresh now' }).click();
+      const placed = page.locator('.members tbody tr td:nth-child(5)');
+      await expect.poll(() => placed.count()).toBe(6);
+      for (const split of await placed.allTextContents()) expect(['treatment', 'control']).toContain(split);
+      expect(await axeViolations()).toEqual([]);
+
+      const answered = page.waitForResponse((r) => r.url().endsWith('/v1/reports/lift'));
+      await splits.getByRole('link', { name: 'Lift report' }).click();
+      const lift = await (await answered).json() as LiftReport;
+      expect(lift).toMatchObject({ holdout: 'control', model: null, hit_limit: false });
+      const currency = lift.currencies[0]!;
+      const table = page.locator('table.lift');
+      await expect.poll(() => table.locator('tbody tr').count()).toBe(2);
+      for (const split of lift.splits) {
+        const cells = await table.locator(`tr[data-split="${split.name}"] td`).allTextContents();
+        const major = (minor: number) => `$${(minor / 100).toFixed(2)}`;
+        expect(cells.slice(0, 5)).toEqual([`${split.percent} %`, String(split.members), String(split.paying_members),
+          major(split.revenue[currency] ?? 0), major(split.revenue_per_member[currency] ?? 0)]);
+        const d = split.difference?.[currency];
+        expect(cells[6]).toBe(d ? `${major(d.low).replace('$-', '-$')} to ${major(d.high).replace('$-', '-$')}` : '');
+      }
+      expect(lift.splits.reduce((n, s) => n + s.members, 0)).toBe(6);
+      // Under a model, with its lookback.
+      const modelled = page.waitForResponse((r) => r.url().endsWith('/v1/reports/lift'));
+      await page.getByLabel('Revenue').selectOption('linear');
+      expect((await modelled).request().postDataJSON()).toMatchObject({ audience_id: id, model: 'linear', lookback_days: 90 });
+      await expect.poll(() => table.locator('caption').textContent()).toContain('linear');
+      expect(await axeViolations()).toEqual([]);
+      await page.screenshot({ path: join(SCREENSHOTS, 'console-lift.png'), fullPage: true });
+    } finally {
+      hook.close();
+    }
   });
 
   // Needs estimated_count.approximate in POST /v1/audiences/compile (issue: approximate counts).

@@ -37,6 +37,11 @@ export function Splits({ audience, path, onChange }: { audience: Audience; path:
   ]);
   const save = async (list: Row[]) => {
     setError(null);
+    // Said here rather than asked of the API, which would refuse it naming /splits.
+    if (list.length > 0 && total(list) !== 100) {
+      setError(new Error(`The percents add up to ${total(list)} %; they must add up to 100 %.`));
+      return;
+    }
     setSaving(true);
     try {
       await api('PATCH', path, { splits: list.map((r) => ({ name: r.name, percent: Number(r.percent), destinations: r.destinations })) });
