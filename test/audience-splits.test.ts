@@ -132,7 +132,7 @@ describe.each(ENGINES_WITH_POSTGRES)('audience splits on %s', (engine) => {
 
   it('pushes only the splits naming the destination, and reports each split\'s revenue per member against the holdout', async () => {
     await importRows(t, dataset());
-    const received: { added: { person_id: string; split?: string }[] }[] = [];
+    const received: { added: { person_id: string; split?: string }[]; removed: { person_id: string }[] }[] = [];
     const server = createServer((req, res) => {
       let raw = '';
       req.on('data', (c: Buffer) => { raw += c.toString('utf8'); });
@@ -157,6 +157,9 @@ describe.each(ENGINES_WITH_POSTGRES)('audience splits on %s', (engine) => {
       const pushed = received.flatMap((b) => b.added);
       expect(pushed.map((m) => m.person_id).sort()).toEqual(treated);
       expect(new Set(pushed.map((m) => m.split))).toEqual(new Set(['treatment']));
+      // The delivery log counts what was sent to the destination, not the holdout's members.
+      const logged = async () => (await send('GET', `/v1/audiences/${a.id}/deliveries`)).json().data[0];
+      expect(await logged()).toMatchObject({ status: 'delivered', added: treated.length, removed: 0 });
 
       const lift = async (model?: string, currency?: string) => {
         const response = await send('POST', '/v1/reports/lift', { audience_id: a.id, from: '2026-03-01', to: '2026-04-01', ...(model ? { model } : {}), ...(currency ? { currency } : {}) });
@@ -210,6 +213,18 @@ describe.each(ENGINES_WITH_POSTGRES)('audience splits on %s', (engine) => {
       const refused = await send('POST', '/v1/reports/lift', { audience_id: a.id, from: '2026-03-01', to: '2026-04-01', lookback_days: 30 });
       expect(refused.statusCode).toBe(400);
       expect(refused.json().errors.map((e: { field: string }) => e.field)).toEqual(['/lookback_days']);
+
+      // Members leave, in both splits: the destination is sent, and the log counts, the treatment's only.
+      const sentBefore = received.length;
+      expect((await send('PATCH', `/v1/audiences/${a.id}`, { criteria_json: visitedLately })).statusCode).toBe(200);
+      await t.app.audiences.scheduler.tick(now);
+      await t.app.audiences.deliverer.idle();
+      const staying = new Set((await members(a.id)).map((m) => m.person_id));
+      const left = treated.filter((p) => !staying.has(p));
+      expect(left.length).toBeGreaterThan(0);
+      expect(all.filter((m) => m.split === 'holdout' && !staying.has(m.person_id)).length).toBeGreaterThan(0);
+      expect(received.slice(sentBefore).flatMap((b) => b.removed).map((m) => m.person_id).sort()).toEqual(left);
+      expect(await logged()).toMatchObject({ status: 'delivered', added: 0, removed: left.length });
     } finally {
       server.close();
     }

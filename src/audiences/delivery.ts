@@ -14,6 +14,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { getAudience, pendingDeliveries, recordAttempt } from '../store/control/audiences.js';
 import { type HeldLease, LEASE_DEFAULTS, type LeaseOptions, withLease } from '../store/control/leases.js';
 import type { Stores } from '../store/open.js';
+import type { SplitRoute } from '../criteria/index.js';
 import type { DeliveryRow } from '../store/types.js';
 import { byStatus, type DeliveryContext, type Driver, type DriverConfig, type HttpRequest, type HttpResponse, type Send } from './destinations/driver.js';
 import { googleDriver } from './destinations/google.js';
@@ -24,7 +25,7 @@ import { type AdPlatform, type Destination, type DestinationType, isAdPlatform }
 import { webhookDriver } from './destinations/webhook.js';
 import { storedDestinations } from './resource.js';
 import { Slots } from './slots.js';
-import { type SplitRouting, splitRouting } from './splits.js';
+import { type SplitRouting, splitRoute, splitRouting } from './splits.js';
 import { withDepartures } from '../privacy/departures.js';
 import { screenPage, sendConsentChanges } from './consent.js';
 
@@ -169,7 +170,8 @@ export class Deliverer {
         return;
       }
       const driver = DRIVERS[destination.type] as Driver<Destination>;
-      const delivery = pending.find((d) => d.page_count !== null) ?? await this.start(latest(pending), driver.pageSize(destination, this.config));
+      const delivery = pending.find((d) => d.page_count !== null)
+        ?? await this.start(latest(pending), driver.pageSize(destination, this.config), splitRoute(audience, destination.id));
       if (delivery) await this.deliverOne(destination, driver, delivery, lease, splitRouting(audience, destination.id));
     }
   }
@@ -184,9 +186,9 @@ export class Deliverer {
   }
 
   /** Starts a delivery; one whose work list cannot be made fails (the next refresh queues another). */
-  private async start(delivery: DeliveryRow, pageSize: number): Promise<DeliveryRow | null> {
+  private async start(delivery: DeliveryRow, pageSize: number, route: SplitRoute | null): Promise<DeliveryRow | null> {
     try {
-      return await this.stores.analytics.startDelivery(delivery, pageSize, this.config.clock(), this.config.startLimitMs);
+      return await this.stores.analytics.startDelivery(delivery, pageSize, this.config.clock(), this.config.startLimitMs, route);
     } catch (err) {
       await this.finish(delivery, 'failed', err instanceof Error ? err.message : String(err));
       return null;

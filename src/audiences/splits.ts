@@ -7,7 +7,7 @@
 // the experiment spoiled). Refusing it is the only choice that cannot go wrong unnoticed.
 
 import { z } from 'zod';
-import { placement, SPLIT_BUCKETS, type SplitPlacement, splitOf } from '../criteria/index.js';
+import { placement, SPLIT_BUCKETS, type SplitPlacement, type SplitRoute, splitOf } from '../criteria/index.js';
 import type { FieldError } from '../errors.js';
 import type { DiffMember } from '../store/analytics.js';
 
@@ -80,15 +80,23 @@ export type SplitRouting = ((members: DiffMember[]) => DiffMember[]) & { filtere
  * so the destination's state is the acknowledged state's members of its splits, and a work list
  * filtered the same way carries exactly the changes it lacks.
  */
-export function splitRouting(row: { splits: string; split_salt: string; destinations: string }, destinationId: string): SplitRouting {
-  const splits = storedSplits(row.splits);
-  if (splits.length === 0) return Object.assign((members: DiffMember[]) => members, { filtered: false });
-  const position = (JSON.parse(row.destinations) as { id: string }[]).findIndex((d) => d.id === destinationId);
-  const names = new Set(splits.filter((s) => s.destinations.includes(position)).map((s) => s.name));
-  const p = splitPlacement(splits, row.split_salt);
-  const route = (members: DiffMember[]) => members.flatMap((m) => {
-    const split = splitOf(p, m.profile)!;
+export function splitRouting(row: AudienceRouting, destinationId: string): SplitRouting {
+  const route = splitRoute(row, destinationId);
+  if (!route) return Object.assign((members: DiffMember[]) => members, { filtered: false });
+  const names = new Set(route.names);
+  const routed = (members: DiffMember[]) => members.flatMap((m) => {
+    const split = splitOf(route.placement, m.profile)!;
     return names.has(split) ? [{ ...m, split }] : [];
   });
-  return Object.assign(route, { filtered: true });
+  return Object.assign(routed, { filtered: true });
+}
+
+type AudienceRouting = { splits: string; split_salt: string; destinations: string };
+
+/** The splits sent to destination `destinationId`; null without splits (every member is). */
+export function splitRoute(row: AudienceRouting, destinationId: string): SplitRoute | null {
+  const splits = storedSplits(row.splits);
+  if (splits.length === 0) return null;
+  const position = (JSON.parse(row.destinations) as { id: string }[]).findIndex((d) => d.id === destinationId);
+  return { placement: splitPlacement(splits, row.split_salt), names: splits.filter((s) => s.destinations.includes(position)).map((s) => s.name) };
 }

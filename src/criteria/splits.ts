@@ -48,3 +48,14 @@ export function splitCaseSql(p: SplitPlacement, bucket: string, bind: (value: st
   const arms = p.splits.slice(0, -1).map((s) => `WHEN ${bucket} < ${bind(s.until)} THEN ${bind(s.name)}`);
   return arms.length === 0 ? last : `CASE ${arms.join(' ')} ELSE ${last} END`;
 }
+
+/** The splits whose members go to one destination (decisions §14). */
+export interface SplitRoute {
+  placement: SplitPlacement;
+  names: string[];
+}
+
+/** A SQL condition: `split` (an expression naming a member's split) is one of the route's. */
+export function routedSql(route: SplitRoute, split: string, bind: (value: string | number) => string): string {
+  return route.names.length === 0 ? '1 = 0' : `${split} IN (${route.names.map(bind).join(', ')})`;
+}

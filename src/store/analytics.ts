@@ -9,7 +9,7 @@
 // the visitor registry, customers' link states, audience definitions and deliveries, read and
 // written in transactions. A write that touches both sides is a unit of work (`unit`).
 
-import type { Breakdown, CompiledQuery, LiftPlan, LiftRow, PropertyCatalog, ReportPlan, Sample, SetPlan, SplitPlacement } from '../criteria/index.js';
+import type { Breakdown, CompiledQuery, LiftPlan, LiftRow, PropertyCatalog, ReportPlan, Sample, SetPlan, SplitPlacement, SplitRoute } from '../criteria/index.js';
 import type { Money } from './control/payments.js';
 import type { ControlTx } from './control/store.js';
 import type { InvoiceRow, PaymentEventRow, SubscriptionRow } from './layout.js';
@@ -371,9 +371,11 @@ export interface AnalyticsStore {
   /**
    * Starts a pending delivery: its work list is its snapshot against what the destination has
    * acknowledged; older deliveries of the destination that never started are superseded. Reads the
-   * destination's acknowledged state and writes the deliveries' (control). Within `limitMs`.
+   * destination's acknowledged state and writes the deliveries' (control). Within `limitMs`. With
+   * `route`, its logged added and removed counts are only the members of the routed splits (the
+   * pages still hold every change; the deliverer sends the routed ones).
    */
-  startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow>;
+  startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number, route?: SplitRoute | null): Promise<DeliveryRow>;
   /** Page `page` of a started delivery, added first, by profile, with the members' details. */
   deliveryPage(d: DeliveryRow, page: number): Promise<DiffMember[]>;
   /** Records page `page` as acknowledged by the destination, with the delivery's progress (control). */

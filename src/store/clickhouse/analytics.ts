@@ -3,7 +3,7 @@
 // work (writes.ts), the criteria queries (the query layer, store/query/, over driver.ts), and
 // refresh, snapshots and deliveries (snapshots.ts).
 
-import type { ClickHouseQuery, PropertyCatalog, SplitPlacement } from '../../criteria/index.js';
+import type { ClickHouseQuery, PropertyCatalog, SplitPlacement, SplitRoute } from '../../criteria/index.js';
 import type {
   AnalyticsStore, DiffMember, ErasedRows, MemberRow, SnapshotInput, Staged, UnitOfWork,
 } from '../analytics.js';
@@ -80,8 +80,8 @@ export class ClickHouseAnalytics extends QueriedStore<ClickHouseQuery> implement
     return this.snapshots.exportArrow(ws, snapshotId, placement);
   }
 
-  startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {
-    return this.snapshots.startDelivery(d, pageSize, at, limitMs);
+  startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number, route?: SplitRoute | null): Promise<DeliveryRow> {
+    return this.snapshots.startDelivery(d, pageSize, at, limitMs, route);
   }
 
   deliveryPage(d: DeliveryRow, page: number): Promise<DiffMember[]> {

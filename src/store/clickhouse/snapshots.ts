@@ -8,7 +8,7 @@
 // and never read otherwise.
 
 import type { ClickHouseClient } from '@clickhouse/client';
-import { clickhouseSplitSql, ClickHousePrinter, type SplitPlacement } from '../../criteria/index.js';
+import { clickhouseSplitSql, ClickHousePrinter, routedSql, type SplitPlacement, type SplitRoute } from '../../criteria/index.js';
 import type { DiffMember, MemberRow, SnapshotInput } from '../analytics.js';
 import {
   type AcknowledgedRow, adoptSnapshot, audienceSnapshotIds, currentSnapshot, type DeliveryBasis, deliveryBasis, destinationChanges, endDelivery,
@@ -210,13 +210,15 @@ export class ClickHouseSnapshots {
    * after a start that never recorded itself, is a newer build and the one sent). Then one control
    * transaction records the start and supersedes older deliveries that never started.
    */
-  async startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {
+  async startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number, route?: SplitRoute | null): Promise<DeliveryRow> {
     const { control } = this.ctx;
     const bound = { deadline: performance.now() + limitMs };
     const interrupted = () => new Error(`interrupted after the ${limitMs} ms limit`);
     const basis = await deliveryBasis(control, d);
     if (!basis) throw new Error(`snapshot ${d.snapshot_id} no longer exists`);
-    const started = startedDelivery(d, basis, pageSize, sendsOwnDiff(basis) ? basis : await this.buildWorkList(d, basis, bound, interrupted));
+    const list = sendsOwnDiff(basis) ? basis : await this.buildWorkList(d, basis, bound, interrupted);
+    const sent = route ? await this.routedCounts({ ...d, sends_diff: sendsOwnDiff(basis) }, route, bound, interrupted) : list;
+    const started = startedDelivery(d, basis, pageSize, list, sent);
     if (performance.now() >= bound.deadline) throw interrupted();
     await control.transaction(async (tx) => {
       // Only this destination's delivery run changes what it acknowledged, and it is here.
@@ -225,6 +227,20 @@ export class ClickHouseSnapshots {
       await recordDeliveryStart(tx, started, at);
     });
     return started;
+  }
+
+  /** The changes of the delivery's work list (its latest build) whose members `route` sends to the destination. */
+  private async routedCounts(d: DeliveryRow, route: SplitRoute, bound: Bound, interrupted: () => Error): Promise<{ added: number; removed: number }> {
+    const source = this.listRows(d);
+    const params: Params = { ...source.params };
+    const bind = (v: string | number) => {
+      const name = `r${Object.keys(params).length}`;
+      params[name] = v;
+      return `{${name}:${typeof v === 'number' ? 'UInt64' : 'String'}}`;
+    };
+    const [counts] = await this.read<Record<string, unknown>>(bound, `SELECT countIf(change = 'added') AS added, countIf(change = 'removed') AS removed
+      FROM (${source.sql}) AS i WHERE ${routedSql(route, clickhouseSplitSql(route.placement, 'i.profile', bind), bind)}`, params, interrupted);
+    return { added: num(counts!.added)!, removed: num(counts!.removed)! };
   }
 
   /** Writes the delivery's work list as a new build; its counts. */
@@ -282,24 +298,28 @@ export class ClickHouseSnapshots {
     if (num(copied!.n) !== expected) throw new Error(`delivery ${d.delivery_id}: ${num(copied!.n)} of the destination's ${expected} changes copied`);
   }
 
-  /** The `change, profile` rows of page `page` of a started delivery's work list, and their parameters. */
-  private pageRows(d: DeliveryRow, page: number): { sql: string; params: Params } {
-    const from = page * d.page_size!;
-    const range = { ws: d.workspace_id, from, to: from + d.page_size! };
+  /** The `change, profile, seq` rows of a started delivery's work list, and their parameters. */
+  private listRows(d: DeliveryRow): { sql: string; params: Params } {
     if (d.sends_diff) {
       return {
-        sql: `SELECT change, profile FROM ${table(this.ctx, 'audience_diffs')} WHERE workspace_id = {ws:String} AND audience_id = {audience:String}
-          AND snapshot_id = {snapshot:UInt64} AND seq >= {from:UInt64} AND seq < {to:UInt64}`,
-        params: { ...range, audience: d.audience_id, snapshot: d.snapshot_id },
+        sql: `SELECT change, profile, seq FROM ${table(this.ctx, 'audience_diffs')} WHERE workspace_id = {ws:String} AND audience_id = {audience:String}
+          AND snapshot_id = {snapshot:UInt64}`,
+        params: { ws: d.workspace_id, audience: d.audience_id, snapshot: d.snapshot_id },
       };
     }
     const items = table(this.ctx, 'audience_delivery_items');
     return {
-      sql: `SELECT change, profile FROM ${items} WHERE workspace_id = {ws:String} AND delivery_id = {delivery:UInt64}
-        AND build = (SELECT max(build) FROM ${items} WHERE workspace_id = {ws:String} AND delivery_id = {delivery:UInt64})
-        AND seq >= {from:UInt64} AND seq < {to:UInt64}`,
-      params: { ...range, delivery: d.delivery_id },
+      sql: `SELECT change, profile, seq FROM ${items} WHERE workspace_id = {ws:String} AND delivery_id = {delivery:UInt64}
+        AND build = (SELECT max(build) FROM ${items} WHERE workspace_id = {ws:String} AND delivery_id = {delivery:UInt64})`,
+      params: { ws: d.workspace_id, delivery: d.delivery_id },
     };
+  }
+
+  /** The rows of page `page` of a started delivery's work list (listRows). */
+  private pageRows(d: DeliveryRow, page: number): { sql: string; params: Params } {
+    const from = page * d.page_size!;
+    const list = this.listRows(d);
+    return { sql: `${list.sql} AND seq >= {from:UInt64} AND seq < {to:UInt64}`, params: { ...list.params, from, to: from + d.page_size! } };
   }
 
   async deliveryPage(d: DeliveryRow, page: number): Promise<DiffMember[]> {

@@ -351,11 +351,14 @@ export async function deliveryBasis(tx: ControlSql, d: DeliveryRow): Promise<Del
 /** Whether a delivery sends its snapshot's own diff: its destination acknowledged exactly the previous snapshot, nothing since. */
 export const sendsOwnDiff = (basis: DeliveryBasis): boolean => basis.changes === 0 && basis.base === basis.previous;
 
-/** A delivery started on `basis` with a work list of `list`'s counts, in pages of `pageSize`, at page 0. */
-export function startedDelivery(d: DeliveryRow, basis: DeliveryBasis, pageSize: number, list: { added: number; removed: number }): DeliveryRow {
+/**
+ * A delivery started on `basis` with a work list of `list`'s counts, in pages of `pageSize`, at page
+ * 0; `sent` the counts it logs, those of the members routed to its destination (all by default).
+ */
+export function startedDelivery(d: DeliveryRow, basis: DeliveryBasis, pageSize: number, list: { added: number; removed: number }, sent = list): DeliveryRow {
   return {
     ...d, base_snapshot_id: basis.base, sends_diff: sendsOwnDiff(basis), page_size: pageSize,
-    page_count: Math.ceil((list.added + list.removed) / pageSize), next_page: 0, skipped: 0, added_count: list.added, removed_count: list.removed,
+    page_count: Math.ceil((list.added + list.removed) / pageSize), next_page: 0, skipped: 0, added_count: sent.added, removed_count: sent.removed,
   };
 }
 

@@ -3,7 +3,7 @@
 // persons) directly.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import type { CompiledQuery, PropertyCatalog, SplitPlacement } from '../../criteria/index.js';
+import type { CompiledQuery, PropertyCatalog, SplitPlacement, SplitRoute } from '../../criteria/index.js';
 import {
   type AnalyticsStore, type AnalyticsWrites, type ChannelFields, type DiffMember, type ErasedRows, type EventRecord,
   type MemberRow, type PageviewRecord, type PaymentStateChanges, type PaymentStateKeys, RefusedValue,
@@ -134,8 +134,8 @@ export class DuckDBAnalytics extends QueriedStore<CompiledQuery> implements Anal
     return arrowMembers(this.store, ws, snapshotId, placement);
   }
 
-  startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {
-    return startDelivery(this.store, d, pageSize, at, limitMs);
+  startDelivery(d: DeliveryRow, pageSize: number, at: Date, limitMs: number, route?: SplitRoute | null): Promise<DeliveryRow> {
+    return startDelivery(this.store, d, pageSize, at, limitMs, route);
   }
 
   deliveryPage(d: DeliveryRow, page: number): Promise<DiffMember[]> {

@@ -5,7 +5,7 @@
 // connection) in the same transaction.
 
 import type { DuckDBConnection } from '@duckdb/node-api';
-import { duckdbSplitSql, printProfiles, type SplitPlacement } from '../../criteria/index.js';
+import { duckdbSplitSql, printProfiles, routedSql, type SplitPlacement, type SplitRoute } from '../../criteria/index.js';
 import type { DiffMember, MemberRow, SnapshotInput } from '../analytics.js';
 import {
   type AcknowledgedRow, adoptSnapshot, currentSnapshot, type DeliveryBasis, deliveryBasis, endDelivery, forgetSnapshots, nextSnapshotId,
@@ -163,15 +163,26 @@ async function checkMembersKept(tx: DuckDBConnection, ws: string, expected: (rea
  * older deliveries that never started are superseded). On a connection of its own (a large work
  * list does not hold up ingest), within `limitMs`.
  */
-export async function startDelivery(store: Store, d: DeliveryRow, pageSize: number, at: Date, limitMs: number): Promise<DeliveryRow> {
+export async function startDelivery(store: Store, d: DeliveryRow, pageSize: number, at: Date, limitMs: number, route?: SplitRoute | null): Promise<DeliveryRow> {
   return store.transactionWithin(limitMs, async (tx) => {
     const control = controlSql(tx);
     const basis = await deliveryBasis(control, d);
     if (!basis) throw new Error(`snapshot ${d.snapshot_id} no longer exists`);
-    const started = startedDelivery(d, basis, pageSize, sendsOwnDiff(basis) ? basis : await writeWorkList(tx, d, basis));
+    const list = sendsOwnDiff(basis) ? basis : await writeWorkList(tx, d, basis);
+    const started = startedDelivery(d, basis, pageSize, list, route ? await routedCounts(tx, { ...d, sends_diff: sendsOwnDiff(basis) }, route) : list);
     await recordDeliveryStart(control, started, at);
     return started;
   });
+}
+
+/** The changes of the delivery's work list whose members `route` sends to the destination. */
+async function routedCounts(tx: DuckDBConnection, d: DeliveryRow, route: SplitRoute): Promise<{ added: number; removed: number }> {
+  const rows = listRows(d);
+  const params: Params = [d.workspace_id, ...rows.params];
+  const bind = (v: string | number) => `$${params.push(v)}`;
+  const counts = (await one(tx, `SELECT count(*) FILTER (WHERE change = 'added') AS added, count(*) FILTER (WHERE change = 'removed') AS removed
+    FROM (${rows.sql}) i WHERE ${routedSql(route, duckdbSplitSql(route.placement, 'i.profile', bind), bind)}`, params))!;
+  return { added: Number(counts.added), removed: Number(counts.removed) };
 }
 
 /** Writes the delivery's work list; its counts. */
@@ -190,20 +201,21 @@ async function writeWorkList(tx: DuckDBConnection, d: DeliveryRow, basis: Delive
 }
 
 /**
- * The `change, profile` rows of page `page` of a started delivery's work list. `$1` is the
- * workspace; the other placeholders start at `$2`.
+ * The `change, profile, seq` rows of a started delivery's work list. `$1` is the workspace; the
+ * other placeholders start at `$2`.
  */
+function listRows(d: DeliveryRow): { sql: string; params: Params } {
+  return d.sends_diff
+    ? { sql: 'SELECT change, profile, seq FROM audience_diffs WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id = $3', params: [d.audience_id, d.snapshot_id] }
+    : { sql: 'SELECT change, profile, seq FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2', params: [d.delivery_id] };
+}
+
+/** The rows of page `page` of a started delivery's work list (listRows). */
 function pageRows(d: DeliveryRow, page: number): { sql: string; params: Params } {
   const from = page * d.page_size!;
-  return d.sends_diff
-    ? {
-      sql: 'SELECT change, profile FROM audience_diffs WHERE workspace_id = $1 AND audience_id = $2 AND snapshot_id = $3 AND seq >= $4 AND seq < $5',
-      params: [d.audience_id, d.snapshot_id, from, from + d.page_size!],
-    }
-    : {
-      sql: 'SELECT change, profile FROM audience_delivery_items WHERE workspace_id = $1 AND delivery_id = $2 AND seq >= $3 AND seq < $4',
-      params: [d.delivery_id, from, from + d.page_size!],
-    };
+  const list = listRows(d);
+  const n = list.params.length;
+  return { sql: `${list.sql} AND seq >= $${n + 2} AND seq < $${n + 3}`, params: [...list.params, from, from + d.page_size!] };
 }
 
 /** Page `page` of a started delivery, added first, by profile, with the members' details. */
