@@ -140,7 +140,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(definitionRoutes, { analytics: opts.stores.analytics });
   await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.stores, ingest) });
   await app.register(peopleRoutes, { stores: opts.stores });
-  await app.register(mergeRoutes, { stores: opts.stores, clock });
+  await app.register(mergeRoutes, { stores: opts.stores, clock, lease: opts.audiences?.lease });
   const privacy = createPrivacyService(opts.stores, clock, (err) => app.log.error({ err }, 'privacy request or retention failed'),
     opts.privacyIntervalMs, opts.audiences?.lease);
   app.decorate('privacy', privacy);
