@@ -61,6 +61,9 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
     expect(refused.json().error).toBe('merge_conflict');
     expect((await merge({ from: { external_id: 'ext-a' }, into: { person_id: b }, force: true })).json().person_id).toBe(b);
     expect((await t.post('/v1/events', { event_name: 'signup', user_id: 'ext-a' })).json().person_id).toBe(b);
+    // The people lookup finds b by a's identifiers, exactly.
+    for (const q of ['ext-a', a]) expect((await get(`/people?q=${q}`)).json().data, q).toEqual([expect.objectContaining({ person_id: b, external_id: 'ext-b' })]);
+    expect((await get('/people?q=xt-a')).json().data).toEqual([]);
     // Asked again (a retry): already one person, nothing recorded twice.
     const again = await merge({ from: { person_id: a }, into: { external_id: 'ext-b' }, force: true });
     expect(again.json()).toMatchObject({ person_id: b, merge_id: null });

@@ -64,6 +64,16 @@ export async function personByRef(tx: ControlSql, ws: string, ref: PersonRef): P
   return row ? toPerson(row) : null;
 }
 
+/**
+ * The persons an identifier of merged-away persons names, exactly (the people lookup finds a person by
+ * them): an email as lowercased, an external_id or person_id as given.
+ */
+export async function personsByAlias(sql: ControlSql, ws: string, value: string): Promise<number[]> {
+  const rows = await sql.all(`SELECT DISTINCT person_key FROM person_aliases WHERE workspace_id = $1
+    AND (kind = 'email' AND value = $2 OR kind IN ('external_id', 'person_id') AND value = $3)`, [ws, value.toLowerCase(), value]);
+  return rows.map((r) => Number(r.person_key));
+}
+
 /** Every identifier of merged-away persons (DuckDB's known-ids filters hold them: they are not new). */
 export async function aliasValues(sql: ControlSql, ws: string): Promise<{ kind: AliasKind; value: string }[]> {
   const rows = await sql.all('SELECT kind, value FROM person_aliases WHERE workspace_id = $1', [ws]);
