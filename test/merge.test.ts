@@ -93,6 +93,16 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
       .toEqual(['paid', 'signup', 'signup'].map((event_name) => ({ event_name, person_key: intoKey })));
   });
 
+  it('a privacy delete of into erases the events a merge still pending has not moved', async () => {
+    await t.freshWorkspace();
+    await t.post('/v1/events', { batch: [{ event_name: 'paid', email: 'moving@example.com' }, { event_name: 'signup', user_id: 'erased' }] });
+    await beginMerge(t.stores, t.ws.workspace_id, { from: { email: 'moving@example.com' }, into: { external_id: 'erased' } }, new Date(), 'a-live-process', leaseOf(600_000));
+    expect((await t.post('/v1/privacy/requests', { type: 'delete', identifiers: [{ external_id: 'erased' }] })).statusCode).toBe(202);
+    await t.app.privacy.worker.tick();
+    expect(await storedRows(t, 'events', ['event_name'])).toEqual([]);
+    expect(await controlRows(t, 'SELECT merge_id FROM person_merges WHERE workspace_id = $1', [t.ws.workspace_id])).toEqual([]);
+  });
+
   it('an audience counts one person at its next refresh and its destination receives from as removed', async () => {
     await t.freshWorkspace();
     const receiver = await startReceiver();
