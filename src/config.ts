@@ -1,5 +1,6 @@
 // Configuration from the environment (decisions §1), read once at start.
 
+import { isIP } from 'node:net';
 import { dirname, join } from 'node:path';
 import { DEFAULT_MAX_BACKLOG_EVENTS } from './ingest/segment/service.js';
 import { LEASE_DEFAULTS } from './store/control/leases.js';
@@ -61,6 +62,8 @@ export interface Config {
   requestBodyTimeoutMs: number;
   /** How long SIGTERM waits for requests and refreshes under way before cutting them off (SHUTDOWN_TIMEOUT_MS). */
   shutdownTimeoutMs: number;
+  /** Which proxies' X-Forwarded-For names the client (TRUST_PROXY; Fastify's trustProxy): none unless set. */
+  trustProxy: TrustProxy;
   /**
    * This node's ingest log (the Segment-compatible API): INGEST_LOG_DIR, else `ingest-log` beside the
    * DuckDB file (./data/ingest-log; a temporary one for `:memory:`); INGEST_BACKLOG_MAX_EVENTS.
@@ -91,6 +94,36 @@ function identifier(env: NodeJS.ProcessEnv, name: string, fallback: string): str
   const raw = env[name] || fallback;
   if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(raw)) throw new Error(`${name} must be letters, digits and underscores, got "${raw}"`);
   return raw;
+}
+
+/**
+ * Fastify's trustProxy: false (the connection's address is the client's), true (the leftmost
+ * X-Forwarded-For address), a hop count (that many proxies in front), or the proxies' addresses
+ * and CIDR ranges (and proxy-addr's names loopback, linklocal, uniquelocal).
+ */
+export type TrustProxy = boolean | number | string[];
+
+const PROXY_RANGES = new Set(['loopback', 'linklocal', 'uniquelocal']);
+
+/** An address, a CIDR range (address/prefix) or a named range. */
+function proxyAddress(entry: string): boolean {
+  if (PROXY_RANGES.has(entry) || isIP(entry) !== 0) return true;
+  const [address, prefix, ...rest] = entry.split('/');
+  const version = isIP(address ?? '');
+  return rest.length === 0 && version !== 0 && /^\d{1,3}$/.test(prefix ?? '') && Number(prefix) <= (version === 4 ? 32 : 128);
+}
+
+function trustProxy(env: NodeJS.ProcessEnv): TrustProxy {
+  const raw = (env.TRUST_PROXY ?? '').trim();
+  if (raw === '' || raw === 'false') return false;
+  if (raw === 'true') return true;
+  if (/^\d+$/.test(raw)) return integer(env, 'TRUST_PROXY', 0);
+  const entries = raw.split(',').map((e) => e.trim());
+  const wrong = entries.find((e) => !proxyAddress(e));
+  if (wrong !== undefined) {
+    throw new Error(`TRUST_PROXY must be true, false, a hop count, or comma-separated proxy addresses and CIDR ranges, got "${wrong}"`);
+  }
+  return entries;
 }
 
 function postgresUrl(env: NodeJS.ProcessEnv): string | undefined {
@@ -188,6 +221,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env): Config {
     healthTimeoutMs: Math.max(100, integer(env, 'HEALTH_TIMEOUT_MS', SERVICE_BOUNDS.healthTimeoutMs)),
     requestBodyTimeoutMs: Math.max(1_000, integer(env, 'REQUEST_BODY_TIMEOUT_MS', SERVICE_BOUNDS.requestBodyTimeoutMs)),
     shutdownTimeoutMs: Math.max(100, integer(env, 'SHUTDOWN_TIMEOUT_MS', SERVICE_BOUNDS.shutdownTimeoutMs)),
+    trustProxy: trustProxy(env),
     ingestLog: { dir: ingestLogDir(env), maxBacklogEvents: Math.max(500, integer(env, 'INGEST_BACKLOG_MAX_EVENTS', DEFAULT_MAX_BACKLOG_EVENTS)) },
     bootstrap: {
       secretKey: env.BOOTSTRAP_SECRET_KEY || undefined,

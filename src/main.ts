@@ -54,7 +54,7 @@ if (secretKey || publishableKey || stripeWebhookSecret) {
 
 const app = await buildApp({
   stores, estimateBudgetMs: config.estimateBudgetMs, logger: true, publicUrl: config.publicUrl, rateLimits: config.rateLimits,
-  healthTimeoutMs: config.healthTimeoutMs, requestBodyTimeoutMs: config.requestBodyTimeoutMs, ingestLog: config.ingestLog,
+  healthTimeoutMs: config.healthTimeoutMs, requestBodyTimeoutMs: config.requestBodyTimeoutMs, ingestLog: config.ingestLog, trustProxy: config.trustProxy,
   audiences: {
     refreshLimitMs: config.refreshLimitMs,
     schedulerIntervalMs: config.schedulerIntervalMs,
@@ -76,7 +76,9 @@ app.audiences.scheduler.start();
 app.privacy.start(); // requests left unfinished by a stopped process resume here
 // The people lookup also on DATA_PORT, so that {data_url} can be a separate address.
 const dataApp = config.dataPort === null ? null
-  : await buildDataApp({ stores, logger: true, rateLimits: config.rateLimits, requestBodyTimeoutMs: config.requestBodyTimeoutMs });
+  : await buildDataApp({
+    stores, logger: true, rateLimits: config.rateLimits, requestBodyTimeoutMs: config.requestBodyTimeoutMs, trustProxy: config.trustProxy,
+  });
 if (dataApp) await dataApp.listen({ port: config.dataPort!, host: config.host });
 
 const signal = await stopSignal;

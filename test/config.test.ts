@@ -34,3 +34,14 @@ it('reads the ad platforms\' base URLs without a trailing slash and their versio
   expect(() => loadConfig({ GOOGLE_ADS_API_VERSION: '25' })).toThrow('GOOGLE_ADS_API_VERSION must look like v25 or v27.0, got "25"');
   expect(() => loadConfig({ GOOGLE_OAUTH_TOKEN_URL: 'oauth2.googleapis.com/token' })).toThrow('GOOGLE_OAUTH_TOKEN_URL must be an http(s) URL');
 });
+
+it('reads TRUST_PROXY: off unless set; true, a hop count, or proxy addresses and CIDR ranges; refuses anything else naming it', () => {
+  expect(loadConfig({}).trustProxy).toBe(false);
+  expect(loadConfig({ TRUST_PROXY: 'false' }).trustProxy).toBe(false);
+  expect(loadConfig({ TRUST_PROXY: 'true' }).trustProxy).toBe(true);
+  expect(loadConfig({ TRUST_PROXY: '2' }).trustProxy).toBe(2);
+  expect(loadConfig({ TRUST_PROXY: '10.0.0.1, 10.1.0.0/16,::1,fd00::/8,loopback' }).trustProxy).toEqual(['10.0.0.1', '10.1.0.0/16', '::1', 'fd00::/8', 'loopback']);
+  for (const wrong of ['yes', '10.0.0.0/33', '10.0.0', 'fd00::/129', '10.0.0.1,']) {
+    expect(() => loadConfig({ TRUST_PROXY: wrong })).toThrow(/^TRUST_PROXY must be true, false, a hop count, or comma-separated proxy addresses and CIDR ranges, got "/);
+  }
+});

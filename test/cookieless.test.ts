@@ -7,6 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES_WITH_POSTGRES, POSTGRES } from './support/engines.js';
+import type { TrustProxy } from '../src/config.js';
 import { CookielessVisitors } from '../src/ingest/cookieless.js';
 
 const DAY_1 = new Date('2026-06-15T23:50:00Z');
@@ -79,5 +80,37 @@ describe.each(ENGINES_WITH_POSTGRES)('%s: cookieless visitors', (engine) => {
     }
     // Both came from the newsletter; the in-app navigation carried the landing's channel.
     expect((await t.compile(fromEmail)).json().estimated_count.count).toBe(2);
+  });
+});
+
+describe('cookieless visitors behind a proxy (TRUST_PROXY)', () => {
+  const apps: TestApp[] = [];
+  afterAll(() => Promise.all(apps.map((app) => app.close())));
+  const start = async (trustProxy?: TrustProxy) => {
+    const app = await startTestApp({ trustProxy });
+    apps.push(app);
+    return app;
+  };
+  /** Two browsers alike behind one proxy (or claiming to be), told apart by X-Forwarded-For only; the visitors made. */
+  const twoClients = async (app: TestApp, peer: string) => {
+    await app.freshWorkspace();
+    for (const client of ['198.51.100.7', '203.0.113.9']) {
+      const res = await app.app.inject({
+        method: 'POST', url: '/v1/pageviews', remoteAddress: peer, payload: JSON.stringify({ cookieless: true, url: 'https://shop.example/' }),
+        headers: { authorization: `Bearer ${app.ws.publishable_key}`, 'content-type': 'application/json', 'user-agent': CHROME, 'x-forwarded-for': client },
+      });
+      expect(res.statusCode, res.body).toBe(200);
+    }
+    return (await app.stores.control.all('SELECT visitor_id FROM visitors WHERE workspace_id = $1', [app.ws.workspace_id])).length;
+  };
+
+  it('reads X-Forwarded-For from a trusted proxy only: one visitor per client behind it, one per address otherwise', async () => {
+    const trusting = await start(['127.0.0.0/30']);
+    expect(await twoClients(trusting, '127.0.0.2')).toBe(2);
+    // A peer outside the trusted range cannot choose its visitor by the header.
+    expect(await twoClients(trusting, '127.0.0.9')).toBe(1);
+    expect(await twoClients(await start(), '127.0.0.2')).toBe(1);
+    // A hop count trusts the nearest hops, whatever their address.
+    expect(await twoClients(await start(1), '127.0.0.9')).toBe(2);
   });
 });

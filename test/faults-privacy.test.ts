@@ -3,78 +3,55 @@
 // is never lost once acknowledged, never left running). The service runs as `node src/main.ts`
 // (tsx) on a loopback port, on DuckDB; the fault tiers only.
 
-import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { openStores } from '../src/store/open.js';
 import { eventually } from './support/faults.js';
-import { freePort } from './support/ports.js';
+import { callService, type RunningService, startService } from './support/service.js';
 import { FULL_TIER } from './support/tier.js';
 
 const KEY = 'sk_faults_privacy_key';
 const PERSONS = 3000;
 const dir = mkdtempSync(join(tmpdir(), 'faults-privacy-'));
 const databasePath = join(dir, 'service.duckdb');
-let child: ChildProcess | null = null;
-afterAll(() => {
-  if (child && child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+let service: RunningService | null = null;
+afterAll(async () => {
+  await service?.stop('SIGKILL');
   rmSync(dir, { recursive: true, force: true });
 });
 
-async function start(): Promise<{ port: number; output: () => string }> {
-  const port = await freePort();
-  // A short lease: the killed process's hold on the workspace's requests lapses quickly.
-  child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
-    env: { ...process.env, PORT: String(port), DATABASE_PATH: databasePath, BOOTSTRAP_SECRET_KEY: KEY, LEASE_TTL_MS: '1000' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let output = '';
-  child.stdout!.on('data', (chunk) => { output += chunk; });
-  child.stderr!.on('data', (chunk) => { output += chunk; });
-  const up = await eventually(() => fetch(`http://127.0.0.1:${port}/live`).then((r) => r.ok, () => false), 600);
-  if (!up) throw new Error(`the service did not start:\n${output}`);
-  return { port, output: () => output };
-}
-
-const call = async (port: number, method: string, path: string, body?: unknown) => {
-  const res = await fetch(`http://127.0.0.1:${port}${path}`, {
-    method, headers: { authorization: `Bearer ${KEY}`, 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  return { status: res.status, json: await res.json() as Record<string, unknown> };
-};
+// A short lease: the killed process's hold on the workspace's requests lapses quickly.
+const start = async () => { service = await startService({ DATABASE_PATH: databasePath, BOOTSTRAP_SECRET_KEY: KEY, LEASE_TTL_MS: '1000' }); return service; };
+const call = (port: number, method: string, path: string, body?: unknown) => callService(port, KEY, method, path, body);
 
 describe.skipIf(!FULL_TIER)('a privacy delete killed while running', () => {
   it('is done after a restart, and nothing of its persons is left', async () => {
-    let service = await start();
+    let running = await start();
     for (let from = 0; from < PERSONS; from += 250) {
       const batch = Array.from({ length: 250 }, (_, i) => [
         { event_name: 'signup', user_id: `gone-${from + i}`, visitor_id: `v-gone-${from + i}`, email: `gone-${from + i}@example.com` },
         { event_name: 'login', user_id: `gone-${from + i}` },
       ]).flat();
-      expect((await call(service.port, 'POST', '/v1/events', { batch })).status).toBe(200);
+      expect((await call(running.port, 'POST', '/v1/events', { batch })).status).toBe(200);
     }
-    expect((await call(service.port, 'POST', '/v1/events', { event_name: 'signup', user_id: 'kept' })).status).toBe(200);
+    expect((await call(running.port, 'POST', '/v1/events', { event_name: 'signup', user_id: 'kept' })).status).toBe(200);
     const identifiers = Array.from({ length: PERSONS }, (_, i) => ({ external_id: `gone-${i}` }));
-    const submitted = await call(service.port, 'POST', '/v1/privacy/requests', { type: 'delete', identifiers });
+    const submitted = await call(running.port, 'POST', '/v1/privacy/requests', { type: 'delete', identifiers });
     expect(submitted.status).toBe(202);
     const id = submitted.json.id as string;
 
     let status = 'pending';
-    while (status === 'pending') status = (await call(service.port, 'GET', `/v1/privacy/requests/${id}`)).json.status as string;
+    while (status === 'pending') status = (await call(running.port, 'GET', `/v1/privacy/requests/${id}`)).json.status as string;
     expect(status, 'the pass finished before it could be killed: make it bigger').toBe('running');
-    const exited = new Promise((resolve) => child!.once('exit', resolve));
-    child!.kill('SIGKILL');
-    await exited;
+    await running.stop('SIGKILL');
 
-    service = await start();
-    const done = await eventually(async () => (await call(service.port, 'GET', `/v1/privacy/requests/${id}`)).json.status === 'done', 600);
-    expect(done, service.output()).toBe(true);
-    expect((await call(service.port, 'GET', `/v1/privacy/requests/${id}`)).json).toMatchObject({ counts: { persons: PERSONS, visitors: PERSONS } });
-    const stopped = new Promise((resolve) => child!.once('exit', resolve));
-    child!.kill('SIGTERM');
-    await stopped;
+    running = await start();
+    const done = await eventually(async () => (await call(running.port, 'GET', `/v1/privacy/requests/${id}`)).json.status === 'done', 600);
+    expect(done, running.output()).toBe(true);
+    expect((await call(running.port, 'GET', `/v1/privacy/requests/${id}`)).json).toMatchObject({ counts: { persons: PERSONS, visitors: PERSONS } });
+    await running.stop('SIGTERM');
 
     const stores = await openStores({ analyticsStore: 'duckdb', databasePath });
     try {

@@ -1,7 +1,7 @@
 // Merges racing on two API nodes (PostgreSQL control state, one ClickHouse): a merge on one node
-// while the other ingests either identity, forced into the worst order (the ingest reads `from`
-// before the merge commits and writes after it); the same merge and the opposite one on both nodes
-// at once. Each ends with one person and nothing lost.
+// while the other ingests either identity, forced into the worst order (the ingest reads and locks
+// `from` before the merge, and writes while the merge waits for its lock); the same merge and the
+// opposite one on both nodes at once. Each ends with one person and nothing lost.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { resolveIdentities } from '../src/ingest/identity.js';
@@ -41,6 +41,10 @@ describe.skipIf(!CHDB_INSTALLED || !await postgresRunning())('merges racing on t
   const personsOf = (id: string) => count(a, 'SELECT count(*) AS n FROM persons WHERE workspace_id = $1 AND (external_id = $2 OR email = $3)', [id, `${id}@example.com`]);
   const merges = (id: string) => count(a, 'SELECT count(*) AS n FROM person_merges WHERE workspace_id = $1 AND into_person_id IN (SELECT person_id FROM persons WHERE external_id = $2 OR email = $3)', [id, `${id}@example.com`]);
 
+  /** Sessions of the test database waiting for a lock (the merge, for the person rows an ingest holds). */
+  const lockWaits = async () => Number((await controlRows(a, `SELECT count(*) AS n FROM pg_stat_activity
+    WHERE datname = current_database() AND wait_event_type = 'Lock'`))[0]!.n);
+
   /** Person `id` (external_id) with visitor `v-id`, and person `id@example.com` (email) with visitor `v-id@`. */
   async function twoPersons(id: string) {
     const signups = await a.post('/v1/events', { batch: [
@@ -53,8 +57,8 @@ describe.skipIf(!CHDB_INSTALLED || !await postgresRunning())('merges racing on t
   it('an ingest on the other node that read from before the merge committed loses nothing to it', async () => {
     const [, into] = await twoPersons('r1');
     const ws = a.ws.workspace_id;
-    // Node b reads r1 (and links a new visitor to it) in a transaction whose writes wait until the
-    // merge on node a has committed.
+    // Node b reads and locks r1 (and links a new visitor to it) in a transaction whose writes wait
+    // until the merge on node a waits for that lock.
     let committed!: () => void;
     const mergeCommitted = new Promise<void>((resolve) => { committed = resolve; });
     const ingest = b.stores.analytics.unit(async (work) => {
@@ -67,12 +71,14 @@ describe.skipIf(!CHDB_INSTALLED || !await postgresRunning())('merges racing on t
       return resolved[0]!;
     });
     const merged = a.post('/v1/persons/merge', { from: { external_id: 'r1' }, into: { email: 'r1@example.com' } });
-    for (let i = 0; i < 500 && await merges('r1') === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    for (let i = 0; i < 500 && await lockWaits() === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(await lockWaits(), 'the merge did not wait for the ingest\'s lock').toBeGreaterThan(0);
+    expect(await merges('r1')).toBe(0);
     committed();
     const [late, res] = await Promise.all([ingest, merged]);
     expect(res.statusCode, res.body).toBe(200);
     expect(res.json().person_id).toBe(into);
-    // The ingest did read the merged-away person: its rows were moved after it committed.
+    // The ingest did write for the merged-away person: its rows were moved after it committed.
     expect(late.person_id).not.toBe(into);
     expect(await personsOf('r1')).toBe(1);
     const links = await controlRows(a, `SELECT v.visitor_id, p.person_id FROM visitors v LEFT JOIN persons p ON p.person_key = v.person_key

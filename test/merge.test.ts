@@ -3,9 +3,12 @@
 // the revenue of a person merged after paying.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { beginMerge } from '../src/people/merge.js';
+import { leaseOf } from '../src/store/control/leases.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { startReceiver } from './support/receiver.js';
+import { controlRows, storedRows } from './support/stored.js';
 import { checkoutSession, deliver, invoice, notification, nowS } from './support/stripe.js';
 
 let t: TestApp;
@@ -58,12 +61,46 @@ describe.each(ENGINES_WITH_POSTGRES)('%s', (engine) => {
     expect(refused.json().error).toBe('merge_conflict');
     expect((await merge({ from: { external_id: 'ext-a' }, into: { person_id: b }, force: true })).json().person_id).toBe(b);
     expect((await t.post('/v1/events', { event_name: 'signup', user_id: 'ext-a' })).json().person_id).toBe(b);
+    // The people lookup finds b by a's identifiers, exactly.
+    for (const q of ['ext-a', a]) expect((await get(`/people?q=${q}`)).json().data, q).toEqual([expect.objectContaining({ person_id: b, external_id: 'ext-b' })]);
+    expect((await get('/people?q=xt-a')).json().data).toEqual([]);
     // Asked again (a retry): already one person, nothing recorded twice.
     const again = await merge({ from: { person_id: a }, into: { external_id: 'ext-b' }, force: true });
     expect(again.json()).toMatchObject({ person_id: b, merge_id: null });
     expect((await get(`/v1/persons/${b}/merges`)).json().data).toHaveLength(1);
     expect((await merge({ from: { external_id: 'nobody' }, into: { person_id: b } })).statusCode).toBe(404);
     expect((await merge({ from: { external_id: 'ext-b' }, into: { phone: '1' } })).statusCode).toBe(400);
+  });
+
+  it('a merge left pending after its first step (its process stopped) is finished by the finisher', async () => {
+    await t.freshWorkspace();
+    await t.post('/v1/events', { batch: [
+      { event_name: 'signup', email: 'left@example.com', visitor_id: 'v-left' }, { event_name: 'paid', email: 'left@example.com' },
+      { event_name: 'signup', user_id: 'stays' },
+    ] });
+    // The first step only, under a lease already expired: as a process killed right after it leaves it.
+    const begun = await beginMerge(t.stores, t.ws.workspace_id, { from: { email: 'left@example.com' }, into: { external_id: 'stays' } },
+      new Date(), 'a-stopped-process', leaseOf(1));
+    expect(begun.merge).not.toBeNull();
+    const into = begun.person_id;
+    expect((await get(`/v1/persons/${into}/merges`)).json().data).toEqual([expect.objectContaining({ state: 'pending', visitors: 1 })]);
+    await t.app.privacy.merges.tick();
+    expect((await get(`/v1/persons/${into}/merges`)).json().data).toEqual([expect.objectContaining({ state: 'done', visitors: 1 })]);
+    expect(await count(did('signup'))).toBe(1);
+    expect(await count(did('paid'))).toBe(1);
+    const intoKey = (await controlRows(t, 'SELECT person_key FROM persons WHERE person_id = $1', [into]))[0]!.person_key;
+    expect((await storedRows(t, 'events', ['event_name', 'person_key'], ['event_name'])).filter((e) => e.person_key !== null))
+      .toEqual(['paid', 'signup', 'signup'].map((event_name) => ({ event_name, person_key: intoKey })));
+  });
+
+  it('a privacy delete of into erases the events a merge still pending has not moved', async () => {
+    await t.freshWorkspace();
+    await t.post('/v1/events', { batch: [{ event_name: 'paid', email: 'moving@example.com' }, { event_name: 'signup', user_id: 'erased' }] });
+    await beginMerge(t.stores, t.ws.workspace_id, { from: { email: 'moving@example.com' }, into: { external_id: 'erased' } }, new Date(), 'a-live-process', leaseOf(600_000));
+    expect((await t.post('/v1/privacy/requests', { type: 'delete', identifiers: [{ external_id: 'erased' }] })).statusCode).toBe(202);
+    await t.app.privacy.worker.tick();
+    expect(await storedRows(t, 'events', ['event_name'])).toEqual([]);
+    expect(await controlRows(t, 'SELECT merge_id FROM person_merges WHERE workspace_id = $1', [t.ws.workspace_id])).toEqual([]);
   });
 
   it('an audience counts one person at its next refresh and its destination receives from as removed', async () => {

@@ -16,7 +16,7 @@ import {
   SOURCE_RANK, type StoredPayment, type StoredRefund, writeCustomers, writeObjects, writePayments, writeRefunds,
 } from '../store/control/payments.js';
 import { personsByIdentifier } from '../store/control/merges.js';
-import { visitorsById } from '../store/control/people.js';
+import { lockPersons, visitorsById } from '../store/control/people.js';
 import type { ControlStore } from '../store/control/store.js';
 import { PAID_INVOICE_TYPES, type Plan, type RefundedLevel } from './facts.js';
 import { levelOf, standInAmounts, standInId } from './refunds.js';
@@ -212,7 +212,10 @@ export class PaymentGroup {
     }
     if (!this.emailsRead.has(email)) {
       const wanted = this.emailsRead.size === 0 ? unique([...this.emails, email]) : [email];
-      for (const { value, person } of await personsByIdentifier(this.work.control, this.ws, 'email', wanted)) this.emailPersons.set(value, person.person_key);
+      const found = await personsByIdentifier(this.work.control, this.ws, 'email', wanted);
+      // A customer may be matched to them: not to a person a merge is taking away meanwhile.
+      await lockPersons(this.work.control, this.ws, found.map((f) => f.person.person_key), 'write');
+      for (const { value, person } of found) this.emailPersons.set(value, person.person_key);
       for (const e of wanted) this.emailsRead.add(e);
     }
     return this.emailPersons.get(email) ?? null;

@@ -11,7 +11,7 @@ import type { Stores } from '../store/open.js';
 import { authPlugin } from './auth.js';
 import { registerJsonBodies } from './json-body.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
-import { DEFAULT_RATE_LIMITS, type RateLimits, SERVICE_BOUNDS } from '../config.js';
+import { DEFAULT_RATE_LIMITS, type RateLimits, SERVICE_BOUNDS, type TrustProxy } from '../config.js';
 import { registerRateLimits } from './rate-limit.js';
 import { Ingest } from '../ingest/ingest.js';
 import { compileRoutes } from './routes/compile.js';
@@ -55,6 +55,8 @@ export interface AppOptions {
   healthTimeoutMs?: number;
   /** A request's headers and body must have arrived within this (408 otherwise); SERVICE_BOUNDS otherwise. */
   requestBodyTimeoutMs?: number;
+  /** Which proxies' X-Forwarded-For names the client (TRUST_PROXY); none unless given. */
+  trustProxy?: TrustProxy;
   /** How often the privacy worker looks for requests left unfinished (PRIVACY_INTERVAL_MS unless given). */
   privacyIntervalMs?: number;
   /** The Segment-compatible API's ingest log: its directory, backlog bound, alias merge. */
@@ -72,10 +74,19 @@ declare module 'fastify' {
   }
 }
 
+/**
+ * TRUST_PROXY as Fastify takes it. A hop count trusts that many hops nearest the service (proxy-addr's
+ * count, which this Fastify answers with no trust at all): right only when no client reaches the
+ * service but through those proxies (docs/consent.md).
+ */
+const fastifyTrust = (trust: TrustProxy) => (typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust);
+
 /** Fastify with zod schemas, the error mapping and key authentication: shared by both apps. */
-async function baseApp(stores: Stores, logger: boolean, rateLimits: RateLimits = DEFAULT_RATE_LIMITS, requestTimeoutMs = SERVICE_BOUNDS.requestBodyTimeoutMs) {
+async function baseApp(stores: Stores, logger: boolean, rateLimits: RateLimits = DEFAULT_RATE_LIMITS, requestTimeoutMs = SERVICE_BOUNDS.requestBodyTimeoutMs, trustProxy: TrustProxy = false) {
   const app = Fastify({
     logger,
+    // request.ip (cookieless visitors, rate limits by address): the connection's unless proxies are trusted.
+    trustProxy: fastifyTrust(trustProxy),
     bodyLimit: BODY_LIMIT_BYTES,
     // A client sending its body a byte at a time is cut off (408) rather than held forever; Node
     // checks every connection at this interval, so the cut comes within twice the timeout at most.
@@ -95,7 +106,7 @@ async function baseApp(stores: Stores, logger: boolean, rateLimits: RateLimits =
 }
 
 export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
-  const { app, workspaces } = await baseApp(opts.stores, opts.logger ?? false, opts.rateLimits, opts.requestBodyTimeoutMs);
+  const { app, workspaces } = await baseApp(opts.stores, opts.logger ?? false, opts.rateLimits, opts.requestBodyTimeoutMs, opts.trustProxy);
 
   await app.register(swagger, {
     openapi: {
@@ -140,7 +151,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(definitionRoutes, { analytics: opts.stores.analytics });
   await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.stores, ingest) });
   await app.register(peopleRoutes, { stores: opts.stores });
-  await app.register(mergeRoutes, { stores: opts.stores, clock });
+  await app.register(mergeRoutes, { stores: opts.stores, clock, lease: opts.audiences?.lease });
   const privacy = createPrivacyService(opts.stores, clock, (err) => app.log.error({ err }, 'privacy request or retention failed'),
     opts.privacyIntervalMs, opts.audiences?.lease);
   app.decorate('privacy', privacy);
@@ -153,8 +164,10 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
 }
 
 /** The data app for DATA_PORT: the people lookup only. */
-export async function buildDataApp(opts: { stores: Stores; logger?: boolean; rateLimits?: RateLimits; requestBodyTimeoutMs?: number }): Promise<FastifyInstance> {
-  const { app, workspaces } = await baseApp(opts.stores, opts.logger ?? false, opts.rateLimits, opts.requestBodyTimeoutMs);
+export async function buildDataApp(opts: {
+  stores: Stores; logger?: boolean; rateLimits?: RateLimits; requestBodyTimeoutMs?: number; trustProxy?: TrustProxy;
+}): Promise<FastifyInstance> {
+  const { app, workspaces } = await baseApp(opts.stores, opts.logger ?? false, opts.rateLimits, opts.requestBodyTimeoutMs, opts.trustProxy);
   await app.register(authPlugin, { workspaces });
   await app.register(peopleRoutes, { stores: opts.stores });
   await app.ready();

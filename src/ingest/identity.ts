@@ -6,7 +6,7 @@
 
 import type { UnitOfWork, VisitorLink } from '../store/analytics.js';
 import {
-  type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type VisitorRecord, visitorsById,
+  lockPersons, type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type VisitorRecord, visitorsById,
 } from '../store/control/people.js';
 import { personsByIdentifier } from '../store/control/merges.js';
 import { recordNewTraitPaths } from '../store/control/properties.js';
@@ -65,6 +65,8 @@ export class IdentityResolution {
   private personIds: string[] = [];
   private visitorKeys: number[] = [];
 
+  /** Persons (stored before) the batch writes something for: locked before its writes (lockPersons). */
+  private readonly written = new Set<number>();
   private readonly createdPersons: PersonRecord[] = [];
   /** By key: a record copied later in the batch replaces the one that was marked. */
   private readonly changedPersons = new Set<number>();
@@ -167,6 +169,8 @@ export class IdentityResolution {
         if (!person && visitor.person_key !== null) person = this.persons.get(visitor.person_key) ?? null;
       }
       if (person) this.update(person, input);
+      // A visitor's page view alone writes nothing for its person.
+      if (person && (identified || input.event || input.traits !== undefined || input.name !== undefined)) this.written.add(person.person_key);
       return { person_key: person?.person_key ?? null, person_id: person?.person_id ?? null, visitor_key: visitor?.visitor_key ?? null, identified };
     });
   }
@@ -263,6 +267,7 @@ export class IdentityResolution {
   async save(now: Date): Promise<void> {
     const { work, ws } = this;
     const created = new Set(this.createdPersons.map((p) => p.person_key));
+    await lockPersons(work.control, ws, [...this.written].filter((key) => !created.has(key)), 'write');
     const changed = [...this.changedPersons].filter((key) => !created.has(key)).map((key) => this.persons.get(key)!);
     await savePersons(work, ws, this.createdPersons, changed, this.updates, now);
     await recordNewTraitPaths(this.store, work.control, ws, [...this.updates.values()].flatMap((u) => (u.traits ? propertyPaths(u.traits) : [])));

@@ -37,6 +37,7 @@ export const mergeRecord = z.object({
   visitors: z.number().int(),
   customers: z.number().int(),
   created_at: z.string().describe('ISO 8601'),
+  state: z.enum(['pending', 'done']).describe('pending while the merge is still moving from\'s events (a merge a stopped process left is finished in the background)'),
 });
 
 export const mergeList = z.object({ person_id: z.string(), data: z.array(mergeRecord) });

@@ -1,6 +1,8 @@
-// The privacy feature assembled: the worker of requests and the retention job, sharing one clock.
+// The privacy feature assembled: the worker of requests and the retention job, sharing one clock;
+// with them the finisher of person merges left pending (§12's other background work).
 
 import type { LeaseOptions } from '../store/control/leases.js';
+import { MergeFinisher } from '../people/finisher.js';
 import type { Stores } from '../store/open.js';
 import { Retention } from './retention.js';
 import { PrivacyWorker } from './worker.js';
@@ -8,6 +10,7 @@ import { PrivacyWorker } from './worker.js';
 export interface PrivacyService {
   worker: PrivacyWorker;
   retention: Retention;
+  merges: MergeFinisher;
   start(): void;
   stop(): Promise<void>;
 }
@@ -20,16 +23,20 @@ export function createPrivacyService(
 ): PrivacyService {
   const worker = new PrivacyWorker(stores, { clock, intervalMs, onError, lease });
   const retention = new Retention(stores, { clock, onError, lease });
+  const merges = new MergeFinisher(stores, { intervalMs, onError, lease });
   return {
     worker,
     retention,
+    merges,
     start: () => {
       worker.start();
       retention.start();
+      merges.start();
     },
     stop: async () => {
       await worker.stop();
       await retention.stop();
+      await merges.stop();
     },
   };
 }

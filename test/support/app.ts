@@ -46,6 +46,7 @@ export interface TestAppOptions extends StoreOptions {
   path?: string;
   audiences?: AppOptions['audiences'];
   rateLimits?: AppOptions['rateLimits'];
+  trustProxy?: AppOptions['trustProxy'];
   /** Another API node of this app: its engine, PostgreSQL and ClickHouse databases and workspace (close it first). */
   nodeOf?: TestApp;
   /** The workspace of an app before on the same `path` (a restart); a new one unless given. */
@@ -76,7 +77,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const audiences = { ...options.audiences, delivery: { ...AUDIENCE_DEFAULTS.delivery, allowPrivateDestinations: true, ...options.audiences?.delivery } };
   const app = await buildApp({
     stores, estimateBudgetMs: options.budgetMs ?? 5000, estimateExactShare: options.exactShare, clock: options.clock ?? (at ? () => at : undefined), audiences,
-    rateLimits: options.rateLimits, ingestLog: options.ingestLog,
+    rateLimits: options.rateLimits, ingestLog: options.ingestLog, trustProxy: options.trustProxy,
   });
   const post = (url: string, body: unknown, key = ws.secret_key) => app.inject({
     method: 'POST',

@@ -5,9 +5,11 @@ import type { FastifyPluginAsyncZod } from 'fastify-type-provider-zod';
 import { z } from 'zod';
 import { listMerges, mergePersons, previewMerge } from '../../people/merge.js';
 import { mergeAnswer, mergeBody, mergeList, mergePreview } from '../../people/schema.js';
+import type { LeaseOptions } from '../../store/control/leases.js';
 import type { Stores } from '../../store/open.js';
 
-export const mergeRoutes: FastifyPluginAsyncZod<{ stores: Stores; clock: () => Date }> = async (app, { stores, clock }) => {
+/** `lease`: how long a merge stays its caller's if the process stops (LEASE_TTL_MS); then the finisher takes it. */
+export const mergeRoutes: FastifyPluginAsyncZod<{ stores: Stores; clock: () => Date; lease?: LeaseOptions }> = async (app, { stores, clock, lease }) => {
   app.post('/v1/persons/merge', {
     config: { auth: 'secret' },
     schema: {
@@ -18,7 +20,7 @@ export const mergeRoutes: FastifyPluginAsyncZod<{ stores: Stores; clock: () => D
       body: mergeBody,
       response: { 200: mergeAnswer },
     },
-  }, async (request) => mergePersons(stores, request.workspaceId, request.body, clock()));
+  }, async (request) => mergePersons(stores, request.workspaceId, request.body, clock(), lease));
 
   app.post('/v1/persons/merge/preview', {
     config: { auth: 'secret' },

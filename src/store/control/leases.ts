@@ -3,7 +3,7 @@
 // holder renews it, so a process killed mid-work holds nothing for longer than the lease's time.
 // Expiry is by the holders' wall clocks: keep the nodes' clocks in sync (NTP).
 
-import type { ControlStore } from './store.js';
+import type { ControlSql, ControlStore } from './store.js';
 
 export interface LeaseOptions {
   /** How long a lease lasts without renewal. */
@@ -18,12 +18,17 @@ export const LEASE_DEFAULTS: LeaseOptions = { ttlMs: 30_000, renewEveryMs: 10_00
 export const leaseOf = (ttlMs: number): LeaseOptions => ({ ttlMs, renewEveryMs: Math.max(100, Math.floor(ttlMs / 3)) });
 
 /** Takes `name` for `holder` when it is free, expired, or already the holder's. */
-export async function takeLease(store: ControlStore, name: string, holder: string, ttlMs: number): Promise<boolean> {
+export function takeLease(store: ControlStore, name: string, holder: string, ttlMs: number): Promise<boolean> {
+  return store.transaction((tx) => takeLeaseIn(tx, name, holder, ttlMs));
+}
+
+/** takeLease inside a transaction: the lease is held once it commits (work recorded with its holder). */
+export async function takeLeaseIn(tx: ControlSql, name: string, holder: string, ttlMs: number): Promise<boolean> {
   const now = Date.now();
-  const rows = await store.transaction((tx) => tx.all(`INSERT INTO leases (name, holder, expires_at) VALUES ($1, $2, $3)
+  const rows = await tx.all(`INSERT INTO leases (name, holder, expires_at) VALUES ($1, $2, $3)
     ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, expires_at = excluded.expires_at
     WHERE leases.expires_at <= $4 OR leases.holder = excluded.holder
-    RETURNING holder`, [name, holder, new Date(now + ttlMs), new Date(now)]));
+    RETURNING holder`, [name, holder, new Date(now + ttlMs), new Date(now)]);
   return rows.length === 1;
 }
 

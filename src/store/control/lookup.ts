@@ -1,6 +1,7 @@
 // People lookup (GET /people): persons, and paying customers attributed to no person yet, whose
 // email, external_id, name or customer id contains the term. Keyset-paginated on `sort_key`.
 
+import { personsByAlias } from './merges.js';
 import { columnOf, type ControlRow, type ControlSql, type ControlValue } from './store.js';
 
 export interface LookupRow {
@@ -48,10 +49,15 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
   const term = q.toLowerCase();
   const grams = await search.rareGrams(store, term);
   const found = await search.candidates(store, ws, term);
+  // An identifier of a person merged away finds the person it names now (exactly, not as a part).
+  const aliased = q === '' ? [] : await personsByAlias(store, ws, q);
   // Neither index holds a candidate: nothing matches (the persons found by a customer id are its owners).
-  if (found.persons?.length === 0 && found.customers?.length === 0) return [];
+  if (found.persons?.length === 0 && found.customers?.length === 0 && aliased.length === 0) return [];
   const params: ControlValue[] = [ws, term, after, limit, personKeyBound(after)];
   const param = (value: ControlValue) => `$${params.push(value)}`;
+  const aliasHit = aliased.length === 0 ? '' : `
+    alias_hit AS (SELECT a.person_key FROM ${d.byKeys('persons', 'person_key', param(columnOf(aliased)), '$1', 'person_key')} AS a
+      WHERE a.person_key > $5 AND ${SORT_KEY('a.person_key')} > $3),`;
   // The matched customers' visitors (their links): of the candidates, read by their keys (a join
   // reads every visitor on DuckDB); else the workspace's.
   const candidateVisitors = found.customers === null ? null : await visitorsOfCustomers(store, ws, found.customers);
@@ -105,13 +111,14 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
       ORDER BY 'c' || c.customer_id LIMIT $4
     ),
     ${personSide},
+${aliasHit}
     owners_hit AS (
       SELECT DISTINCT o.owner FROM (SELECT ${OWNER} AS owner FROM matched c ${LINKED_VISITOR(visitorsOf)} WHERE c.by_id) o
       WHERE o.owner > $5 AND ${SORT_KEY('o.owner')} > $3 ORDER BY o.owner LIMIT $4
     ),
     keys AS (
       SELECT ${SORT_KEY('m.person_key')} AS sort_key, m.person_key, CAST(NULL AS VARCHAR) AS customer_id
-      FROM (SELECT person_key FROM persons_hit UNION SELECT owner FROM owners_hit) m
+      FROM (SELECT person_key FROM persons_hit UNION SELECT owner FROM owners_hit${aliased.length === 0 ? '' : ' UNION SELECT person_key FROM alias_hit'}) m
       UNION ALL
       SELECT 'c' || customer_id, NULL, customer_id FROM unowned_hit
     ),

@@ -20,6 +20,9 @@ export interface MergeRow {
   created_at: Date;
 }
 
+/** `pending` from a merge's first transaction until its later steps have run (people/merge.ts). */
+export type MergeState = 'pending' | 'done';
+
 /** Where a merge writes: the unit's control transaction and the engine's copies of persons, visitors and customers. */
 export type MergeWrites = PeopleWrites & PaymentsWrites;
 
@@ -59,6 +62,16 @@ export async function personByRef(tx: ControlSql, ws: string, ref: PersonRef): P
     SELECT ${PERSON} FROM person_aliases a JOIN persons p ON p.workspace_id = a.workspace_id AND p.person_key = a.person_key
     WHERE a.workspace_id = $1 AND a.kind = $3 AND a.value = $2 LIMIT 1`, [ws, value, kind]);
   return row ? toPerson(row) : null;
+}
+
+/**
+ * The persons an identifier of merged-away persons names, exactly (the people lookup finds a person by
+ * them): an email as lowercased, an external_id or person_id as given.
+ */
+export async function personsByAlias(sql: ControlSql, ws: string, value: string): Promise<number[]> {
+  const rows = await sql.all(`SELECT DISTINCT person_key FROM person_aliases WHERE workspace_id = $1
+    AND (kind = 'email' AND value = $2 OR kind IN ('external_id', 'person_id') AND value = $3)`, [ws, value.toLowerCase(), value]);
+  return rows.map((r) => Number(r.person_key));
 }
 
 /** Every identifier of merged-away persons (DuckDB's known-ids filters hold them: they are not new). */
@@ -152,21 +165,63 @@ export async function movable(sql: ControlSql, ws: string, fromKey: number): Pro
   return { visitors: Number(row!.visitors), customers: Number(row!.customers) };
 }
 
-/** Records a merge; the merges recorded before of `from` count for `into` from now on. */
+/**
+ * Records a merge as pending (its later steps have not run); the merges recorded before of `from`
+ * count for `into` from now on.
+ */
 export async function recordMerge(tx: ControlSql, ws: string, row: MergeRow, intoKey: number, fromKey: number): Promise<void> {
   await tx.run('UPDATE person_merges SET current_person_key = $3 WHERE workspace_id = $1 AND current_person_key = $2', [ws, fromKey, intoKey]);
   await tx.run(`INSERT INTO person_merges (workspace_id, merge_id, from_person_id, into_person_id, into_person_key, current_person_key,
-      forced, visitors, customers, created_at) VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9)`,
-  [ws, row.merge_id, row.from_person_id, row.into_person_id, intoKey, row.forced, row.visitors, row.customers, row.created_at]);
+      forced, visitors, customers, created_at, from_person_key, state) VALUES ($1, $2, $3, $4, $5, $5, $6, $7, $8, $9, $10, 'pending')`,
+  [ws, row.merge_id, row.from_person_id, row.into_person_id, intoKey, row.forced, row.visitors, row.customers, row.created_at, fromKey]);
+}
+
+/** A merge whose later steps are still to run: `from`'s key, and the person it names now (into, or whom into was merged into since). */
+export interface PendingMerge {
+  workspace_id: string;
+  merge_id: string;
+  from_person_key: number;
+  current_person_key: number;
+}
+
+const toPending = (r: Record<string, unknown>): PendingMerge => ({
+  workspace_id: r.workspace_id as string, merge_id: r.merge_id as string,
+  from_person_key: Number(r.from_person_key), current_person_key: Number(r.current_person_key),
+});
+
+/** The oldest pending merges of every workspace. */
+export async function pendingMerges(sql: ControlSql, limit: number): Promise<PendingMerge[]> {
+  const rows = await sql.all(`SELECT workspace_id, merge_id, from_person_key, current_person_key FROM person_merges
+    WHERE state = 'pending' ORDER BY created_at LIMIT ${Math.trunc(limit)}`);
+  return rows.map(toPending);
+}
+
+/** The merge as it stands, if still pending (null once done, or erased by a privacy delete). */
+export async function pendingMerge(sql: ControlSql, ws: string, mergeId: string): Promise<PendingMerge | null> {
+  const [row] = await sql.all(`SELECT workspace_id, merge_id, from_person_key, current_person_key FROM person_merges
+    WHERE workspace_id = $1 AND merge_id = $2 AND state = 'pending'`, [ws, mergeId]);
+  return row ? toPending(row) : null;
+}
+
+/** Adds what a later step moved to the merge's record. */
+export async function countLateMoves(tx: ControlSql, ws: string, mergeId: string, moved: Moved): Promise<void> {
+  if (moved.visitors.length === 0 && moved.customers === 0) return;
+  await tx.run('UPDATE person_merges SET visitors = visitors + $3, customers = customers + $4 WHERE workspace_id = $1 AND merge_id = $2',
+    [ws, mergeId, moved.visitors.length, moved.customers]);
+}
+
+export async function markMergeDone(sql: ControlSql, ws: string, mergeId: string): Promise<void> {
+  await sql.run("UPDATE person_merges SET state = 'done' WHERE workspace_id = $1 AND merge_id = $2", [ws, mergeId]);
 }
 
 /** The merges that made the person of `personKey`, newest first. */
-export async function mergesOf(sql: ControlSql, ws: string, personKey: number): Promise<MergeRow[]> {
-  const rows = await sql.all(`SELECT merge_id, from_person_id, into_person_id, forced, visitors, customers, created_at FROM person_merges
+export async function mergesOf(sql: ControlSql, ws: string, personKey: number): Promise<(MergeRow & { state: MergeState })[]> {
+  const rows = await sql.all(`SELECT merge_id, from_person_id, into_person_id, forced, visitors, customers, created_at, state FROM person_merges
     WHERE workspace_id = $1 AND current_person_key = $2 ORDER BY created_at DESC, merge_id DESC`, [ws, personKey]);
   return rows.map((r) => ({
     merge_id: r.merge_id as string, from_person_id: r.from_person_id as string, into_person_id: r.into_person_id as string,
     forced: r.forced === true, visitors: Number(r.visitors), customers: Number(r.customers), created_at: r.created_at as Date,
+    state: r.state as MergeState,
   }));
 }
 

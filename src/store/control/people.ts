@@ -61,6 +61,22 @@ function toPerson(row: Record<string, unknown>): PersonRecord {
   };
 }
 
+/**
+ * Locks the persons of `keys` until this transaction ends, in key order (two lockers never
+ * deadlock): `write` for a unit that links, stores or changes something of theirs, `merge` for a
+ * merge (people/merge.ts). A merge and a write of one person serialize; writes of it do not wait for
+ * each other. On PostgreSQL (repeatable read) a person that a merge deleted or changed after this
+ * transaction's snapshot fails the lock as a lost race: the transaction runs again and finds the
+ * person it was merged into. No lock where one writer at a time runs (DuckDB).
+ */
+export async function lockPersons(tx: ControlSql, ws: string, keys: Iterable<number>, mode: 'merge' | 'write'): Promise<void> {
+  const lock = tx.dialect.personLocks?.[mode];
+  const sorted = [...new Set(keys)].sort((a, b) => a - b);
+  if (!lock || sorted.length === 0) return;
+  await tx.all(`SELECT person_key FROM persons WHERE workspace_id = $1 AND person_key IN (SELECT ${tx.dialect.keys('$2')})
+    ORDER BY person_key ${lock}`, [ws, column(sorted)]);
+}
+
 /** Persons of the workspace whose `by` column is one of `values`. */
 export async function personsBy(tx: ControlSql, ws: string, by: 'external_id' | 'email' | 'person_key', values: (string | number)[]): Promise<PersonRecord[]> {
   if (values.length === 0) return [];

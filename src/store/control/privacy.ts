@@ -214,7 +214,10 @@ export async function resolveErased(tx: ControlSql, ws: string, identifiers: Ide
       OR email IN (SELECT ${texts('$3')}) OR person_key IN (SELECT ${keys('$4')}) OR person_key IN (SELECT person_key FROM person_aliases
         WHERE workspace_id = $1 AND (kind = 'external_id' AND value IN (SELECT ${texts('$2')}) OR kind = 'email' AND value IN (SELECT ${texts('$3')}))))`,
   [ws, externalIds, emails, column(named.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])))]);
-  const personKeys = keysOf(persons, 'person_key');
+  // A merge into them still pending has left events under the merged-away person's key: erased with them.
+  const merged = await tx.all(`SELECT from_person_key FROM person_merges WHERE workspace_id = $1 AND state = 'pending'
+    AND current_person_key IN (SELECT ${keys('$2')})`, [ws, column(keysOf(persons, 'person_key'))]);
+  const personKeys = [...keysOf(persons, 'person_key'), ...keysOf(merged, 'from_person_key')];
   const theirs = await tx.all(`SELECT visitor_key FROM visitors WHERE workspace_id = $1 AND person_key IN (SELECT ${keys('$2')})`, [ws, column(personKeys)]);
   const visitorKeys = [...new Set([...keysOf(named, 'visitor_key'), ...keysOf(theirs, 'visitor_key')])];
   const customers = await tx.all(`SELECT customer_id FROM payment_customers WHERE workspace_id = $1 AND (person_key IN (SELECT ${keys('$2')})

@@ -47,6 +47,11 @@ export interface ControlDialect {
   hasPath(column: string, path: string): string;
   /** The JSON value at the dotted path `path` (a text parameter) of the JSON `column`, as JSON text (`true`, `"a"`); null when absent. */
   jsonAt(column: string, path: string): string;
+  /**
+   * The row locks a merge (`merge`) and a write for a person (`write`) take on person rows, or null
+   * where one writer at a time needs none (DuckDB): control/people.ts lockPersons.
+   */
+  personLocks: { merge: string; write: string } | null;
   /** Whether `err` is a statement's failure on a unique or primary key that already holds the value. */
   duplicateKey(err: unknown): boolean;
   /** The engine's reason when `err` refuses a value (the input's fault), in one line without the input; null for any other failure. */
@@ -84,12 +89,6 @@ export interface ControlStore extends ControlSql {
    * nothing read may be cached across transactions in one process.
    */
   readonly shared: boolean;
-  /**
-   * Resolves once every transaction that began before the call has ended, on any node: what they
-   * write is then committed, and every later one reads what committed before the call (a merge
-   * moves what such a transaction linked to the merged-away person: people/merge.ts).
-   */
-  awaitOlderTransactions(): Promise<void>;
   /** `n` fresh keys from a sequence, never handed out before (control/keys.ts). */
   nextKeys(sequence: KeySequence, n: number): Promise<number[]>;
   /** What this process keeps in memory of the store's rows. */

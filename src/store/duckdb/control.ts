@@ -35,6 +35,7 @@ export const duckdbDialect: ControlDialect = {
   // A JSON Pointer: keys are taken as they are (a JSONPath would need quoting).
   hasPath: (column, path) => `json_exists(${column}, '/' || replace(CAST(${path} AS VARCHAR), '.', '/'))`,
   jsonAt: (column, path) => `CAST(json_extract(${column}, '/' || replace(CAST(${path} AS VARCHAR), '.', '/')) AS VARCHAR)`,
+  personLocks: null,
   refusal: refusedValue,
   duplicateKey: (err) => err instanceof Error && err.message.startsWith('Constraint Error: Duplicate key'),
 };
@@ -107,11 +108,6 @@ export class DuckDBControl implements ControlStore {
 
   transaction<T>(fn: (tx: ControlTx) => Promise<T>): Promise<T> {
     return this.store.transaction((conn) => fn(controlTx(this.store, conn)));
-  }
-
-  /** One writer at a time: an empty transaction waits out those queued before it. */
-  async awaitOlderTransactions(): Promise<void> {
-    await this.store.transaction(async () => undefined);
   }
 
   async schemaVersion(): Promise<number> {

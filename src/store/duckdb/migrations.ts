@@ -598,4 +598,10 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE audiences ADD COLUMN split_salt VARCHAR;
   UPDATE audiences SET split_salt = md5(CAST(gen_random_uuid() AS VARCHAR) || audience_id);
 `,
+  // Person merges resumable (people/merge.ts): `pending` until every step has run; those recorded
+  // before were complete (PostgreSQL: migrations/015_merge_state.sql).
+  `
+  ALTER TABLE person_merges ADD COLUMN from_person_key BIGINT;
+  ALTER TABLE person_merges ADD COLUMN state VARCHAR DEFAULT 'done';
+  `,
 ];

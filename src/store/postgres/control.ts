@@ -119,9 +119,6 @@ function connect(url: string, max: number, bounds: PostgresBounds): pg.Pool {
   return pool;
 }
 
-/** The longest a merge waits for older transactions: past the statement timeout, the server has ended them. */
-const OLDER_WAIT_MS = 30_000;
-
 export class PostgresControl extends PostgresControlSql implements ControlStore {
   readonly shared = true;
   private readonly keys = new KeyBlocks(this);
@@ -189,23 +186,6 @@ export class PostgresControl extends PostgresControlSql implements ControlStore 
 
   nextKeys(sequence: KeySequence, n: number): Promise<number[]> {
     return this.keys.next(sequence, n);
-  }
-
-  /**
-   * The sessions of the database in a transaction now (other nodes' too: the same role sees them),
-   * watched until each has ended that transaction (another start time), within OLDER_WAIT_MS.
-   */
-  async awaitOlderTransactions(): Promise<void> {
-    const older = await this.all(`SELECT pid, xact_start FROM pg_stat_activity
-      WHERE datname = current_database() AND pid <> pg_backend_pid() AND xact_start IS NOT NULL`);
-    const started = new Map(older.map((r) => [Number(r.pid), (r.xact_start as Date).getTime()]));
-    for (const deadline = Date.now() + OLDER_WAIT_MS; started.size > 0 && Date.now() < deadline;) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-      const now = await this.all(`SELECT pid, xact_start FROM pg_stat_activity WHERE pid IN (SELECT ${this.dialect.keys('$1')})`,
-        [JSON.stringify([...started.keys()])]);
-      const still = new Map(now.map((r) => [Number(r.pid), (r.xact_start as Date | null)?.getTime()]));
-      for (const [pid, at] of started) if (still.get(pid) !== at) started.delete(pid);
-    }
   }
 
   /** Why the server cannot take writes (/health), or null: a read-only session means a standby or a server refusing writes. */

@@ -23,6 +23,8 @@ export const postgresDialect: ControlDialect = {
     `jsonb_to_recordset(CAST(${param} AS jsonb)) AS ${alias}(${Object.entries(fields).map(([name, type]) => `${name} ${FIELD_TYPES[type]}`).join(', ')})`,
   hasPath: (column, path) => `(${column} #> string_to_array(CAST(${path} AS text), '.')) IS NOT NULL`,
   jsonAt: (column, path) => `CAST(${column} #> string_to_array(CAST(${path} AS text), '.') AS text)`,
+  // A write for a person only keeps it from being deleted: writers of one person do not wait for each other.
+  personLocks: { merge: 'FOR UPDATE', write: 'FOR KEY SHARE' },
   refusal: refusedValue,
   duplicateKey: (err) => typeof err === 'object' && err !== null && (err as { code?: unknown }).code === '23505',
 };
