@@ -8,7 +8,10 @@
 import { AnalyticsDelayed, DependencyUnavailable } from '../../store/errors.js';
 import type { AliasMerge } from '../alias.js';
 import type { Ingest } from '../ingest.js';
-import { kindOf, type LoggedRequest, type LogOperation, type OperationKind } from '../segment/operations.js';
+import { wellFormedIn } from '../../well-formed.js';
+import { messagesOf, sentAtOf } from '../segment/body.js';
+import { mapMessages, MessageFault } from '../segment/messages.js';
+import { kindOf, type LoggedRequest, type LogOperation, type MappedRequest, type OperationKind } from '../segment/operations.js';
 import type { IngestLog, PendingRecord } from './ingest-log.js';
 
 /** Messages the resolver takes from the log at a time. */
@@ -92,8 +95,40 @@ export class LogResolver {
   }
 
   private async resolveRecord(record: PendingRecord): Promise<void> {
-    const { ws, at, ops } = JSON.parse(record.text) as LoggedRequest;
-    for (const run of runs(ops)) await this.resolveRun(ws, at, run.kind, run.ops);
+    const { ws, at } = record;
+    for (const run of runs(await this.operations(record))) await this.resolveRun(ws, at, run.kind, run.ops);
+  }
+
+  /**
+   * The record's operations: its body mapped again as when it arrived (the same receive time and
+   * drawn message ids). A message that no longer maps (the check on arrival let it through) is
+   * set aside with its fault; an unreadable record, whole.
+   */
+  private async operations(record: PendingRecord): Promise<LogOperation[]> {
+    if ('ops' in record) return (record as PendingRecord & MappedRequest).ops;
+    const { ws, at, kind, received, drawn_ids } = record as PendingRecord & LoggedRequest;
+    const text = record.payload.toString('utf8');
+    let messages: unknown[];
+    let mapped: ReturnType<typeof mapMessages>;
+    try {
+      const body = wellFormedIn(text, JSON.parse(text) as Record<string, unknown>);
+      messages = messagesOf(kind, body);
+      mapped = mapMessages(kind, messages, received, sentAtOf(body), (index) => {
+        const drawn = drawn_ids?.[index];
+        if (drawn === undefined) throw new MessageFault('messageId', 'has no message id drawn when it arrived');
+        return drawn;
+      });
+    } catch (err) {
+      await this.setAside({ ws, at, body: text }, err);
+      return [];
+    }
+    for (const { index, fault } of mapped.faults) await this.setAside({ ws, at, message: messages[index] }, new Error(`${fault.field}: ${fault.message}`));
+    return mapped.ops;
+  }
+
+  private async setAside(entry: Record<string, unknown>, err: unknown): Promise<void> {
+    await this.log.setAsideRecord({ ...entry, error: err instanceof Error ? err.message : String(err), set_aside_at: new Date().toISOString() });
+    this.onError(err);
   }
 
   private async resolveRun(ws: string, at: number, kind: OperationKind, ops: LogOperation[]): Promise<void> {
@@ -103,11 +138,7 @@ export class LogResolver {
         return;
       } catch (err) {
         if (err instanceof AnalyticsDelayed) return; // stored; the analytical rows follow from the outbox
-        if (!(err instanceof DependencyUnavailable)) {
-          await this.log.setAsideRecord({ ws, at, ops, error: err instanceof Error ? err.message : String(err), set_aside_at: new Date().toISOString() });
-          this.onError(err);
-          return;
-        }
+        if (!(err instanceof DependencyUnavailable)) return this.setAside({ ws, at, ops }, err);
         if (this.stopping) throw new Stopped();
         await new Promise((r) => setTimeout(r, OUTAGE_RETRY_MS));
       }
