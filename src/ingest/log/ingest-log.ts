@@ -15,6 +15,8 @@ import { decodeFrames, encodeFrame } from './frames.js';
 /** One acknowledged request: its head (workspace, when it arrived, how many messages it holds) and payload. */
 export interface PendingRecord extends RecordHead {
   payload: Buffer;
+  /** What its writer keeps in memory beside it until it is resolved (not in the log: gone at a restart). */
+  kept?: unknown;
   segment: number;
   end: number;
 }
@@ -34,6 +36,7 @@ export class IngestLogUnwritable extends Error {}
 interface Append {
   record: RecordHead;
   payload: Buffer;
+  kept: unknown;
   frame: Buffer[];
   resolve: () => void;
   reject: (err: unknown) => void;
@@ -92,10 +95,10 @@ export class IngestLog {
     return log;
   }
 
-  /** Resolves once `record` and its payload are durably in the log, with others arriving meanwhile. */
-  append(record: RecordHead, payload: Buffer): Promise<void> {
+  /** Resolves once `record` and its payload are durably in the log, with others arriving meanwhile; `kept` stays in memory with it. */
+  append(record: RecordHead, payload: Buffer, kept?: unknown): Promise<void> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ record, payload, frame: encodeFrame(JSON.stringify(record), payload), resolve, reject });
+      this.queue.push({ record, payload, kept, frame: encodeFrame(JSON.stringify(record), payload), resolve, reject });
       if (!this.flushing) void this.flush();
     });
   }
@@ -115,7 +118,7 @@ export class IngestLog {
         let end = start;
         for (const a of group) {
           end += a.frame[0]!.length + a.frame[1]!.length;
-          this.enqueue({ ...a.record, payload: a.payload, segment: this.segment, end });
+          this.enqueue({ ...a.record, payload: a.payload, kept: a.kept, segment: this.segment, end });
           a.resolve();
         }
         for (const wake of this.waiters.splice(0)) wake();
@@ -172,6 +175,7 @@ export class IngestLog {
     let last: PendingRecord | undefined;
     for (let i = 0; i < n; i++) {
       last = this.pending[this.head++]!;
+      last.kept = undefined;
       this.pendingEvents -= last.count;
       this.resolvedEvents += last.count;
       const left = this.perWorkspace.get(last.ws)! - last.count;

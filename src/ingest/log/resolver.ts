@@ -15,10 +15,19 @@ import { kindOf, type LoggedRequest, type LogOperation, type MappedRequest, type
 import type { IngestLog, PendingRecord } from './ingest-log.js';
 
 /** Messages the resolver takes from the log at a time. */
-const WINDOW_EVENTS = 20_000;
+const WINDOW_EVENTS = 50_000;
+/**
+ * The most events of one workspace's event-only records stored in one call: a transaction's fixed
+ * costs (dedupe, identity lookups, appenders) are shared by more events than the group commit of
+ * /v1/events gathers (it never splits a call).
+ */
+const EVENTS_PER_CALL = 20_000;
 const OUTAGE_RETRY_MS = 1_000;
 
 class Stopped extends Error {}
+
+/** A call not made, as if it had failed (a single record is resolved alone). */
+const FAILED = { err: null };
 
 /** Segment page calls always name their visitor (anonymousId, or user:<userId>): no cookieless one is derived. */
 const NAMED_VISITOR = { address: '', userAgent: '' };
@@ -83,7 +92,8 @@ export class LogResolver {
       const records = this.log.peek(WINDOW_EVENTS);
       try {
         for (const wave of waves(records)) {
-          await Promise.all(wave.map((record) => this.resolveRecord(record)));
+          if (wave[0]!.events_only) await this.resolveEvents(wave);
+          else await this.resolveRecord(wave[0]!);
           this.log.settle(wave.length);
         }
       } catch (err) {
@@ -92,6 +102,29 @@ export class LogResolver {
       }
       if (this.log.peek(1).length === 0) for (const wake of this.drainWaiters.splice(0)) wake();
     }
+  }
+
+  /**
+   * Event-only records: each workspace's events in calls of up to EVENTS_PER_CALL, the workspaces
+   * at once. A call that fails for itself is made again record by record, so that a record is only
+   * ever set aside for itself.
+   */
+  private async resolveEvents(wave: PendingRecord[]): Promise<void> {
+    const calls = new Map<string, { record: PendingRecord; ops: LogOperation[] }[][]>();
+    for (const record of wave) {
+      const ops = await this.operations(record);
+      if (ops.length === 0) continue;
+      const ofWorkspace = calls.get(record.ws) ?? calls.set(record.ws, [[]]).get(record.ws)!;
+      let call = ofWorkspace.at(-1)!;
+      if (call.length > 0 && call.reduce((n, c) => n + c.ops.length, 0) + ops.length > EVENTS_PER_CALL) ofWorkspace.push(call = []);
+      call.push({ record, ops });
+    }
+    await Promise.all([...calls].map(async ([ws, ofWorkspace]) => {
+      for (const call of ofWorkspace) {
+        const failed = call.length > 1 ? await this.attempt(() => this.apply(ws, 'event', call.flatMap((c) => c.ops))) : FAILED;
+        if (failed !== null) for (const { record, ops } of call) await this.resolveRun(ws, record.at, 'event', ops);
+      }
+    }));
   }
 
   private async resolveRecord(record: PendingRecord): Promise<void> {
@@ -105,6 +138,7 @@ export class LogResolver {
    * set aside with its fault; an unreadable record, whole.
    */
   private async operations(record: PendingRecord): Promise<LogOperation[]> {
+    if (record.kept !== undefined) return record.kept as LogOperation[];
     if ('ops' in record) return (record as PendingRecord & MappedRequest).ops;
     const { ws, at, kind, received, drawn_ids } = record as PendingRecord & LoggedRequest;
     const text = record.payload.toString('utf8');
@@ -132,13 +166,19 @@ export class LogResolver {
   }
 
   private async resolveRun(ws: string, at: number, kind: OperationKind, ops: LogOperation[]): Promise<void> {
+    const failed = await this.attempt(() => this.apply(ws, kind, ops));
+    if (failed !== null) await this.setAside({ ws, at, ops }, failed.err);
+  }
+
+  /** Runs `apply` until it is done, waiting out an outage of a store; what made it fail for itself, or null. */
+  private async attempt(apply: () => Promise<void>): Promise<{ err: unknown } | null> {
     for (;;) {
       try {
-        await this.apply(ws, kind, ops);
-        return;
+        await apply();
+        return null;
       } catch (err) {
-        if (err instanceof AnalyticsDelayed) return; // stored; the analytical rows follow from the outbox
-        if (!(err instanceof DependencyUnavailable)) return this.setAside({ ws, at, ops }, err);
+        if (err instanceof AnalyticsDelayed) return null; // stored; the analytical rows follow from the outbox
+        if (!(err instanceof DependencyUnavailable)) return { err };
         if (this.stopping) throw new Stopped();
         await new Promise((r) => setTimeout(r, OUTAGE_RETRY_MS));
       }

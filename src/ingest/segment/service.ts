@@ -39,6 +39,9 @@ export interface SegmentRequest {
   bytes: Buffer | undefined;
 }
 
+/** Unresolved messages up to which a record's mapped operations stay in memory beside it (bounding that memory). */
+const KEPT_OPERATIONS_EVENTS = 50_000;
+
 const EVENT_TYPES = new Set(['track', 'screen', 'group']);
 
 export interface IngestStatus {
@@ -77,7 +80,7 @@ export class SegmentIngest {
     const received = this.clock().getTime();
     const drawn: Record<number, string> = {};
     let draws = 0;
-    const { faults } = mapMessages(kind, messages, received, sentAtOf(body), (index) => {
+    const { ops, faults } = mapMessages(kind, messages, received, sentAtOf(body), (index) => {
       draws++;
       return (drawn[index] = randomUUID());
     });
@@ -93,7 +96,9 @@ export class SegmentIngest {
     };
     // The write key is no part of what is kept.
     const payload = bytes === undefined || 'writeKey' in body ? Buffer.from(JSON.stringify({ ...body, writeKey: undefined })) : bytes;
-    await this.log.append(head, payload).catch((err: unknown) => {
+    // While the resolver keeps up, it takes these operations rather than map the body again.
+    const kept = backlog.events < KEPT_OPERATIONS_EVENTS ? ops : undefined;
+    await this.log.append(head, payload, kept).catch((err: unknown) => {
       if (!(err instanceof IngestLogUnwritable)) throw err;
       throw new AppError('unavailable', `${err.message}; retry in ${LOG_RETRY_AFTER_SECONDS} s`, { retry_after_seconds: LOG_RETRY_AFTER_SECONDS });
     });
