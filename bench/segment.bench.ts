@@ -1,16 +1,17 @@
 // The Segment-compatible API's acknowledging path and its background resolution: batches of 500
 // track calls for known persons posted to /v1/batch (acknowledged once in the ingest log), on the
 // service as of `--before` (a git revision's src/, run beside this checkout so its packages
-// resolve) and on today's, both servers up at once, alternated chunk by chunk in one run. Per
-// build: events/s, p50/p99 ms per batch, server CPU µs per event on the acknowledging path, and
-// how fast the backlog then drains. With --events-api, the same kind of batches posted to
-// /v1/events (answered once resolved and stored) on today's build too. --profile DIR runs the
-// servers under `node --cpu-prof`, their profiles written to DIR at exit.
+// resolve) and on today's, every server up at once, alternated chunk by chunk in one run. Each
+// build runs two servers (bench/segment-server.ts, as `npm start`): one with its resolver stopped,
+// where the server's CPU (from /proc, from outside) is the acknowledging path's alone; one as
+// deployed, acknowledging while it resolves, then draining its backlog (resolution alone). With
+// --events-api, the same kind of batches posted to /v1/events (answered once resolved and stored)
+// on today's build too. --profile DIR runs the servers under `node --cpu-prof` (profiles in DIR).
 //   npx tsx bench/segment.bench.ts [--events 300000] [--chunk 100000] [--concurrency 8] [--before main|none]
-// Servers are started as their own processes (as `npm start`) on data/bench/segment-*.duckdb.
+// Data in data/bench/segment-*.duckdb and data/bench/segment-log-*, removed at the end.
 
-import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { type ChildProcess, execFileSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -36,28 +37,40 @@ const bearer = `Bearer ${SECRET_KEY}`;
 const here = dirname(fileURLToPath(import.meta.url));
 const beforeDir = join(here, `.before-${process.pid}`);
 const revision = (rev: string) => execFileSync('git', ['log', '-1', '--format=%h', rev], { encoding: 'utf8' }).trim();
-const entries = [{ name: `after (${revision('HEAD')} + worktree)`, entry: 'src/main.ts' }];
+const SERVER = 'bench/segment-server.ts';
+const entries = [{ name: `after (${revision('HEAD')} + worktree)`, entry: SERVER }];
 if (args.before !== 'none') {
-  mkdirSync(beforeDir, { recursive: true });
+  // The same server file beside the earlier src/, so that it runs that code.
+  mkdirSync(join(beforeDir, 'bench'), { recursive: true });
   execFileSync('git', ['archive', '--output', join(beforeDir, 'src.tar'), args.before, 'src']);
   execFileSync('tar', ['-x', '-C', beforeDir, '-f', join(beforeDir, 'src.tar')]);
-  entries.unshift({ name: `before (${revision(args.before)})`, entry: join(beforeDir, 'src/main.ts') });
+  copyFileSync(SERVER, join(beforeDir, SERVER));
+  entries.unshift({ name: `before (${revision(args.before)})`, entry: join(beforeDir, SERVER) });
 }
 const nodeArgs = args.profile ? ['--cpu-prof', '--cpu-prof-dir', resolve(args.profile)] : [];
 
 interface Sums { n: number; seconds: number; cpu: number; lat: number[] }
 const sums = (): Sums => ({ n: 0, seconds: 0, cpu: 0, lat: [] });
 
-const builds = await Promise.all(entries.map(async ({ name, entry }, i) => {
-  const dbPath = join('data', 'bench', `segment-${i}.duckdb`);
-  const logDir = join('data', 'bench', `segment-log-${i}`);
+interface Server { server: ChildProcess; base: string; dbPath: string; logDir: string }
+let started = 0;
+async function serve(entry: string, resolver: boolean): Promise<Server> {
+  const n = started++;
+  const dbPath = join('data', 'bench', `segment-${n}.duckdb`);
+  const logDir = join('data', 'bench', `segment-log-${n}`);
   for (const path of [dbPath, `${dbPath}.wal`, logDir]) rmSync(path, { recursive: true, force: true });
   const { server, base } = await startServer(entry, {
-    DATABASE_PATH: dbPath, BOOTSTRAP_SECRET_KEY: SECRET_KEY, INGEST_LOG_DIR: logDir, INGEST_BACKLOG_MAX_EVENTS: String(2 * chunk),
-    INGEST_RATE_LIMIT_PER_MINUTE: '1000000',
+    DATABASE_PATH: dbPath, BOOTSTRAP_SECRET_KEY: SECRET_KEY, INGEST_LOG_DIR: logDir, BENCH_RESOLVER: resolver ? 'on' : 'off',
+    // The server without a resolver keeps every acknowledged message.
+    INGEST_BACKLOG_MAX_EVENTS: String(resolver ? 2 * chunk : total + 50 * BATCH),
   }, nodeArgs);
-  return { name, server, base, dbPath, logDir, ack: sums(), total: sums(), drain: sums(), events: sums() };
-}));
+  return { server, base, dbPath, logDir };
+}
+
+const builds = [];
+for (const { name, entry } of entries) {
+  builds.push({ name, alone: await serve(entry, false), full: await serve(entry, true), ackAlone: sums(), ack: sums(), total: sums(), drain: sums(), events: sums() });
+}
 type Build = (typeof builds)[number];
 
 /** A /v1/batch body of 500 track calls, for the users eventBatch() draws from (known persons once warmed). */
@@ -75,16 +88,16 @@ function segmentBatch(): string {
 }
 
 /** CPU seconds (user + system, every thread) a server has used, from /proc. */
-function serverCpu(build: Build): number {
-  const fields = readFileSync(`/proc/${build.server.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+function serverCpu(s: Server): number {
+  const fields = readFileSync(`/proc/${s.server.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-async function status(build: Build): Promise<{ backlog_events: number; resolved_events: number }> {
+async function status(build: Server): Promise<{ backlog_events: number; resolved_events: number }> {
   return (await fetch(`${build.base}/v1/ingest/status`, { headers: { authorization: bearer } })).json() as Promise<{ backlog_events: number; resolved_events: number }>;
 }
 
-async function sustained(build: Build, path: string, bodies: string[], auth: string): Promise<{ seconds: number; latencies: number[]; cpu: number }> {
+async function sustained(build: Server, path: string, bodies: string[], auth: string): Promise<{ seconds: number; latencies: number[]; cpu: number }> {
   const latencies: number[] = [];
   let next = 0;
   const cpu0 = serverCpu(build);
@@ -102,7 +115,7 @@ async function sustained(build: Build, path: string, bodies: string[], auth: str
 }
 
 /** Waits for the backlog to drain; the seconds and server CPU it took. */
-async function drain(build: Build): Promise<{ seconds: number; cpu: number; resolved: number }> {
+async function drain(build: Server): Promise<{ seconds: number; cpu: number; resolved: number }> {
   const cpu0 = serverCpu(build);
   const t0 = performance.now();
   const first = await status(build);
@@ -121,25 +134,26 @@ const add = (s: Sums, n: number, seconds: number, cpu: number, lat: number[] = [
   s.lat.push(...lat);
 };
 
-// Warm: every user of the population becomes a known person through /v1/events (not measured).
-for (const build of builds) await sustained(build, '/v1/events', Array.from({ length: 200 }, eventBatch), bearer);
+// Warm: every user of the population becomes a known person through /v1/events, and the servers
+// without a resolver take 50 batches (not measured).
+for (const build of builds) {
+  await sustained(build.full, '/v1/events', Array.from({ length: 200 }, eventBatch), bearer);
+  await sustained(build.alone, '/v1/batch', Array.from({ length: 50 }, segmentBatch), basic);
+}
 const load0 = loadavg()[0]!.toFixed(1);
 try {
   for (let done = 0; done < total; done += chunk) {
     const n = Math.min(chunk, total - done) / BATCH;
     for (const build of builds) {
+      const alone = await sustained(build.alone, '/v1/batch', Array.from({ length: n }, segmentBatch), basic);
+      add(build.ackAlone, n * BATCH, alone.seconds, alone.cpu, alone.latencies);
       if (args['events-api'] && build === builds.at(-1)) {
-        const events = await sustained(build, '/v1/events', Array.from({ length: n }, eventBatch), bearer);
+        const events = await sustained(build.full, '/v1/events', Array.from({ length: n }, eventBatch), bearer);
         add(build.events, n * BATCH, events.seconds, events.cpu, events.latencies);
       }
-      const bodies = Array.from({ length: n }, segmentBatch);
-      const before = await status(build);
-      const acked = await sustained(build, '/v1/batch', bodies, basic);
-      const during = (await status(build)).resolved_events - before.resolved_events;
-      const drained = await drain(build);
-      // The resolver runs while requests are acknowledged: its share of that CPU is taken out at its drain cost.
-      const resolveCpuPerEvent = drained.cpu / Math.max(1, drained.resolved);
-      add(build.ack, n * BATCH, acked.seconds, acked.cpu - during * resolveCpuPerEvent, acked.latencies);
+      const acked = await sustained(build.full, '/v1/batch', Array.from({ length: n }, segmentBatch), basic);
+      add(build.ack, n * BATCH, acked.seconds, acked.cpu, acked.latencies);
+      const drained = await drain(build.full);
       add(build.total, n * BATCH, acked.seconds + drained.seconds, acked.cpu + drained.cpu);
       add(build.drain, drained.resolved, drained.seconds, drained.cpu);
     }
@@ -149,16 +163,18 @@ try {
   const perEvent = (s: Sums) => (s.cpu * 1e6 / s.n).toFixed(1);
   const ms = (s: Sums, p: number) => percentile(s.lat, p).toFixed(1);
   console.log(`machine: ${cpus().length} × ${cpus()[0]?.model} (shared with other work: load ${load0} → ${loadavg()[0]!.toFixed(1)}); node ${process.version}; batches of ${BATCH}, ${concurrency} in flight, 100,000 known persons, chunks of ${chunk.toLocaleString('en-US')} alternated\n`);
-  console.log('| build | events | acknowledged events/s | p50 / p99 ms per batch | acknowledging CPU µs per event | resolution alone, events/s | its CPU µs per event | all CPU µs per event (acknowledge + resolve) |');
-  console.log('|---|---:|---:|---:|---:|---:|---:|---:|');
+  console.log('| build | events | acknowledged alone: events/s | p50 / p99 ms per batch | CPU µs per event | acknowledged while resolving: events/s | p50 / p99 ms | resolution alone: events/s | its CPU µs per event | all CPU µs per event (acknowledge + resolve) |');
+  console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
   for (const b of builds) {
-    console.log(`| ${b.name} | ${b.ack.n.toLocaleString('en-US')} | ${rate(b.ack)} | ${ms(b.ack, 0.5)} / ${ms(b.ack, 0.99)} | ${perEvent(b.ack)} | ${rate(b.drain)} | ${perEvent(b.drain)} | ${perEvent(b.total)} |`);
+    console.log(`| ${b.name} | ${b.ack.n.toLocaleString('en-US')} | ${rate(b.ackAlone)} | ${ms(b.ackAlone, 0.5)} / ${ms(b.ackAlone, 0.99)} | ${perEvent(b.ackAlone)} `
+      + `| ${rate(b.ack)} | ${ms(b.ack, 0.5)} / ${ms(b.ack, 0.99)} | ${rate(b.drain)} | ${perEvent(b.drain)} | ${perEvent(b.total)} |`);
   }
   for (const b of builds.filter((x) => x.events.n > 0)) {
     console.log(`\n/v1/events on ${b.name}: ${b.events.n.toLocaleString('en-US')} events, ${rate(b.events)}/s, p50 / p99 ${ms(b.events, 0.5)} / ${ms(b.events, 0.99)} ms, ${perEvent(b.events)} µs CPU per event`);
   }
 } finally {
-  await Promise.all(builds.map((b) => new Promise((r) => { b.server.once('exit', r); b.server.kill('SIGTERM'); })));
-  for (const b of builds) for (const path of [b.dbPath, `${b.dbPath}.wal`, b.logDir]) rmSync(path, { recursive: true, force: true });
+  const servers = builds.flatMap((b) => [b.alone, b.full]);
+  await Promise.all(servers.map((s) => new Promise((r) => { s.server.once('exit', r); s.server.kill('SIGTERM'); })));
+  for (const s of servers) for (const path of [s.dbPath, `${s.dbPath}.wal`, s.logDir]) rmSync(path, { recursive: true, force: true });
   rmSync(beforeDir, { recursive: true, force: true });
 }
