@@ -58,6 +58,8 @@ export class IngestLog {
   /** Where the checkpoint is to move next; writes in a row keep only the latest. */
   private checkpointTarget: { segment: number; offset: number } | null = null;
   appendedEvents = 0;
+  /** Messages of appends under way (not yet synced): with the backlog, what a bound must count. */
+  appendingEvents = 0;
   resolvedEvents = 0;
   setAside = 0;
 
@@ -97,6 +99,7 @@ export class IngestLog {
 
   /** Resolves once `record` and its payload are durably in the log, with others arriving meanwhile; `kept` stays in memory with it. */
   append(record: RecordHead, payload: Buffer, kept?: unknown): Promise<void> {
+    this.appendingEvents += record.count;
     return new Promise((resolve, reject) => {
       this.queue.push({ record, payload, kept, frame: encodeFrame(JSON.stringify(record), payload), resolve, reject });
       if (!this.flushing) void this.flush();
@@ -112,11 +115,13 @@ export class IngestLog {
         try {
           await this.write(group.flatMap((a) => a.frame));
         } catch (err) {
+          for (const a of group) this.appendingEvents -= a.record.count;
           for (const a of group) a.reject(err);
           continue;
         }
         let end = start;
         for (const a of group) {
+          this.appendingEvents -= a.record.count;
           end += a.frame[0]!.length + a.frame[1]!.length;
           this.enqueue({ ...a.record, payload: a.payload, kept: a.kept, segment: this.segment, end });
           a.resolve();

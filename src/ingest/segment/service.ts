@@ -86,8 +86,9 @@ export class SegmentIngest {
     });
     if (faults.length > 0) throw invalidRequest(faults.map((f) => f.fault));
     const backlog = this.log.backlog();
-    if (backlog.events + messages.length > this.maxBacklogEvents) {
-      throw new AppError('ingest_backlog', `${backlog.events} messages wait to be resolved (bound ${this.maxBacklogEvents}); retry in ${BACKLOG_RETRY_AFTER_SECONDS} s`,
+    const waiting = backlog.events + this.log.appendingEvents;
+    if (waiting + messages.length > this.maxBacklogEvents) {
+      throw new AppError('ingest_backlog', `${waiting} messages wait to be resolved (bound ${this.maxBacklogEvents}); retry in ${BACKLOG_RETRY_AFTER_SECONDS} s`,
         { retry_after_seconds: BACKLOG_RETRY_AFTER_SECONDS });
     }
     const head: LoggedRequest = {
@@ -97,7 +98,7 @@ export class SegmentIngest {
     // The write key is no part of what is kept.
     const payload = bytes === undefined || 'writeKey' in body ? Buffer.from(JSON.stringify({ ...body, writeKey: undefined })) : bytes;
     // While the resolver keeps up, it takes these operations rather than map the body again.
-    const kept = backlog.events < KEPT_OPERATIONS_EVENTS ? ops : undefined;
+    const kept = waiting < KEPT_OPERATIONS_EVENTS ? ops : undefined;
     await this.log.append(head, payload, kept).catch((err: unknown) => {
       if (!(err instanceof IngestLogUnwritable)) throw err;
       throw new AppError('unavailable', `${err.message}; retry in ${LOG_RETRY_AFTER_SECONDS} s`, { retry_after_seconds: LOG_RETRY_AFTER_SECONDS });
