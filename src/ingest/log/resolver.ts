@@ -1,7 +1,7 @@
 // Resolution of the ingest log in the background (decisions §13): records in the order they were
 // acknowledged, through the same Ingest calls as /v1/events, /v1/persons and /v1/pageviews. Records
-// holding only events are resolved together (the group commit shares their transactions and fails
-// a request only for itself); any other record waits for those before it, so a workspace's
+// holding only events are resolved together (a workspace's events in large calls, made again
+// record by record when one fails); any other record waits for those before it, so a workspace's
 // identify, page, alias and track calls take effect in their order. A part that fails for itself is
 // set aside with its error; an outage of a store is waited out, the record resolved again later.
 
@@ -111,13 +111,16 @@ export class LogResolver {
    */
   private async resolveEvents(wave: PendingRecord[]): Promise<void> {
     const calls = new Map<string, { record: PendingRecord; ops: LogOperation[] }[][]>();
+    const sizes = new Map<string, number>();
     for (const record of wave) {
       const ops = await this.operations(record);
       if (ops.length === 0) continue;
       const ofWorkspace = calls.get(record.ws) ?? calls.set(record.ws, [[]]).get(record.ws)!;
-      let call = ofWorkspace.at(-1)!;
-      if (call.length > 0 && call.reduce((n, c) => n + c.ops.length, 0) + ops.length > EVENTS_PER_CALL) ofWorkspace.push(call = []);
-      call.push({ record, ops });
+      const size = sizes.get(record.ws) ?? 0;
+      const full = size > 0 && size + ops.length > EVENTS_PER_CALL;
+      if (full) ofWorkspace.push([]);
+      ofWorkspace.at(-1)!.push({ record, ops });
+      sizes.set(record.ws, (full ? 0 : size) + ops.length);
     }
     await Promise.all([...calls].map(async ([ws, ofWorkspace]) => {
       for (const call of ofWorkspace) {
