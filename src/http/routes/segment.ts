@@ -10,8 +10,8 @@ import { promisify } from 'node:util';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AppError, invalidRequest } from '../../errors.js';
-import { MESSAGE_TYPES, type MessageType } from '../../ingest/segment/messages.js';
-import type { IncomingMessage, SegmentIngest } from '../../ingest/segment/service.js';
+import { messagesOf, type SegmentKind, typeOf } from '../../ingest/segment/body.js';
+import type { SegmentIngest } from '../../ingest/segment/service.js';
 import type { Workspaces } from '../../store/control/workspaces.js';
 import { jsonBodyParser } from '../json-body.js';
 
@@ -20,7 +20,7 @@ const gunzipAsync = promisify(gunzip);
 /** Segment's limits: 32 KB a call, 500 KB a batch (of the JSON, after decompression). */
 export const SEGMENT_LIMITS = { messageBytes: 32 * 1024, batchBytes: 500 * 1024 };
 
-const ROUTES: [string, MessageType | 'batch'][] = [
+const ROUTES: [string, SegmentKind][] = [
   ['track', 'track'], ['identify', 'identify'], ['page', 'page'], ['screen', 'screen'], ['group', 'group'], ['alias', 'alias'],
   ['batch', 'batch'], ['import', 'batch'],
   ['t', 'track'], ['i', 'identify'], ['p', 'page'], ['s', 'screen'], ['g', 'group'], ['a', 'alias'], ['b', 'batch'],
@@ -42,6 +42,9 @@ function headerKey(header: string | undefined): string | undefined {
 
 const tooLarge = (what: string, limit: number) => invalidRequest([{ field: '', message: `${what} is larger than ${limit / 1024} KB (Segment's limit)` }]);
 
+/** The bytes of each request's body (decompressed), kept in the log as they came rather than serialized again. */
+const bodyBytes = new WeakMap<FastifyRequest, Buffer>();
+
 /** The body's bytes, decompressed when the client says gzip, within the batch limit. */
 async function bodyText(request: FastifyRequest, raw: Buffer): Promise<string> {
   const encoding = (request.headers['content-encoding'] ?? 'identity').toLowerCase();
@@ -53,27 +56,8 @@ async function bodyText(request: FastifyRequest, raw: Buffer): Promise<string> {
     })
     : raw;
   if (bytes.length > SEGMENT_LIMITS.batchBytes) throw tooLarge('the body', SEGMENT_LIMITS.batchBytes);
+  bodyBytes.set(request, bytes);
   return bytes.toString('utf8');
-}
-
-function instantOf(v: unknown): number | undefined {
-  const ms = typeof v === 'string' ? Date.parse(v) : NaN;
-  return Number.isNaN(ms) ? undefined : ms;
-}
-
-/** The messages of a body: a batch's `batch` array (each with its `type`), or the single call itself. */
-function messagesOf(kind: MessageType | 'batch', body: Json): IncomingMessage[] {
-  if (kind !== 'batch') return [{ type: kind, message: body, pointer: '' }];
-  const batch = body.batch;
-  if (!Array.isArray(batch) || batch.length === 0) throw invalidRequest([{ field: '/batch', message: 'must be a non-empty array of messages' }]);
-  const faults: { field: string; message: string; index: number }[] = [];
-  const messages = batch.map((message: unknown, index): IncomingMessage => {
-    const type = isObject(message) ? message.type : undefined;
-    if (!MESSAGE_TYPES.includes(type as MessageType)) faults.push({ field: `/batch/${index}/type`, message: `must be one of ${MESSAGE_TYPES.join(', ')}`, index });
-    return { type: type as MessageType, message, pointer: `/batch/${index}` };
-  });
-  if (faults.length > 0) throw invalidRequest(faults);
-  return messages;
 }
 
 export const segmentAnswer = z.object({ success: z.literal(true) });
@@ -123,10 +107,10 @@ export async function segmentRoutes(app: FastifyInstance, { segment, workspaces 
       }
       const messages = messagesOf(kind, body);
       if (kind !== 'batch' && JSON.stringify(body).length > SEGMENT_LIMITS.messageBytes) throw tooLarge('the message', SEGMENT_LIMITS.messageBytes);
-      if (request.apiKeyId.endsWith(':publishable') && messages.some((m) => m.type !== 'page')) {
+      if (request.apiKeyId.endsWith(':publishable') && messages.some((m) => typeOf(kind, m) !== 'page')) {
         throw new AppError('forbidden', 'a publishable key may send page calls only; use the secret key as the write key');
       }
-      await segment.accept(request.workspaceId, messages, instantOf(body.sentAt));
+      await segment.accept(request.workspaceId, { kind, body, messages, bytes: bodyBytes.get(request) });
       return { success: true as const };
     });
   }

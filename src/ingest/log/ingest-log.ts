@@ -4,21 +4,24 @@
 // resolved. Opening the log reads every record after the checkpoint back (a replay: resolution
 // dedupes by message id, so a record resolved just before a crash is stored once), cuts a torn
 // tail, and deletes the segments wholly resolved. Pending records stay in memory until resolved:
-// the backlog bound (config) bounds that memory.
+// the backlog bound (config) bounds that memory. A record is a head (what the log and the resolver
+// need to know without reading it) and a payload the log does not read.
 
 import { closeSync, openSync, readFileSync, writeSync } from 'node:fs';
 import { appendFile, mkdir, open, readdir, readFile, rename, rm, truncate, type FileHandle, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { decodeFrames, encodeFrame } from './frames.js';
 
-/** One acknowledged request: its workspace, when it arrived, how many messages it holds, and its JSON text. */
+/** One acknowledged request: its head (workspace, when it arrived, how many messages it holds) and payload. */
 export interface PendingRecord extends RecordHead {
-  text: string;
+  payload: Buffer;
+  /** What its writer keeps in memory beside it until it is resolved (not in the log: gone at a restart). */
+  kept?: unknown;
   segment: number;
   end: number;
 }
 
-/** What a record's text holds, at the least. */
+/** What a record's head holds, at the least (its writer may add to it). */
 export interface RecordHead {
   ws: string;
   at: number;
@@ -32,8 +35,9 @@ export class IngestLogUnwritable extends Error {}
 
 interface Append {
   record: RecordHead;
-  text: string;
-  frame: Buffer;
+  payload: Buffer;
+  kept: unknown;
+  frame: Buffer[];
   resolve: () => void;
   reject: (err: unknown) => void;
 }
@@ -50,8 +54,12 @@ export class IngestLog {
   private pendingEvents = 0;
   private readonly perWorkspace = new Map<string, number>();
   private waiters: (() => void)[] = [];
-  private checkpointWrite: Promise<void> = Promise.resolve();
+  private checkpointWrite: Promise<void> | null = null;
+  /** Where the checkpoint is to move next; writes in a row keep only the latest. */
+  private checkpointTarget: { segment: number; offset: number } | null = null;
   appendedEvents = 0;
+  /** Messages of appends under way (not yet synced): with the backlog, what a bound must count. */
+  appendingEvents = 0;
   resolvedEvents = 0;
   setAside = 0;
 
@@ -78,21 +86,22 @@ export class IngestLog {
       }
       const data = await readFile(join(dir, segmentName(n)));
       const { frames, end } = decodeFrames(data, n === checkpoint.segment ? checkpoint.offset : 0);
-      for (const { text, end: frameEnd } of frames) replayed.push({ ...(JSON.parse(text) as RecordHead), text, segment: n, end: frameEnd });
+      for (const { head, payload, end: frameEnd } of frames) replayed.push({ ...(JSON.parse(head) as RecordHead), payload, segment: n, end: frameEnd });
       if (end < data.length) await truncate(join(dir, segmentName(n)), end);
       last = n;
       size = end;
     }
-    const fh = await open(join(dir, segmentName(last)), 'a');
+    const fh = await openSegment(dir, last);
     const log = new IngestLog(dir, fh, last, size, segmentBytes);
     for (const record of replayed) log.enqueue(record);
     return log;
   }
 
-  /** Resolves once `text` (the JSON of `record`) is durably in the log, with others arriving meanwhile. */
-  append(record: RecordHead, text: string): Promise<void> {
+  /** Resolves once `record` and its payload are durably in the log, with others arriving meanwhile; `kept` stays in memory with it. */
+  append(record: RecordHead, payload: Buffer, kept?: unknown): Promise<void> {
+    this.appendingEvents += record.count;
     return new Promise((resolve, reject) => {
-      this.queue.push({ record, text, frame: encodeFrame(text), resolve, reject });
+      this.queue.push({ record, payload, kept, frame: encodeFrame(JSON.stringify(record), payload), resolve, reject });
       if (!this.flushing) void this.flush();
     });
   }
@@ -104,15 +113,17 @@ export class IngestLog {
         const group = this.queue.splice(0, this.queue.length);
         const start = this.size;
         try {
-          await this.write(group.map((a) => a.frame));
+          await this.write(group.flatMap((a) => a.frame));
         } catch (err) {
+          for (const a of group) this.appendingEvents -= a.record.count;
           for (const a of group) a.reject(err);
           continue;
         }
         let end = start;
         for (const a of group) {
-          end += a.frame.length;
-          this.enqueue({ ...a.record, text: a.text, segment: this.segment, end });
+          this.appendingEvents -= a.record.count;
+          end += a.frame[0]!.length + a.frame[1]!.length;
+          this.enqueue({ ...a.record, payload: a.payload, kept: a.kept, segment: this.segment, end });
           a.resolve();
         }
         for (const wake of this.waiters.splice(0)) wake();
@@ -141,7 +152,7 @@ export class IngestLog {
     await this.fh.close();
     this.segment += 1;
     this.size = 0;
-    this.fh = await open(join(this.dir, segmentName(this.segment)), 'a');
+    this.fh = await openSegment(this.dir, this.segment);
   }
 
   private enqueue(record: PendingRecord): void {
@@ -169,6 +180,7 @@ export class IngestLog {
     let last: PendingRecord | undefined;
     for (let i = 0; i < n; i++) {
       last = this.pending[this.head++]!;
+      last.kept = undefined;
       this.pendingEvents -= last.count;
       this.resolvedEvents += last.count;
       const left = this.perWorkspace.get(last.ws)! - last.count;
@@ -208,19 +220,31 @@ export class IngestLog {
   }
 
   /**
-   * The checkpoint is rewritten whole, through a rename, and not synced: after a crash an older
-   * one only replays records that resolution then finds already stored. Segments before it go.
+   * The checkpoint is rewritten whole, synced, then renamed over the last one and the directory
+   * synced, so it never points before a segment deleted after it. Writes asked while one runs are
+   * folded into one, at the latest position. Segments before it then go.
    */
   private writeCheckpoint(segment: number, offset: number): void {
-    this.checkpointWrite = this.checkpointWrite.then(async () => {
-      const tmp = join(this.dir, 'checkpoint.json.tmp');
-      await writeFile(tmp, JSON.stringify({ segment, offset }));
-      await rename(tmp, join(this.dir, 'checkpoint.json'));
-      for (const name of await readdir(this.dir)) {
-        const m = SEGMENT.exec(name);
-        if (m && Number(m[1]) < segment) await rm(join(this.dir, name), { force: true });
+    this.checkpointTarget = { segment, offset };
+    this.checkpointWrite ??= this.writeCheckpoints().finally(() => { this.checkpointWrite = null; });
+  }
+
+  private async writeCheckpoints(): Promise<void> {
+    for (let target = this.checkpointTarget; target !== null; target = this.checkpointTarget) {
+      this.checkpointTarget = null;
+      try {
+        const tmp = join(this.dir, 'checkpoint.json.tmp');
+        await writeFile(tmp, JSON.stringify(target), { flush: true });
+        await rename(tmp, join(this.dir, 'checkpoint.json'));
+        await syncDirectory(this.dir);
+        for (const name of await readdir(this.dir)) {
+          const m = SEGMENT.exec(name);
+          if (m && Number(m[1]) < target.segment) await rm(join(this.dir, name), { force: true });
+        }
+      } catch {
+        // The older checkpoint stands: a replay from it finds its records already stored.
       }
-    }).catch(() => undefined);
+    }
   }
 
   async close(): Promise<void> {
@@ -228,6 +252,22 @@ export class IngestLog {
     await this.checkpointWrite;
     await this.fh.close();
     await rm(join(this.dir, 'lock'), { force: true });
+  }
+}
+
+/** A segment opened for appends; its directory entry synced, so a synced record is not lost with the file's name. */
+async function openSegment(dir: string, n: number): Promise<FileHandle> {
+  const fh = await open(join(dir, segmentName(n)), 'a');
+  await syncDirectory(dir);
+  return fh;
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  const fh = await open(dir, 'r');
+  try {
+    await fh.sync();
+  } finally {
+    await fh.close();
   }
 }
 

@@ -1,21 +1,33 @@
 // Resolution of the ingest log in the background (decisions §13): records in the order they were
 // acknowledged, through the same Ingest calls as /v1/events, /v1/persons and /v1/pageviews. Records
-// holding only events are resolved together (the group commit shares their transactions and fails
-// a request only for itself); any other record waits for those before it, so a workspace's
+// holding only events are resolved together (a workspace's events in large calls, made again
+// record by record when one fails); any other record waits for those before it, so a workspace's
 // identify, page, alias and track calls take effect in their order. A part that fails for itself is
 // set aside with its error; an outage of a store is waited out, the record resolved again later.
 
 import { AnalyticsDelayed, DependencyUnavailable } from '../../store/errors.js';
 import type { AliasMerge } from '../alias.js';
 import type { Ingest } from '../ingest.js';
-import { kindOf, type LoggedRequest, type LogOperation, type OperationKind } from '../segment/operations.js';
+import { wellFormedIn } from '../../well-formed.js';
+import { messagesOf, sentAtOf } from '../segment/body.js';
+import { mapMessages, MessageFault } from '../segment/messages.js';
+import { kindOf, type LoggedRequest, type LogOperation, type MappedRequest, type OperationKind } from '../segment/operations.js';
 import type { IngestLog, PendingRecord } from './ingest-log.js';
 
 /** Messages the resolver takes from the log at a time. */
-const WINDOW_EVENTS = 20_000;
+const WINDOW_EVENTS = 50_000;
+/**
+ * The most events of one workspace's event-only records stored in one call: a transaction's fixed
+ * costs (dedupe, identity lookups, appenders) are shared by more events than the group commit of
+ * /v1/events gathers (it never splits a call).
+ */
+const EVENTS_PER_CALL = 20_000;
 const OUTAGE_RETRY_MS = 1_000;
 
 class Stopped extends Error {}
+
+/** A call not made, as if it had failed (a single record is resolved alone). */
+const FAILED = { err: null };
 
 /** Segment page calls always name their visitor (anonymousId, or user:<userId>): no cookieless one is derived. */
 const NAMED_VISITOR = { address: '', userAgent: '' };
@@ -80,7 +92,8 @@ export class LogResolver {
       const records = this.log.peek(WINDOW_EVENTS);
       try {
         for (const wave of waves(records)) {
-          await Promise.all(wave.map((record) => this.resolveRecord(record)));
+          if (wave[0]!.events_only) await this.resolveEvents(wave);
+          else await this.resolveRecord(wave[0]!);
           this.log.settle(wave.length);
         }
       } catch (err) {
@@ -91,23 +104,84 @@ export class LogResolver {
     }
   }
 
+  /**
+   * Event-only records: each workspace's events in calls of up to EVENTS_PER_CALL, the workspaces
+   * at once. A call that fails for itself is made again record by record, so that a record is only
+   * ever set aside for itself.
+   */
+  private async resolveEvents(wave: PendingRecord[]): Promise<void> {
+    const calls = new Map<string, { record: PendingRecord; ops: LogOperation[] }[][]>();
+    const sizes = new Map<string, number>();
+    for (const record of wave) {
+      const ops = await this.operations(record);
+      if (ops.length === 0) continue;
+      const ofWorkspace = calls.get(record.ws) ?? calls.set(record.ws, [[]]).get(record.ws)!;
+      const size = sizes.get(record.ws) ?? 0;
+      const full = size > 0 && size + ops.length > EVENTS_PER_CALL;
+      if (full) ofWorkspace.push([]);
+      ofWorkspace.at(-1)!.push({ record, ops });
+      sizes.set(record.ws, (full ? 0 : size) + ops.length);
+    }
+    await Promise.all([...calls].map(async ([ws, ofWorkspace]) => {
+      for (const call of ofWorkspace) {
+        const failed = call.length > 1 ? await this.attempt(() => this.apply(ws, 'event', call.flatMap((c) => c.ops))) : FAILED;
+        if (failed !== null) for (const { record, ops } of call) await this.resolveRun(ws, record.at, 'event', ops);
+      }
+    }));
+  }
+
   private async resolveRecord(record: PendingRecord): Promise<void> {
-    const { ws, at, ops } = JSON.parse(record.text) as LoggedRequest;
-    for (const run of runs(ops)) await this.resolveRun(ws, at, run.kind, run.ops);
+    const { ws, at } = record;
+    for (const run of runs(await this.operations(record))) await this.resolveRun(ws, at, run.kind, run.ops);
+  }
+
+  /**
+   * The record's operations: its body mapped again as when it arrived (the same receive time and
+   * drawn message ids). A message that no longer maps (the check on arrival let it through) is
+   * set aside with its fault; an unreadable record, whole.
+   */
+  private async operations(record: PendingRecord): Promise<LogOperation[]> {
+    if (record.kept !== undefined) return record.kept as LogOperation[];
+    if ('ops' in record) return (record as PendingRecord & MappedRequest).ops;
+    const { ws, at, kind, received, drawn_ids } = record as PendingRecord & LoggedRequest;
+    const text = record.payload.toString('utf8');
+    let messages: unknown[];
+    let mapped: ReturnType<typeof mapMessages>;
+    try {
+      const body = wellFormedIn(text, JSON.parse(text) as Record<string, unknown>);
+      messages = messagesOf(kind, body);
+      mapped = mapMessages(kind, messages, received, sentAtOf(body), (index) => {
+        const drawn = drawn_ids?.[index];
+        if (drawn === undefined) throw new MessageFault('messageId', 'has no message id drawn when it arrived');
+        return drawn;
+      });
+    } catch (err) {
+      await this.setAside({ ws, at, body: text }, err);
+      return [];
+    }
+    for (const { index, fault } of mapped.faults) await this.setAside({ ws, at, message: messages[index] }, new Error(`${fault.field}: ${fault.message}`));
+    return mapped.ops;
+  }
+
+  private async setAside(entry: Record<string, unknown>, err: unknown): Promise<void> {
+    await this.log.setAsideRecord({ ...entry, error: err instanceof Error ? err.message : String(err), set_aside_at: new Date().toISOString() });
+    this.onError(err);
   }
 
   private async resolveRun(ws: string, at: number, kind: OperationKind, ops: LogOperation[]): Promise<void> {
+    const failed = await this.attempt(() => this.apply(ws, kind, ops));
+    if (failed !== null) await this.setAside({ ws, at, ops }, failed.err);
+  }
+
+  /** Runs `apply` until it is done, waiting out an outage of a store; what made it fail for itself, or null. */
+  private async attempt(apply: () => Promise<void>): Promise<{ err: unknown } | null> {
     for (;;) {
       try {
-        await this.apply(ws, kind, ops);
-        return;
+        await apply();
+        return null;
       } catch (err) {
-        if (err instanceof AnalyticsDelayed) return; // stored; the analytical rows follow from the outbox
-        if (!(err instanceof DependencyUnavailable)) {
-          await this.log.setAsideRecord({ ws, at, ops, error: err instanceof Error ? err.message : String(err), set_aside_at: new Date().toISOString() });
-          this.onError(err);
-          return;
-        }
+        if (err instanceof AnalyticsDelayed) return null; // stored; the analytical rows follow from the outbox
+        if (!(err instanceof DependencyUnavailable)) return { err };
         if (this.stopping) throw new Stopped();
         await new Promise((r) => setTimeout(r, OUTAGE_RETRY_MS));
       }

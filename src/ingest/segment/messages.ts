@@ -4,10 +4,10 @@
 // corrected for the client's clock skew. Each mapped input is then checked by the same checks as
 // /v1/events, /v1/persons and /v1/pageviews take, so what the log holds always resolves.
 
-import { randomUUID } from 'node:crypto';
 import type { FieldError } from '../../errors.js';
 import { fastEvent, fastPageview } from '../fast-path.js';
 import { eventBody, type EventInput, pageviewBody, type PageviewInput, personBody, type PersonInput } from '../schemas.js';
+import { pointerOf, type SegmentKind, typeOf } from './body.js';
 import type { LogOperation } from './operations.js';
 import { pageUrl } from './page-url.js';
 
@@ -86,7 +86,10 @@ interface Common {
   contextTraits?: Json;
 }
 
-function common(message: Json, receivedAt: number, batchSentAt: number | undefined, needsId = true): Common {
+/** The message id of a message that has none: drawn when the request arrives, read back from its record when resolved. */
+export type DrawnId = () => string;
+
+function common(message: Json, receivedAt: number, batchSentAt: number | undefined, drawId: DrawnId, needsId = true): Common {
   const external_id = id(message, 'userId');
   const visitor_id = id(message, 'anonymousId');
   if (needsId && external_id === undefined && visitor_id === undefined) throw new MessageFault('userId', 'userId or anonymousId is required');
@@ -94,7 +97,7 @@ function common(message: Json, receivedAt: number, batchSentAt: number | undefin
   const contextTraits = context && object(context, 'traits', 'context.traits');
   return {
     external_id, visitor_id, context, contextTraits,
-    message_id: id(message, 'messageId') ?? randomUUID(),
+    message_id: id(message, 'messageId') ?? drawId(),
     timestamp: correctedTime(message, receivedAt, batchSentAt),
   };
 }
@@ -174,9 +177,9 @@ function alias(message: Json): LogOperation[] {
 }
 
 /** The log operations of one message of type `type`; throws MessageFault naming the field at fault. */
-export function operationsOf(type: MessageType, message: Json, receivedAt: number, batchSentAt: number | undefined): LogOperation[] {
+export function operationsOf(type: MessageType, message: Json, receivedAt: number, batchSentAt: number | undefined, drawId: DrawnId): LogOperation[] {
   if (type === 'alias') return alias(message);
-  const c = common(message, receivedAt, batchSentAt);
+  const c = common(message, receivedAt, batchSentAt, drawId);
   switch (type) {
     case 'track': {
       const name = message.event;
@@ -194,21 +197,32 @@ export function operationsOf(type: MessageType, message: Json, receivedAt: numbe
   }
 }
 
-/** The messages of a request body as a list of faults (empty: all valid) and operations. */
+/** A message's fault: where it is in its body, and the field at fault. */
+export interface MessageFaultAt {
+  index: number;
+  fault: FieldError;
+}
+
+/**
+ * The operations of a body's `messages` (of a route of `kind`), and the faults of those that have
+ * any (none: all valid). `drawnId(index)` gives the message id of a message that has none.
+ */
 export function mapMessages(
-  messages: { type: MessageType; message: unknown; pointer: string }[], receivedAt: number, batchSentAt: number | undefined,
-): { ops: LogOperation[]; faults: FieldError[] } {
+  kind: SegmentKind, messages: unknown[], receivedAt: number, batchSentAt: number | undefined, drawnId: (index: number) => string,
+): { ops: LogOperation[]; faults: MessageFaultAt[] } {
   const ops: LogOperation[] = [];
-  const faults: FieldError[] = [];
-  messages.forEach(({ type, message, pointer }, index) => {
+  const faults: MessageFaultAt[] = [];
+  for (let index = 0; index < messages.length; index++) {
+    const message = messages[index];
     try {
       if (!isObject(message)) throw new MessageFault('', 'must be an object');
-      for (const op of operationsOf(type, message, receivedAt, batchSentAt)) ops.push(op);
+      for (const op of operationsOf(typeOf(kind, message), message, receivedAt, batchSentAt, () => drawnId(index))) ops.push(op);
     } catch (err) {
       if (!(err instanceof MessageFault)) throw err;
+      const pointer = pointerOf(kind, index);
       const field = `${pointer}${err.field ? `/${err.field.replaceAll('.', '/')}` : ''}`;
-      faults.push({ field, message: err.message, ...(pointer.startsWith('/batch/') ? { index } : {}) });
+      faults.push({ index, fault: { field, message: err.message, ...(kind === 'batch' ? { index } : {}) } });
     }
-  });
+  }
   return { ops, faults };
 }

@@ -1,8 +1,9 @@
 // The Segment-compatible tracking API's feature (decisions §13): a request's messages are checked
-// and mapped, appended durably to this node's ingest log, and acknowledged; the resolver stores
+// and mapped, its body appended durably to this node's ingest log, and acknowledged; the resolver stores
 // them in the background through Ingest. Past the backlog bound, requests are refused with 503 and
 // Retry-After (a status Segment's and RudderStack's clients retry) rather than grow without limit.
 
+import { randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +13,8 @@ import type { Ingest } from '../ingest.js';
 import type { Stores } from '../../store/open.js';
 import { IngestLog, IngestLogUnwritable } from '../log/ingest-log.js';
 import { LogResolver } from '../log/resolver.js';
-import { mapMessages, type MessageType } from './messages.js';
+import { type SegmentKind, sentAtOf, typeOf } from './body.js';
+import { mapMessages } from './messages.js';
 import type { LoggedRequest } from './operations.js';
 
 export interface IngestLogOptions {
@@ -29,12 +31,18 @@ export const DEFAULT_MAX_BACKLOG_EVENTS = 1_000_000;
 const BACKLOG_RETRY_AFTER_SECONDS = 5;
 const LOG_RETRY_AFTER_SECONDS = 5;
 
-export interface IncomingMessage {
-  type: MessageType;
-  message: unknown;
-  /** Where it is in the body, as a JSON Pointer ('' for a single call). */
-  pointer: string;
+/** A request's body as the route read it: its kind, its JSON, its messages (body.ts), and its bytes (decompressed). */
+export interface SegmentRequest {
+  kind: SegmentKind;
+  body: Record<string, unknown>;
+  messages: unknown[];
+  bytes: Buffer | undefined;
 }
+
+/** Unresolved messages up to which a record's mapped operations stay in memory beside it (bounding that memory). */
+const KEPT_OPERATIONS_EVENTS = 50_000;
+
+const EVENT_TYPES = new Set(['track', 'screen', 'group']);
 
 export interface IngestStatus {
   backlog_events: number;
@@ -63,19 +71,35 @@ export class SegmentIngest {
     return new SegmentIngest(log, resolver, options.maxBacklogEvents ?? DEFAULT_MAX_BACKLOG_EVENTS, clock, temporaryDir);
   }
 
-  /** Checks and maps `messages`, then resolves once they are durably in the log (400 naming each bad field, nothing kept). */
-  async accept(ws: string, messages: IncomingMessage[], batchSentAt: number | undefined): Promise<void> {
-    const { ops, faults } = mapMessages(messages, this.clock().getTime(), batchSentAt);
-    if (faults.length > 0) throw invalidRequest(faults);
+  /**
+   * Checks and maps the request's messages (400 naming each bad field, nothing kept), then resolves
+   * once its body is durably in the log; the resolver maps it again from the record, to the same
+   * operations.
+   */
+  async accept(ws: string, { kind, body, messages, bytes }: SegmentRequest): Promise<void> {
+    const received = this.clock().getTime();
+    const drawn: Record<number, string> = {};
+    let draws = 0;
+    const { ops, faults } = mapMessages(kind, messages, received, sentAtOf(body), (index) => {
+      draws++;
+      return (drawn[index] = randomUUID());
+    });
+    if (faults.length > 0) throw invalidRequest(faults.map((f) => f.fault));
     const backlog = this.log.backlog();
-    if (backlog.events + messages.length > this.maxBacklogEvents) {
-      throw new AppError('ingest_backlog', `${backlog.events} messages wait to be resolved (bound ${this.maxBacklogEvents}); retry in ${BACKLOG_RETRY_AFTER_SECONDS} s`,
+    const waiting = backlog.events + this.log.appendingEvents;
+    if (waiting + messages.length > this.maxBacklogEvents) {
+      throw new AppError('ingest_backlog', `${waiting} messages wait to be resolved (bound ${this.maxBacklogEvents}); retry in ${BACKLOG_RETRY_AFTER_SECONDS} s`,
         { retry_after_seconds: BACKLOG_RETRY_AFTER_SECONDS });
     }
-    const events_only = ops.every((op) => 'event' in op);
-    const head = { ws, at: Date.now(), count: messages.length, events_only };
-    const record: LoggedRequest = { ...head, ops };
-    await this.log.append(head, JSON.stringify(record)).catch((err: unknown) => {
+    const head: LoggedRequest = {
+      ws, at: Date.now(), count: messages.length, events_only: messages.every((m) => EVENT_TYPES.has(typeOf(kind, m))), kind, received,
+      ...(draws > 0 ? { drawn_ids: drawn } : {}),
+    };
+    // The write key is no part of what is kept.
+    const payload = bytes === undefined || 'writeKey' in body ? Buffer.from(JSON.stringify({ ...body, writeKey: undefined })) : bytes;
+    // While the resolver keeps up, it takes these operations rather than map the body again.
+    const kept = waiting < KEPT_OPERATIONS_EVENTS ? ops : undefined;
+    await this.log.append(head, payload, kept).catch((err: unknown) => {
       if (!(err instanceof IngestLogUnwritable)) throw err;
       throw new AppError('unavailable', `${err.message}; retry in ${LOG_RETRY_AFTER_SECONDS} s`, { retry_after_seconds: LOG_RETRY_AFTER_SECONDS });
     });
