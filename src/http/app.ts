@@ -3,7 +3,7 @@
 
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { criteriaComponents } from '../criteria/envelope.js';
 import { Workspaces } from '../store/control/workspaces.js';
@@ -42,7 +42,8 @@ export interface AppOptions {
   estimateExactShare?: number;
   /** Evaluation time for estimates; injectable so tests are deterministic. */
   clock?: () => Date;
-  logger?: boolean;
+  /** Fastify's logger: on, off, or its options (a level and a stream: tests read what is logged). */
+  logger?: FastifyServerOptions['logger'];
   /** The ingest feature, when the caller wants to listen to it (attribution); made here otherwise. */
   ingest?: Ingest;
   /** Base URL the payment processor reaches this service at (webhook_url); PUBLIC_URL. */
@@ -73,7 +74,7 @@ declare module 'fastify' {
 }
 
 /** Fastify with zod schemas, the error mapping and key authentication: shared by both apps. */
-async function baseApp(stores: Stores, logger: boolean, rateLimits: RateLimits = DEFAULT_RATE_LIMITS, requestTimeoutMs = SERVICE_BOUNDS.requestBodyTimeoutMs) {
+async function baseApp(stores: Stores, logger: FastifyServerOptions['logger'], rateLimits: RateLimits = DEFAULT_RATE_LIMITS, requestTimeoutMs = SERVICE_BOUNDS.requestBodyTimeoutMs) {
   const app = Fastify({
     logger,
     bodyLimit: BODY_LIMIT_BYTES,
@@ -141,7 +142,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.stores, ingest) });
   await app.register(peopleRoutes, { stores: opts.stores });
   await app.register(mergeRoutes, { stores: opts.stores, clock });
-  const privacy = createPrivacyService(opts.stores, clock, (err) => app.log.error({ err }, 'privacy request or retention failed'),
+  const privacy = createPrivacyService(opts.stores, clock, app.log,
     opts.privacyIntervalMs, opts.audiences?.lease);
   app.decorate('privacy', privacy);
   app.addHook('onClose', () => privacy.stop());

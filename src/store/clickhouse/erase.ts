@@ -7,6 +7,7 @@
 
 import { ClickHousePrinter } from '../../criteria/index.js';
 import type { ErasedRows } from '../analytics.js';
+import { RowsStillLanding } from '../errors.js';
 import type { ClickHouseContext } from './context.js';
 import { reloadVisitorLinks } from './links.js';
 import { quote, rows, table } from './run.js';
@@ -44,7 +45,7 @@ async function eraseRows(ctx: ClickHouseContext, targets: Target[], params: Reco
     for (const [i, t] of targets.entries()) if (counts[i]! > 0) await mutate(ctx, t, params);
   }
   const left = await Promise.all(targets.map((t) => countRows(ctx, t, params)));
-  if (left.some((n) => n > 0)) throw new Error(`rows of erased persons are still stored after ${ROUNDS} rounds; the request is tried again`);
+  if (left.some((n) => n > 0)) throw new RowsStillLanding(ROUNDS);
   return erased!;
 }
 
