@@ -15,7 +15,7 @@ import { quote, rows, table } from './run.js';
 /** Rounds of erase and check: rows of units committed before the control rows went may land during the first. */
 const ROUNDS = 3;
 
-interface Target {
+export interface Target {
   table: string;
   where: string;
 }
@@ -63,8 +63,8 @@ export async function freezeAttribution(ctx: ClickHouseContext, ws: string, cust
   }
 }
 
-/** The rows of these keys: events, page views, and the copies of persons and visitors. */
-function keyTargets(ws: string, personKeys: number[], visitorKeys: number[]): { targets: Target[]; params: Record<string, unknown> } {
+/** The rows of these keys: events, page views, and the copies of persons and visitors (bench/clickhouse-deletes.bench.ts too). */
+export function keyTargets(ws: string, personKeys: number[], visitorKeys: number[]): { targets: Target[]; params: Record<string, unknown> } {
   // Keys as text: chDB binds no integer past 2^53.
   const params = { ws, persons: personKeys.map(String), visitors: visitorKeys.map(String) };
   const persons = 'person_key IN (SELECT toInt64(arrayJoin({persons:Array(String)})))';
