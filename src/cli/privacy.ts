@@ -3,7 +3,7 @@
 // analyst's DuckDB file, run to its end in this process.
 
 import { readFileSync } from 'node:fs';
-import { PrivacyWorker } from '../privacy/worker.js';
+import { type PrivacyLogFields, PrivacyWorker } from '../privacy/worker.js';
 import { submitRequest } from '../privacy/requests.js';
 import { MAX_IDENTIFIERS, privacyRequestBody } from '../privacy/schema.js';
 import { findRequest, IDENTIFIER_KINDS, type PrivacyType } from '../store/control/privacy.js';
@@ -73,7 +73,8 @@ const run = (type: PrivacyType) => async (_: string[], values: Values, out: Outp
     const ws = await findWorkspace(db, workspace);
     const request = await submitRequest(db.stores.control, ws.workspace_id, body.data, new Date());
     let failure: unknown = null;
-    const worker = new PrivacyWorker(db.stores, { clock: () => new Date(), intervalMs: 60_000, onError: (err) => { failure = err; } });
+    const log = { error: ({ err }: PrivacyLogFields) => { failure = err; }, warn: () => undefined };
+    const worker = new PrivacyWorker(db.stores, { clock: () => new Date(), intervalMs: 60_000, log });
     await worker.kick(ws.workspace_id);
     const done = (await findRequest(db.stores.control, ws.workspace_id, request.request_id))!;
     if (done.status !== 'done') throw new CliError(`request ${done.request_id} is ${done.status}${failure ? `: ${oneLine(failure)}` : ''}; it resumes when the service starts`);

@@ -3,7 +3,7 @@
 
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { jsonSchemaTransform, serializerCompiler, validatorCompiler, type ZodTypeProvider } from 'fastify-type-provider-zod';
 import { criteriaComponents } from '../criteria/envelope.js';
 import { Workspaces } from '../store/control/workspaces.js';
@@ -42,7 +42,8 @@ export interface AppOptions {
   estimateExactShare?: number;
   /** Evaluation time for estimates; injectable so tests are deterministic. */
   clock?: () => Date;
-  logger?: boolean;
+  /** Fastify's logger: on, off, or its options (a level and a stream: tests read what is logged). */
+  logger?: FastifyServerOptions['logger'];
   /** The ingest feature, when the caller wants to listen to it (attribution); made here otherwise. */
   ingest?: Ingest;
   /** Base URL the payment processor reaches this service at (webhook_url); PUBLIC_URL. */
@@ -82,7 +83,7 @@ declare module 'fastify' {
 const fastifyTrust = (trust: TrustProxy) => (typeof trust === 'number' ? (_address: string, hop: number) => hop < trust : trust);
 
 /** Fastify with zod schemas, the error mapping and key authentication: shared by both apps. */
-async function baseApp(stores: Stores, logger: boolean, rateLimits: RateLimits = DEFAULT_RATE_LIMITS, requestTimeoutMs = SERVICE_BOUNDS.requestBodyTimeoutMs, trustProxy: TrustProxy = false) {
+async function baseApp(stores: Stores, logger: FastifyServerOptions['logger'], rateLimits: RateLimits = DEFAULT_RATE_LIMITS, requestTimeoutMs = SERVICE_BOUNDS.requestBodyTimeoutMs, trustProxy: TrustProxy = false) {
   const app = Fastify({
     logger,
     // request.ip (cookieless visitors, rate limits by address): the connection's unless proxies are trusted.
@@ -152,7 +153,7 @@ export async function buildApp(opts: AppOptions): Promise<FastifyInstance> {
   await app.register(webhookRoutes, { webhook: new PaymentWebhook(opts.stores, ingest) });
   await app.register(peopleRoutes, { stores: opts.stores });
   await app.register(mergeRoutes, { stores: opts.stores, clock, lease: opts.audiences?.lease });
-  const privacy = createPrivacyService(opts.stores, clock, (err) => app.log.error({ err }, 'privacy request or retention failed'),
+  const privacy = createPrivacyService(opts.stores, clock, app.log,
     opts.privacyIntervalMs, opts.audiences?.lease);
   app.decorate('privacy', privacy);
   app.addHook('onClose', () => privacy.stop());

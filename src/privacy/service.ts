@@ -5,7 +5,7 @@ import type { LeaseOptions } from '../store/control/leases.js';
 import { MergeFinisher } from '../people/finisher.js';
 import type { Stores } from '../store/open.js';
 import { Retention } from './retention.js';
-import { PrivacyWorker } from './worker.js';
+import { type PrivacyLog, PrivacyWorker } from './worker.js';
 
 export interface PrivacyService {
   worker: PrivacyWorker;
@@ -19,11 +19,11 @@ export const PRIVACY_INTERVAL_MS = 10_000;
 
 /** `lease`: how long a killed process's lease holds its workspaces' requests (LEASE_TTL_MS, as refreshes). */
 export function createPrivacyService(
-  stores: Stores, clock: () => Date, onError: (err: unknown) => void, intervalMs = PRIVACY_INTERVAL_MS, lease?: LeaseOptions,
+  stores: Stores, clock: () => Date, log: PrivacyLog, intervalMs = PRIVACY_INTERVAL_MS, lease?: LeaseOptions,
 ): PrivacyService {
-  const worker = new PrivacyWorker(stores, { clock, intervalMs, onError, lease });
-  const retention = new Retention(stores, { clock, onError, lease });
-  const merges = new MergeFinisher(stores, { intervalMs, onError, lease });
+  const worker = new PrivacyWorker(stores, { clock, intervalMs, log, lease });
+  const retention = new Retention(stores, { clock, onError: (err) => log.error({ err }, 'retention failed'), lease });
+  const merges = new MergeFinisher(stores, { intervalMs, onError: (err) => log.error({ err }, 'finishing a pending merge failed'), lease });
   return {
     worker,
     retention,

@@ -11,6 +11,16 @@ export class AnalyticsDelayed extends Error {
   }
 }
 
+/**
+ * Rows of erased keys are still stored after the delete's rounds: inserts that committed before
+ * the control rows went kept landing. Trying the delete again erases them.
+ */
+export class RowsStillLanding extends Error {
+  constructor(rounds: number) {
+    super(`rows of erased persons are still stored after ${rounds} rounds; the request is tried again`);
+  }
+}
+
 /** The stores a request depends on, as answers and /health name them. */
 export type Dependency = 'postgresql' | 'clickhouse' | 'duckdb';
 

@@ -53,6 +53,8 @@ export interface TestAppOptions extends StoreOptions {
   workspace?: CreatedWorkspace;
   /** The ingest log's directory and bound (a temporary directory unless given). */
   ingestLog?: AppOptions['ingestLog'];
+  /** The app's logger (off unless given). */
+  logger?: AppOptions['logger'];
 }
 
 export async function startTestApp(options: TestAppOptions = {}): Promise<TestApp> {
@@ -77,7 +79,7 @@ export async function startTestApp(options: TestAppOptions = {}): Promise<TestAp
   const audiences = { ...options.audiences, delivery: { ...AUDIENCE_DEFAULTS.delivery, allowPrivateDestinations: true, ...options.audiences?.delivery } };
   const app = await buildApp({
     stores, estimateBudgetMs: options.budgetMs ?? 5000, estimateExactShare: options.exactShare, clock: options.clock ?? (at ? () => at : undefined), audiences,
-    rateLimits: options.rateLimits, ingestLog: options.ingestLog, trustProxy: options.trustProxy,
+    rateLimits: options.rateLimits, ingestLog: options.ingestLog, trustProxy: options.trustProxy, logger: options.logger,
   });
   const post = (url: string, body: unknown, key = ws.secret_key) => app.inject({
     method: 'POST',

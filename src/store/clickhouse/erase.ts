@@ -7,6 +7,7 @@
 
 import { ClickHousePrinter } from '../../criteria/index.js';
 import type { ErasedRows } from '../analytics.js';
+import { RowsStillLanding } from '../errors.js';
 import type { ClickHouseContext } from './context.js';
 import { reloadVisitorLinks } from './links.js';
 import { quote, rows, table } from './run.js';
@@ -14,7 +15,7 @@ import { quote, rows, table } from './run.js';
 /** Rounds of erase and check: rows of units committed before the control rows went may land during the first. */
 const ROUNDS = 3;
 
-interface Target {
+export interface Target {
   table: string;
   where: string;
 }
@@ -44,7 +45,7 @@ async function eraseRows(ctx: ClickHouseContext, targets: Target[], params: Reco
     for (const [i, t] of targets.entries()) if (counts[i]! > 0) await mutate(ctx, t, params);
   }
   const left = await Promise.all(targets.map((t) => countRows(ctx, t, params)));
-  if (left.some((n) => n > 0)) throw new Error(`rows of erased persons are still stored after ${ROUNDS} rounds; the request is tried again`);
+  if (left.some((n) => n > 0)) throw new RowsStillLanding(ROUNDS);
   return erased!;
 }
 
@@ -62,8 +63,8 @@ export async function freezeAttribution(ctx: ClickHouseContext, ws: string, cust
   }
 }
 
-/** The rows of these keys: events, page views, and the copies of persons and visitors. */
-function keyTargets(ws: string, personKeys: number[], visitorKeys: number[]): { targets: Target[]; params: Record<string, unknown> } {
+/** The rows of these keys: events, page views, and the copies of persons and visitors (bench/clickhouse-deletes.bench.ts too). */
+export function keyTargets(ws: string, personKeys: number[], visitorKeys: number[]): { targets: Target[]; params: Record<string, unknown> } {
   // Keys as text: chDB binds no integer past 2^53.
   const params = { ws, persons: personKeys.map(String), visitors: visitorKeys.map(String) };
   const persons = 'person_key IN (SELECT toInt64(arrayJoin({persons:Array(String)})))';

@@ -117,9 +117,10 @@ export async function workspacesWithUnfinished(sql: ControlSql): Promise<string[
   return rows.map((r) => r.workspace_id as string);
 }
 
-export async function unfinishedRequests(sql: ControlSql, ws: string): Promise<PrivacyRequestRow[]> {
+/** The workspace's oldest `limit` unfinished requests, in the order asked. */
+export async function unfinishedRequests(sql: ControlSql, ws: string, limit: number): Promise<PrivacyRequestRow[]> {
   const rows = await sql.all(`SELECT ${COLUMNS} FROM privacy_requests WHERE workspace_id = $1 AND status IN ('pending', 'running')
-    ORDER BY created_at, request_id`, [ws]);
+    ORDER BY created_at, request_id LIMIT $2`, [ws, limit]);
   return rows.map(toRequest);
 }
 

@@ -1,0 +1,187 @@
+// ClickHouse privacy deletes and retention on chDB (issue 35), on the estimate dataset imported into
+// ClickHouse plus a workspace written through the API:
+// - a delete of 1,000 persons (their events, page views, and copies of persons and visitors) as the
+//   store runs it (eraseKeys: ALTER TABLE … DELETE mutations, waited for, counted again), against a
+//   lightweight DELETE (masks the rows; gone from disk only at a later merge) and a lightweight
+//   DELETE followed by APPLY DELETED MASK (rewrites the parts, as the mutation does);
+// - a day of retention as the store runs it (eraseBefore: one mutation per table), against a TTL
+//   on a `retention_days` column stamped per workspace (ClickHouse refuses dictGet in a TTL), the
+//   day's expired rows removed by the TTL merge of the oldest partition; and the TTL's own costs:
+//   stamping a workspace's rows when its retention is set or changed.
+// Designs alternate round by round, each on persons of its own drawn at random.
+//   npx tsx bench/clickhouse.bench.ts --prepare [--people N --events N --pageviews N]   (once: the import)
+//   npx tsx bench/clickhouse-deletes.bench.ts [same sizes] [--api-persons 20000] [--rounds 3]
+
+import { cp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { cpus, loadavg, totalmem } from 'node:os';
+import { join } from 'node:path';
+import { Bench } from 'tinybench';
+import { buildApp } from '../src/http/app.js';
+import { ClickHouseAnalytics } from '../src/store/clickhouse/analytics.js';
+import type { ClickHouseContext } from '../src/store/clickhouse/context.js';
+import { eraseBefore, eraseKeys, keyTargets } from '../src/store/clickhouse/erase.js';
+import { Workspaces } from '../src/store/control/workspaces.js';
+import { openStores } from '../src/store/open.js';
+import { benchArgs, sizeTag, WS } from './support/dataset.js';
+
+const { sizes, values } = benchArgs({ 'api-persons': { type: 'string', default: '20000' }, rounds: { type: 'string', default: '3' } });
+const [apiPersons, rounds] = [Number(values['api-persons']), Number(values.rounds)];
+const BATCH = 1000;
+const prepared = join('data', 'bench', `${sizeTag(sizes)}.chdb`);
+if (!existsSync(prepared)) throw new Error(`${prepared} is missing: run \`npx tsx bench/clickhouse.bench.ts --prepare\` with the same sizes first`);
+// The deletes consume the data: a copy of the prepared import each run.
+const copy = join('data', 'bench', `deletes-${sizeTag(sizes)}.chdb`);
+await rm(copy, { recursive: true, force: true });
+await cp(prepared, copy, { recursive: true });
+
+const log = (line: string) => console.log(line);
+const secs = (ms: number) => (ms / 1000).toFixed(2);
+const stores = await openStores({ analyticsStore: 'clickhouse', databasePath: ':memory:', clickhouse: { path: copy, database: 'bench' } });
+const ctx: ClickHouseContext = (stores.analytics as ClickHouseAnalytics).ctx;
+const noSweep = () => Promise.resolve();
+
+async function rows<T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> {
+  return (await ctx.client.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>();
+}
+const command = (query: string, params: Record<string, unknown> = {}, settings: Record<string, string> = {}) =>
+  ctx.client.command({ query, query_params: params, clickhouse_settings: settings });
+
+// The API's write path: persons with 5 events and a page view each, 500 a call, into a workspace of their own.
+const ws = await new Workspaces(stores.control).create('api');
+const app = await buildApp({ stores, estimateBudgetMs: 60_000 });
+const post = async (url: string, body: unknown) => {
+  const res = await app.inject({ method: 'POST', url, headers: { authorization: `Bearer ${ws.secret_key}`, 'content-type': 'application/json' }, payload: JSON.stringify(body) });
+  if (res.statusCode !== 200) throw new Error(`${url}: ${res.statusCode} ${res.body}`);
+};
+let t0 = performance.now();
+for (let from = 0; from < apiPersons * 5; from += 500) {
+  await post('/v1/events', { batch: Array.from({ length: Math.min(500, apiPersons * 5 - from) }, (_, i) => {
+    const p = (from + i) % apiPersons;
+    return { event_name: from + i < apiPersons ? 'signup' : 'feature_used', user_id: `u_${p}`, visitor_id: `v_${p}`, email: `u${p}@example.com`, properties: { n: i } };
+  }) });
+}
+for (let from = 0; from < apiPersons; from += 500) {
+  await post('/v1/pageviews', { batch: Array.from({ length: Math.min(500, apiPersons - from) }, (_, i) => ({ visitor_id: `v_${from + i}`, url: 'https://shop.example/?utm_source=news' })) });
+}
+await (stores.analytics as ClickHouseAnalytics).sweepOutbox();
+log(`API: ${apiPersons.toLocaleString('en-US')} persons, ${(apiPersons * 5).toLocaleString('en-US')} events, ${apiPersons.toLocaleString('en-US')} page views in ${secs(performance.now() - t0)} s`);
+
+const { events, pageviews, parts } = (await rows<{ events: string; pageviews: string; parts: string }>(`SELECT
+  (SELECT count() FROM bench.events) AS events, (SELECT count() FROM bench.pageviews) AS pageviews,
+  (SELECT count() FROM system.parts WHERE database = 'bench' AND table = 'events' AND active) AS parts`))[0]!;
+log(`machine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, load ${loadavg().map((l) => l.toFixed(1)).join(' ')} (shared with 5 other helpers); chDB`);
+log(`tables: ${Number(events).toLocaleString('en-US')} events (${parts} active parts), ${Number(pageviews).toLocaleString('en-US')} page views\n`);
+
+// Persons of the imported workspace with their visitors, at random: a batch of 1,000 per design and round.
+const drawn = await rows<{ person_key: string; visitors: string[] }>(`SELECT p.person_key AS person_key, groupArray(v.visitor_key) AS visitors
+  FROM (SELECT person_key FROM bench.persons WHERE workspace_id = {ws:String} ORDER BY rand() LIMIT {n:UInt32}) AS p
+  LEFT JOIN (SELECT visitor_key, person_key FROM bench.visitors FINAL WHERE workspace_id = {ws:String}) AS v ON v.person_key = p.person_key
+  GROUP BY p.person_key`, { ws: WS, n: BATCH * 3 * rounds });
+let next = 0;
+const batch = () => {
+  const picked = drawn.slice(next, next += BATCH);
+  return { persons: picked.map((p) => Number(p.person_key)), visitors: picked.flatMap((p) => p.visitors.map(Number).filter((v) => v > 0)) };
+};
+
+/** The rows left of a batch (0 after every design: a design that leaves rows is no design). */
+async function left(persons: number[], visitors: number[]): Promise<number> {
+  const { targets, params } = keyTargets(WS, persons, visitors);
+  const counts = await Promise.all(targets.map(async (t) => Number((await rows<{ n: string }>(`SELECT count() AS n FROM bench.${t.table} WHERE ${t.where}`, params))[0]!.n)));
+  return counts.reduce((a, b) => a + b, 0);
+}
+
+const lightweight = async (persons: number[], visitors: number[], apply: boolean) => {
+  const { targets, params } = keyTargets(WS, persons, visitors);
+  for (const t of targets) {
+    await command(`DELETE FROM bench.${t.table} WHERE ${t.where}`, params, { lightweight_deletes_sync: '2' });
+    if (apply) await command(`ALTER TABLE bench.${t.table} APPLY DELETED MASK`, {}, { mutations_sync: '2' });
+  }
+};
+const deletes: Record<string, (p: number[], v: number[]) => Promise<unknown>> = {
+  'mutations (the store: eraseKeys)': (p, v) => eraseKeys(ctx, WS, p, v, noSweep),
+  'lightweight DELETE (masked only)': (p, v) => lightweight(p, v, false),
+  'lightweight DELETE + APPLY DELETED MASK': (p, v) => lightweight(p, v, true),
+};
+const taken: Record<string, number[]> = {};
+let leftover = 0;
+for (let round = 0; round < rounds; round++) {
+  const bench = new Bench({ iterations: 1, time: 0, warmup: false });
+  for (const [name, erase] of Object.entries(deletes)) {
+    const current = batch();
+    bench.add(name, async () => { await erase(current.persons, current.visitors); }, {
+      async afterEach() { leftover += await left(current.persons, current.visitors); },
+    });
+  }
+  await bench.run();
+  for (const task of bench.tasks) {
+    if (task.result.state !== 'completed') throw new Error(`${task.name}: ${task.result.state}`);
+    (taken[task.name] ??= []).push(task.result.latency.mean);
+  }
+  log(`round ${round + 1}: ${bench.tasks.map((task) => `${task.name} ${secs(task.result.state === 'completed' ? task.result.latency.mean : NaN)} s`).join('; ')}`);
+}
+if (leftover > 0) throw new Error(`${leftover} rows of deleted persons left`);
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+log(`\n| a delete of ${BATCH.toLocaleString('en-US')} persons | median s | runs (s) |\n|---|---:|---|`);
+for (const [name, xs] of Object.entries(taken)) log(`| ${name} | ${secs(median(xs))} | ${xs.map(secs).join(', ')} |`);
+
+// Retention. The imported events span the year before the dataset's date: the cuts start a quarter
+// into it (what is older erased first, untimed), so that each removes one day's rows.
+const { first, last } = (await rows<{ first: string; last: string }>(`SELECT toUnixTimestamp(min(ts)) AS first, toUnixTimestamp(max(ts)) AS last
+  FROM bench.events WHERE workspace_id = {ws:String}`, { ws: WS }))[0]!;
+const DAY = 86_400;
+const start = Math.floor((Number(first) + (Number(last) - Number(first)) / 4) / DAY) * DAY;
+await eraseBefore(ctx, WS, new Date(start * 1000), noSweep);
+let day = 1;
+const older = async (table: string, before: number) => Number((await rows<{ n: string }>(
+  `SELECT count() AS n FROM bench.${table} WHERE workspace_id = {ws:String} AND ts < toDateTime64({b:Float64}, 6, 'UTC')`, { ws: WS, b: before }))[0]!.n);
+const BATCHED = 'batched delete of a day (the store: eraseBefore)';
+const TTL = 'TTL: the merge of the partitions that can hold expired rows (daily, in the background)';
+const STAMP = 'TTL: stamping a workspace\'s rows with its retention (when it is set or changed)';
+const retention: Record<string, number[]> = { [BATCHED]: [], [TTL]: [], [STAMP]: [] };
+// The TTL design: a column stamped with the workspace's retention, a TTL on it.
+t0 = performance.now();
+for (const table of ['events', 'pageviews']) {
+  await command(`ALTER TABLE bench.${table} ADD COLUMN IF NOT EXISTS retention_days UInt16 DEFAULT 0`, {}, { mutations_sync: '2' });
+  await command(`ALTER TABLE bench.${table} MODIFY TTL toDateTime(ts) + toIntervalDay(retention_days) WHERE retention_days > 0`, {}, { mutations_sync: '2', materialize_ttl_after_modify: '0' });
+}
+log(`\nTTL added (column and TTL, not materialized): ${secs(performance.now() - t0)} s`);
+const nowS = Math.floor(Date.now() / 1000);
+for (let round = 0; round < rounds; round++) {
+  // Batched: the store's job erases what is older than the cut, one day more each round.
+  const cut = start + day++ * DAY;
+  const erased = await older('events', cut);
+  t0 = performance.now();
+  await eraseBefore(ctx, WS, new Date(cut * 1000), noSweep);
+  retention[BATCHED]!.push(performance.now() - t0);
+  if (await older('events', cut) !== 0) throw new Error('eraseBefore left rows');
+  // TTL: the workspace's retention is set so that the next day has expired (a mutation stamping
+  // the rows, which applies the TTL to the parts it rewrites); the TTL merge of the partitions
+  // that can hold expired rows then removes what is left. ClickHouse merges in the background; forced here.
+  const ttlCut = start + day++ * DAY;
+  const days = Math.floor((nowS - ttlCut) / DAY);
+  const expiring = await older('events', nowS - days * DAY);
+  t0 = performance.now();
+  for (const table of ['events', 'pageviews']) {
+    await command(`ALTER TABLE bench.${table} UPDATE retention_days = {d:UInt16} WHERE workspace_id = {ws:String}`, { d: days, ws: WS }, { mutations_sync: '2' });
+  }
+  retention[STAMP]!.push(performance.now() - t0);
+  const month = new Date((nowS - days * DAY) * 1000).toISOString().slice(0, 7).replace('-', '');
+  const partitions = await rows<{ partition_id: string }>(`SELECT DISTINCT partition_id FROM system.parts
+    WHERE database = 'bench' AND table IN ('events', 'pageviews') AND active AND partition_id <= {m:String}`, { m: month });
+  t0 = performance.now();
+  for (const table of ['events', 'pageviews']) {
+    for (const { partition_id: id } of partitions) await command(`OPTIMIZE TABLE bench.${table} PARTITION ID {id:String} FINAL`, { id });
+  }
+  retention[TTL]!.push(performance.now() - t0);
+  const still = await older('events', nowS - days * DAY);
+  log(`round ${round + 1}: batched ${erased} events ${secs(retention[BATCHED]!.at(-1)!)} s; TTL ${expiring} events expired, `
+    + `stamping ${secs(retention[STAMP]!.at(-1)!)} s, merge of ${partitions.length} partitions ${secs(retention[TTL]!.at(-1)!)} s (${still} left)`);
+  if (still !== 0) throw new Error('the TTL left expired rows');
+}
+log(`\n| a day of retention | median s | runs (s) |\n|---|---:|---|`);
+for (const [name, xs] of Object.entries(retention)) log(`| ${name} | ${secs(median(xs))} | ${xs.map(secs).join(', ')} |`);
+
+await app.close();
+await stores.close();
+await rm(copy, { recursive: true, force: true });
