@@ -107,7 +107,9 @@ export class PaymentWebhook {
 
   private async visitorsLinked(work: UnitOfWork, links: VisitorLink[]): Promise<void> {
     const byWorkspace = new Map<string, number[]>();
+    // A visitor new in this unit of work has no customer yet: a batch of new users runs no statement.
     for (const l of links) {
+      if (l.created) continue;
       const keys = byWorkspace.get(l.workspaceId);
       if (keys) keys.push(l.visitorKey);
       else byWorkspace.set(l.workspaceId, [l.visitorKey]);

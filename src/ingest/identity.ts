@@ -6,7 +6,7 @@
 
 import type { UnitOfWork, VisitorLink } from '../store/analytics.js';
 import {
-  lockPersons, type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type VisitorRecord, visitorsById,
+  lockPersons, type NewVisitor, type PersonRecord, type PersonUpdate, personsBy, savePersons, saveVisitors, type VisitorRecord, visitorsById,
 } from '../store/control/people.js';
 import { personsByIdentifier } from '../store/control/merges.js';
 import { recordNewTraitPaths } from '../store/control/properties.js';
@@ -72,7 +72,7 @@ export class IdentityResolution {
   private readonly changedPersons = new Set<number>();
   /** Traits and name per person key, merged in input order; the store merges them onto its own. */
   private readonly updates = new Map<number, PersonUpdate>();
-  private readonly createdVisitors: (VisitorRecord & { first_seen_at: Date })[] = [];
+  private readonly createdVisitors: NewVisitor[] = [];
   private readonly createdVisitorIds = new Set<string>();
   private readonly relinked = new Map<string, VisitorRecord>();
   private readonly anonymous = new Map<string, VisitorRecord>();
@@ -208,7 +208,7 @@ export class IdentityResolution {
       visitor = this.writableVisitor(visitor);
       visitor.person_key = person.person_key;
       if (!created) this.relinked.set(visitorId, visitor);
-      this.links.push({ workspaceId: this.ws, visitorId, visitorKey: visitor.visitor_key, personKey: person.person_key });
+      this.links.push({ workspaceId: this.ws, visitorId, visitorKey: visitor.visitor_key, personKey: person.person_key, created });
     }
     if (!person && input.event && !visitor.anonymous_events) {
       visitor = this.writableVisitor(visitor);

@@ -55,6 +55,8 @@ export interface VisitorLink {
   visitorId: string;
   visitorKey: number;
   personKey: number;
+  /** The visitor is new in this unit of work: nothing stored before it (a deferred customer) names it. */
+  created: boolean;
 }
 
 export type PaymentEventKind = PaymentEventRow['kind'];

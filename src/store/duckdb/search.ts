@@ -14,11 +14,15 @@
 import { type Candidates, type IndexedRow, type PeopleSearch, SCANNED } from '../control/search.js';
 import type { ControlSql } from '../control/store.js';
 import type { Store } from './db.js';
-import { GramIndex, gramsOf } from './trigrams.js';
+import { GramIndex, gramsOf, lowerAsDuckDB } from './trigrams.js';
 
 /** The search text of a person from its email, external_id and name expressions. */
 export const personSearch = (email: string, externalId: string, name: string): string =>
   `lower(concat_ws(chr(10), ${email}, ${externalId}, ${name}))`;
+
+/** personSearch's text of these values, made here (concat_ws leaves nulls out; '' when all are). */
+export const personSearchText = (values: readonly (string | null)[]): string =>
+  lowerAsDuckDB(values.filter((v) => v !== null).join('\n'));
 
 /** Past this many persons under its rarest trigram a term is common: the search column is scanned (a common term's first page is a short top-N). */
 const COMMON_GRAM = 20_000;
