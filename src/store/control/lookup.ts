@@ -1,7 +1,9 @@
 // People lookup (GET /people): persons, and paying customers attributed to no person yet, whose
 // email, external_id, name or customer id contains the term. Keyset-paginated on `sort_key`.
 
+import { fewCandidates, fewCandidatesPage } from './lookup-few.js';
 import { personsByAlias } from './merges.js';
+import type { Candidates } from './search.js';
 import { columnOf, type ControlRow, type ControlSql, type ControlValue } from './store.js';
 
 export interface LookupRow {
@@ -45,7 +47,7 @@ function personKeyBound(after: string): bigint {
  * nothing reads every customer's owner.
  */
 export async function lookupPeople(store: ControlSql, ws: string, q: string, after: string, limit: number): Promise<LookupRow[]> {
-  const { dialect: d, search } = store;
+  const { search } = store;
   const term = q.toLowerCase();
   const grams = await search.rareGrams(store, term);
   const found = await search.candidates(store, ws, term);
@@ -53,6 +55,25 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
   const aliased = q === '' ? [] : await personsByAlias(store, ws, q);
   // Neither index holds a candidate: nothing matches (the persons found by a customer id are its owners).
   if (found.persons?.length === 0 && found.customers?.length === 0 && aliased.length === 0) return [];
+  const page = search.lower && fewCandidates(found) ? await fewCandidatesPage(store, ws, term, after, limit, found, aliased, search.lower)
+    : await pageOfStatement(store, ws, term, after, limit, grams, found, aliased);
+  const people = await (search.joinsByIndex ? pagePersonsJoined : pagePersonsByKeys)(store, ws, page.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])));
+  return page.flatMap((r): LookupRow[] => {
+    if (r.person_key !== null) {
+      const person = people.get(Number(r.person_key));
+      return person ? [{ sort_key: r.sort_key as string, ...person }] : [];
+    }
+    return [{
+      sort_key: r.sort_key as string, person_key: null, person_id: null, external_id: null, email: (r.email as string | null) ?? null, name: null,
+      visitor_key: r.visitor_key === null ? null : Number(r.visitor_key), customer_ids: [r.customer_id as string], link_state: r.link_state as string,
+    }];
+  });
+}
+
+/** The page's keys (persons by key, customers without an owner whole) by the lookup's statement. */
+async function pageOfStatement(store: ControlSql, ws: string, term: string, after: string, limit: number, grams: string[] | null, found: Candidates, aliased: number[],
+): Promise<ControlRow[]> {
+  const { dialect: d, search } = store;
   const params: ControlValue[] = [ws, term, after, limit, personKeyBound(after)];
   const param = (value: ControlValue) => `$${params.push(value)}`;
   const aliasHit = aliased.length === 0 ? '' : `
@@ -91,7 +112,7 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
   const personSide = grams === null ? `persons_hit AS (${personsHit} ORDER BY person_key LIMIT $4)`
     : `person_matches AS MATERIALIZED (${personsHit}),
     persons_hit AS (SELECT person_key FROM person_matches ORDER BY person_key LIMIT $4)`;
-  const page = await store.all(`WITH
+  return store.all(`WITH
     -- The matching customers, read once (on DuckDB its index's candidates by their ids, or one scan
     -- of the customers; on PostgreSQL those matching by id only). Each side's first page only. On
     -- PostgreSQL a common term walks the persons in key order and stops, a rare one reads its index
@@ -126,17 +147,6 @@ ${aliasHit}
     SELECT page.sort_key, page.person_key, h.email, h.visitor_key, h.customer_id, h.link_state
     FROM page LEFT JOIN unowned_hit h ON h.customer_id = page.customer_id
     ORDER BY page.sort_key`, params);
-  const people = await (search.joinsByIndex ? pagePersonsJoined : pagePersonsByKeys)(store, ws, page.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])));
-  return page.flatMap((r): LookupRow[] => {
-    if (r.person_key !== null) {
-      const person = people.get(Number(r.person_key));
-      return person ? [{ sort_key: r.sort_key as string, ...person }] : [];
-    }
-    return [{
-      sort_key: r.sort_key as string, person_key: null, person_id: null, external_id: null, email: (r.email as string | null) ?? null, name: null,
-      visitor_key: r.visitor_key === null ? null : Number(r.visitor_key), customer_ids: [r.customer_id as string], link_state: r.link_state as string,
-    }];
-  });
 }
 
 /** A customer of a page's person, with the link state the page shows for it. */

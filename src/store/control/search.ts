@@ -38,6 +38,11 @@ export interface PeopleSearch {
    * a term's rarest trigrams; null: by all of them.
    */
   rareGrams(sql: ControlSql, term: string): Promise<string[] | null>;
+  /**
+   * A value lowercased as the engine's lower() does, where the engine keeps trigram indexes of its
+   * own: few candidates are then checked for the term in this process (store/control/lookup-few.ts).
+   */
+  readonly lower?: (value: string) => string;
   /** The candidates of the workspace's persons and customers for the term (lowercased), where the engine keeps trigram indexes of its own. */
   candidates(sql: ControlSql, ws: string, term: string): Promise<Candidates>;
   /**

@@ -48,6 +48,7 @@ export class DuckDBSearch implements PeopleSearch {
   readonly joinsByIndex = false;
   readonly unownedCustomersIndexed = false;
   readonly personSearch = personSearch;
+  readonly lower = lowerAsDuckDB;
   private readonly workspaces = new Map<string, WorkspaceIndexes>();
   private readonly failedAt = new Map<string, number>();
 
