@@ -31,12 +31,9 @@ export function wellFormed(value: unknown): unknown {
   return root;
 }
 
-/** Whether JSON text escapes a surrogate (JSON.stringify escapes only a lone one), which DuckDB's JSON reader refuses. */
-export const hasSurrogateEscape = (json: string): boolean => SURROGATE_ESCAPE.test(json);
-
 /** `value` parsed from (or serialized to) `json`, well-formed: walked only when `json` has a surrogate escape. */
 export function wellFormedIn<T>(json: string, value: T): T {
-  return hasSurrogateEscape(json) ? wellFormed(value) as T : value;
+  return SURROGATE_ESCAPE.test(json) ? wellFormed(value) as T : value;
 }
 
 /** JSON text of `value` with every string well-formed (DuckDB's JSON reader takes it whole). */

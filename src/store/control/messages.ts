@@ -21,16 +21,15 @@ export class MessageIdSeen extends Error {
 }
 
 /**
- * Records message ids (distinct) that the caller expects to be new, with a plain insert (DuckDB:
- * its appender, ControlTx.appends): far less CPU than claimMessageIds' ON CONFLICT
- * (bench/RESULTS.md, "Ingest over HTTP"). One seen before fails the insert and with it the
- * transaction (MessageIdSeen): the caller rolls back and claims with claimMessageIds.
+ * Records message ids (distinct) that the caller expects to be new, with a plain insert: on DuckDB
+ * far less CPU than claimMessageIds' ON CONFLICT (bench/RESULTS.md, "Ingest over HTTP"). One seen
+ * before fails the statement and with it the transaction (MessageIdSeen): the caller rolls back and
+ * claims with claimMessageIds.
  */
 export async function insertNewMessageIds(tx: ControlTx, ws: string, messageIds: string[]): Promise<void> {
   if (messageIds.length === 0) return;
   try {
-    if (tx.appends) await tx.appends.messageIds(ws, messageIds);
-    else await tx.run(`INSERT INTO event_messages (workspace_id, message_id) SELECT $1, ${tx.dialect.texts('$2')}`, [ws, columnOf(messageIds)]);
+    await tx.run(`INSERT INTO event_messages (workspace_id, message_id) SELECT $1, ${tx.dialect.texts('$2')}`, [ws, columnOf(messageIds)]);
   } catch (err) {
     throw tx.dialect.duplicateKey(err) ? new MessageIdSeen() : err;
   }

@@ -44,12 +44,6 @@ export interface PeopleMirror {
   visitors(ws: string, visitors: VisitorRecord[]): Promise<void>;
 }
 
-/** A person a batch creates, as its row is inserted: its name and traits (JSON text) beside its identifiers. */
-export interface NewPerson extends PersonRecord {
-  name: string | null;
-  traits: string;
-}
-
 /** A visitor a batch creates, as its row is inserted. */
 export type NewVisitor = VisitorRecord & { first_seen_at: Date };
 
@@ -128,12 +122,7 @@ export async function savePersons(
   const { keys, texts, json, mergeObject } = tx.dialect;
   const { personSearch } = tx.search;
   // The instant is cast: in a select list nothing else gives a PostgreSQL parameter its type.
-  if (created.length > 0 && tx.appends) {
-    await tx.appends.persons(ws, created.map((p) => {
-      const update = updates.get(p.person_key);
-      return { ...p, name: update?.name ?? null, traits: JSON.stringify(update?.traits ?? {}) };
-    }), at);
-  } else if (created.length > 0) {
+  if (created.length > 0) {
     await tx.run(`INSERT INTO persons (workspace_id, person_key, person_id, external_id, email, name, traits, created_at, updated_at${personSearch ? ', search' : ''})
       SELECT $1, k, id, ext, email, name, ${json('traits')}, CAST($2 AS TIMESTAMP), CAST($2 AS TIMESTAMP)${personSearch ? `, ${personSearch('email', 'ext', 'name')}` : ''}
       FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS email, ${texts('$5')} AS name,
@@ -170,9 +159,7 @@ export async function saveVisitors(
   { control: tx, mirror }: PeopleWrites, ws: string, created: NewVisitor[], relinked: VisitorRecord[], anonymous: VisitorRecord[], at: Date,
 ): Promise<void> {
   const { keys, texts } = tx.dialect;
-  if (created.length > 0 && tx.appends) {
-    await tx.appends.visitors(ws, created, at);
-  } else if (created.length > 0) {
+  if (created.length > 0) {
     await tx.run(`INSERT INTO visitors (workspace_id, visitor_key, visitor_id, person_key, first_seen_at, linked_at, anonymous_events)
       SELECT $1, k, id, p, CAST(seen AS TIMESTAMP), CASE WHEN p IS NULL THEN NULL ELSE CAST($2 AS TIMESTAMP) END, a IS NOT NULL
       FROM (SELECT ${keys('$3')} AS k, ${texts('$4')} AS id, ${keys('$5')} AS p, ${texts('$6')} AS seen, ${keys('$7')} AS a) AS c`,

@@ -7,7 +7,6 @@
 
 import { stringifyWellFormed } from '../../well-formed.js';
 import type { ControlCaches } from './caches.js';
-import type { NewPerson, NewVisitor } from './people.js';
 import type { PeopleSearch } from './search.js';
 
 /** A bound value: instants as Date, keys as number (or bigint past 2^53). */
@@ -76,22 +75,6 @@ export interface ControlTx extends ControlSql {
    * mirrors committed rows updates here.
    */
   afterCommit(hook: () => void): void;
-  /** The engine's bulk path for a batch's new rows, where it has one; else they are inserted by statements. */
-  readonly appends?: ControlAppends;
-}
-
-/**
- * An engine's bulk path for a batch's new rows inside its transaction (DuckDB's appender,
- * store/duckdb/control-appends.ts): an INSERT of the rows bound as JSON lists cost DuckDB more to
- * parse and cast the lists than to store the rows (bench/RESULTS.md, "New persons").
- */
-export interface ControlAppends {
-  /** Persons created at `at`. */
-  persons(ws: string, persons: readonly NewPerson[], at: Date): Promise<void>;
-  /** Visitors created at `at` (linked then, those with a person). */
-  visitors(ws: string, visitors: readonly NewVisitor[], at: Date): Promise<void>;
-  /** Message ids expected new: one seen before fails as a duplicate key (ControlDialect.duplicateKey). */
-  messageIds(ws: string, messageIds: readonly string[]): Promise<void>;
 }
 
 export interface ControlStore extends ControlSql {

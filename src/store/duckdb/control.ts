@@ -7,7 +7,6 @@ import { KeyBlocks } from '../control/keys.js';
 import type { ControlDialect, ControlRow, ControlSql, ControlStore, ControlTx, ControlValue, KeySequence } from '../control/store.js';
 import type { Store } from './db.js';
 import { DuckDBKnownIds } from './known-ids.js';
-import { controlAppends } from './control-appends.js';
 import { refusedValue } from './refused.js';
 import { DuckDBSearch } from './search.js';
 import { runKept } from './statements.js';
@@ -38,9 +37,7 @@ export const duckdbDialect: ControlDialect = {
   jsonAt: (column, path) => `CAST(json_extract(${column}, '/' || replace(CAST(${path} AS VARCHAR), '.', '/')) AS VARCHAR)`,
   personLocks: null,
   refusal: refusedValue,
-  // A statement's refusal, or the appender's (which words it two ways).
-  duplicateKey: (err) => err instanceof Error
-    && /^(Constraint Error: |Failed to append: )(Duplicate key|PRIMARY KEY or UNIQUE constraint violation: duplicate key)/.test(err.message),
+  duplicateKey: (err) => err instanceof Error && err.message.startsWith('Constraint Error: Duplicate key'),
 };
 
 /** Instants bound as TIMESTAMP (naive UTC, as the columns hold them); the rest as they are. */
@@ -67,8 +64,6 @@ class DuckDBControlSql implements ControlSql {
 }
 
 class DuckDBControlTx extends DuckDBControlSql implements ControlTx {
-  readonly appends = controlAppends(this.conn);
-
   constructor(conn: DuckDBConnection, private readonly store: Store) {
     super(conn, store.search);
   }

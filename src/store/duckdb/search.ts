@@ -20,10 +20,6 @@ import { GramIndex, gramsOf, lowerAsDuckDB } from './trigrams.js';
 export const personSearch = (email: string, externalId: string, name: string): string =>
   `lower(concat_ws(chr(10), ${email}, ${externalId}, ${name}))`;
 
-/** personSearch's text of these values, made here (concat_ws leaves nulls out; '' when all are). */
-export const personSearchText = (values: readonly (string | null)[]): string =>
-  lowerAsDuckDB(values.filter((v) => v !== null).join('\n'));
-
 /** Past this many persons under its rarest trigram a term is common: the search column is scanned (a common term's first page is a short top-N). */
 const COMMON_GRAM = 20_000;
 /** Past this many candidates the scan is cheaper than checking each. */
