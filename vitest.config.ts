@@ -1,5 +1,12 @@
 import { defineConfig } from 'vitest/config';
 import { LongestFirst } from './test/support/sequencer.js';
+import { FULL_TIER } from './test/support/tier.js';
+
+// Two test files run at once on two cores: with DuckDB's one worker thread per core each, four
+// threads would share them (and the CLI and service processes the tests start inherit it too). The
+// CI tier keeps DuckDB's default, so its multi-threaded plans are run as well (bench/RESULTS.md,
+// "Test suite times").
+if (!FULL_TIER) process.env.DUCKDB_THREADS ??= '1';
 
 export default defineConfig({
   test: {

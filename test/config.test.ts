@@ -3,6 +3,7 @@
 
 import { expect, it } from 'vitest';
 import { loadConfig } from '../src/config.js';
+import { Store, threadsOf } from '../src/store/duckdb/db.js';
 import { openStores, StoreUnavailable } from '../src/store/open.js';
 
 it('reads ANALYTICS_STORE: duckdb unless set, clickhouse when asked', () => {
@@ -43,5 +44,18 @@ it('reads TRUST_PROXY: off unless set; true, a hop count, or proxy addresses and
   expect(loadConfig({ TRUST_PROXY: '10.0.0.1, 10.1.0.0/16,::1,fd00::/8,loopback' }).trustProxy).toEqual(['10.0.0.1', '10.1.0.0/16', '::1', 'fd00::/8', 'loopback']);
   for (const wrong of ['yes', '10.0.0.0/33', '10.0.0', 'fd00::/129', '10.0.0.1,']) {
     expect(() => loadConfig({ TRUST_PROXY: wrong })).toThrow(/^TRUST_PROXY must be true, false, a hop count, or comma-separated proxy addresses and CIDR ranges, got "/);
+  }
+});
+
+it('reads DUCKDB_THREADS as the DuckDB worker threads, refusing anything but a whole number of 1 or more', async () => {
+  expect(threadsOf({})).toBeUndefined();
+  expect(threadsOf({ DUCKDB_THREADS: '' })).toBeUndefined();
+  expect(threadsOf({ DUCKDB_THREADS: '3' })).toBe(3);
+  for (const bad of ['0', '-1', '1.5', 'two']) expect(() => threadsOf({ DUCKDB_THREADS: bad })).toThrow(`DUCKDB_THREADS must be a whole number of 1 or more, got "${bad}"`);
+  const store = await Store.open(':memory:', { threads: 3 });
+  try {
+    expect((await store.query("SELECT current_setting('threads') AS threads"))[0]!.threads).toBe(3n);
+  } finally {
+    await store.close();
   }
 });

@@ -63,7 +63,7 @@ const REOPEN_EVERY_MS = 1_000;
 const NO_LIMIT_MS = 2 ** 31 - 1;
 
 export interface StoreOptions {
-  /** DuckDB worker threads (default: one per core). */
+  /** DuckDB worker threads (default: DUCKDB_THREADS, else one per core). */
   threads?: number;
   /** Concurrent estimates; more wait for a connection (default DEFAULT_ESTIMATE_CONNECTIONS). */
   estimateConnections?: number;
@@ -73,6 +73,19 @@ export interface StoreOptions {
   duckdb?: DuckDBBounds;
   /** The WAL size past which a commit checkpoints (DuckDB's text, `256MB` unless given: the fault tests make it small). */
   checkpointThreshold?: string;
+}
+
+/**
+ * DUCKDB_THREADS: the worker threads of every database the service and the command line open;
+ * unset, DuckDB's one per core. Fewer leave cores to the rest of a shared machine (the test suite
+ * runs two files at once on two cores with one each).
+ */
+export function threadsOf(env: NodeJS.ProcessEnv): number | undefined {
+  const raw = env.DUCKDB_THREADS;
+  if (raw === undefined || raw === '') return undefined;
+  const threads = Number(raw);
+  if (!Number.isSafeInteger(threads) || threads < 1) throw new Error(`DUCKDB_THREADS must be a whole number of 1 or more, got "${raw}"`);
+  return threads;
 }
 
 /** The storage format of the files the service makes (readable by DuckDB 1.5 and later). */
@@ -115,7 +128,8 @@ export class Store {
     // readers): its dictionary-FSST strings are filtered faster (bench/RESULTS.md, "100 M
     // events"). A file keeps the format it was made in.
     const config: Record<string, string> = { checkpoint_threshold: options.checkpointThreshold ?? '256MB', storage_compatibility_version: STORAGE_VERSION };
-    if (options.threads) config.threads = String(options.threads);
+    const threads = options.threads ?? threadsOf(process.env);
+    if (threads) config.threads = String(threads);
     const instance = await DuckDBInstance.create(path, config);
     const store = new Store(instance, await instance.connect(), path, config, options);
     await store.migrate();
