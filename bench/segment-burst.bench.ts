@@ -11,8 +11,8 @@ import { readFileSync, rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { BATCH, eventBatch, nextSeq } from './support/batches.js';
-import { post, startServer } from './support/server.js';
+import { BATCH, eventBatch, segmentBatch } from './support/batches.js';
+import { cpuSeconds, post, startServer } from './support/server.js';
 
 const { values: args } = parseArgs({ options: {
   events: { type: 'string', default: '1000000' },
@@ -30,22 +30,8 @@ const { server, base } = await startServer('bench/segment-server.ts', {
   DATABASE_PATH: dbPath, BOOTSTRAP_SECRET_KEY: KEY, INGEST_LOG_DIR: logDir, INGEST_BACKLOG_MAX_EVENTS: args.bound,
 });
 
-/** A /v1/batch body of 500 track calls (made as it is sent: the burst is not held in the client's memory). */
-function segmentBatch(): string {
-  const sentAt = new Date().toISOString();
-  return JSON.stringify({ batch: Array.from({ length: BATCH }, () => {
-    const i = nextSeq();
-    const user = (i * 7919) % 100_000;
-    return {
-      type: 'track', event: ['view_item', 'add_to_cart', 'login', 'feature_used'][i % 4], userId: `u_${user}`, anonymousId: `v_${user}_0`,
-      properties: { plan: ['free', 'pro', 'team'][i % 3], item: { category: 'books', price: (i % 500) / 10 }, quantity: i % 5 },
-      messageId: `b_${i}`, timestamp: sentAt, context: { library: { name: 'analytics-node', version: '2' } },
-    };
-  }), sentAt });
-}
-
 const proc = (file: string) => readFileSync(`/proc/${server.pid}/${file}`, 'utf8');
-const cpu = () => { const f = proc('stat').split(') ')[1]!.split(' '); return (Number(f[11]) + Number(f[12])) / 100; };
+const cpu = () => cpuSeconds(server.pid!);
 const peakRssMiB = () => Number(/VmHWM:\s+(\d+)/.exec(proc('status'))![1]) / 1024;
 async function status(): Promise<{ backlog_events: number; appended_events: number; resolved_events: number; set_aside: number }> {
   return (await fetch(`${base}/v1/ingest/status`, { headers: { authorization: `Bearer ${KEY}` } })).json() as never;
@@ -68,7 +54,7 @@ try {
   await Promise.all(Array.from({ length: Number(args.concurrency) }, async () => {
     while (sent < total) {
       sent += BATCH;
-      const body = segmentBatch();
+      const body = segmentBatch('b');
       for (;;) {
         const res = await post(`${base}/v1/batch`, body, { authorization: basic, 'content-type': 'application/json' });
         if (res.status === 200) break;

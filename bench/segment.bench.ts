@@ -11,13 +11,13 @@
 // Data in data/bench/segment-*.duckdb and data/bench/segment-log-*, removed at the end.
 
 import { type ChildProcess, execFileSync } from 'node:child_process';
-import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import { BATCH, eventBatch, nextSeq } from './support/batches.js';
-import { percentile, post as send, startServer } from './support/server.js';
+import { BATCH, eventBatch, segmentBatch } from './support/batches.js';
+import { cpuSeconds, percentile, post as send, startServer } from './support/server.js';
 
 const { values: args } = parseArgs({ options: {
   events: { type: 'string', default: '300000' },
@@ -73,26 +73,6 @@ for (const { name, entry } of entries) {
 }
 type Build = (typeof builds)[number];
 
-/** A /v1/batch body of 500 track calls, for the users eventBatch() draws from (known persons once warmed). */
-function segmentBatch(): string {
-  const sentAt = new Date().toISOString();
-  return JSON.stringify({ batch: Array.from({ length: BATCH }, () => {
-    const i = nextSeq();
-    const user = (i * 7919) % 100_000;
-    return {
-      type: 'track', event: ['view_item', 'add_to_cart', 'login', 'feature_used'][i % 4], userId: `u_${user}`, anonymousId: `v_${user}_0`,
-      properties: { plan: ['free', 'pro', 'team'][i % 3], item: { category: 'books', price: (i % 500) / 10 }, quantity: i % 5 },
-      messageId: `s_${i}`, timestamp: sentAt, context: { library: { name: 'analytics-node', version: '2' } },
-    };
-  }), sentAt });
-}
-
-/** CPU seconds (user + system, every thread) a server has used, from /proc. */
-function serverCpu(s: Server): number {
-  const fields = readFileSync(`/proc/${s.server.pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / 100;
-}
-
 async function status(build: Server): Promise<{ backlog_events: number; resolved_events: number }> {
   return (await fetch(`${build.base}/v1/ingest/status`, { headers: { authorization: bearer } })).json() as Promise<{ backlog_events: number; resolved_events: number }>;
 }
@@ -100,7 +80,7 @@ async function status(build: Server): Promise<{ backlog_events: number; resolved
 async function sustained(build: Server, path: string, bodies: string[], auth: string): Promise<{ seconds: number; latencies: number[]; cpu: number }> {
   const latencies: number[] = [];
   let next = 0;
-  const cpu0 = serverCpu(build);
+  const cpu0 = cpuSeconds(build.server.pid!);
   const t0 = performance.now();
   await Promise.all(Array.from({ length: concurrency }, async () => {
     while (next < bodies.length) {
@@ -111,12 +91,12 @@ async function sustained(build: Server, path: string, bodies: string[], auth: st
       latencies.push(performance.now() - s);
     }
   }));
-  return { seconds: (performance.now() - t0) / 1000, latencies, cpu: serverCpu(build) - cpu0 };
+  return { seconds: (performance.now() - t0) / 1000, latencies, cpu: cpuSeconds(build.server.pid!) - cpu0 };
 }
 
 /** Waits for the backlog to drain; the seconds and server CPU it took. */
 async function drain(build: Server): Promise<{ seconds: number; cpu: number; resolved: number }> {
-  const cpu0 = serverCpu(build);
+  const cpu0 = cpuSeconds(build.server.pid!);
   const t0 = performance.now();
   const first = await status(build);
   let s = first;
@@ -124,7 +104,7 @@ async function drain(build: Server): Promise<{ seconds: number; cpu: number; res
     await new Promise((r) => setTimeout(r, 100));
     s = await status(build);
   }
-  return { seconds: (performance.now() - t0) / 1000, cpu: serverCpu(build) - cpu0, resolved: s.resolved_events - first.resolved_events };
+  return { seconds: (performance.now() - t0) / 1000, cpu: cpuSeconds(build.server.pid!) - cpu0, resolved: s.resolved_events - first.resolved_events };
 }
 
 const add = (s: Sums, n: number, seconds: number, cpu: number, lat: number[] = []) => {

@@ -21,3 +21,20 @@ export function eventBatch(): string {
     };
   }) });
 }
+
+/**
+ * A /v1/batch body of BATCH Segment track calls for the users eventBatch() draws from, made as it is
+ * sent; message ids `<prefix>_<n>`.
+ */
+export function segmentBatch(prefix: string): string {
+  const sentAt = new Date().toISOString();
+  return JSON.stringify({ batch: Array.from({ length: BATCH }, () => {
+    const i = nextSeq();
+    const user = (i * 7919) % 100_000;
+    return {
+      type: 'track', event: ['view_item', 'add_to_cart', 'login', 'feature_used'][i % 4], userId: `u_${user}`, anonymousId: `v_${user}_0`,
+      properties: { plan: ['free', 'pro', 'team'][i % 3], item: { category: 'books', price: (i % 500) / 10 }, quantity: i % 5 },
+      messageId: `${prefix}_${i}`, timestamp: sentAt, context: { library: { name: 'analytics-node', version: '2' } },
+    };
+  }), sentAt });
+}

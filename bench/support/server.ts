@@ -2,6 +2,7 @@
 // take the server's CPU), on a free loopback port; and the percentile the benchmarks report.
 
 import { type ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
 
@@ -53,4 +54,10 @@ export function post(url: string, body: string, headers: Record<string, string>)
     req.on('error', reject);
     req.end(body);
   });
+}
+
+/** CPU seconds (user + system, every thread) process `pid` has used, from /proc. */
+export function cpuSeconds(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
