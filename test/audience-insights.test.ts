@@ -126,20 +126,25 @@ describe.each(ENGINES_WITH_POSTGRES)('%s: breakdowns and overlaps', (engine) => 
   });
 });
 
+/** The fixture of the approximate counts, generated once for every engine's run. */
+let fixture: Promise<string> | undefined;
+const fixtureDir = () => (fixture ??= (async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'approximate-'));
+  await generateFixtures({ people: 20_000, events: 100_000, pageviews: 20_000, seed: 11, out: dir });
+  return dir;
+})());
+afterAll(async () => {
+  if (fixture) rmSync(await fixture, { recursive: true, force: true });
+});
+
 describe.each(ENGINES)('%s: the approximate count past the budget', (engine) => {
   let t: TestApp;
-  let dir: string;
   beforeAll(async () => {
-    dir = mkdtempSync(join(tmpdir(), 'approximate-'));
-    await generateFixtures({ people: 20_000, events: 100_000, pageviews: 20_000, seed: 11, out: dir });
     // No time for an exact count: every estimate answers from its sample.
     t = await startTestApp({ engine, exactShare: 0, at: new Date('2026-11-01T00:00:00Z') });
-    await importParquet(t, dir);
+    await importParquet(t, await fixtureDir());
   });
-  afterAll(async () => {
-    await t.close();
-    rmSync(dir, { recursive: true, force: true });
-  });
+  afterAll(() => t.close());
 
   const criteria = {
     'signed up': signedUp,

@@ -28,6 +28,7 @@ import { Store } from '../src/store/duckdb/db.js';
 import { importDataset } from '../src/store/duckdb/import.js';
 import type { Dataset, EventRow } from '../src/store/layout.js';
 import { AT, criteriaArb, datasetArb, EVENT_NAMES } from './support/arbitraries.js';
+import { ASLEEP_CLICKHOUSE } from './support/asleep.js';
 import { clickhouseSchema } from '../src/store/clickhouse/schema.js';
 import { CHDB_MISSING, DATABASE, type LoadedKeys, loadDataset, openChdb } from './support/clickhouse.js';
 import { tierRuns } from './support/tier.js';
@@ -200,7 +201,7 @@ describe.skipIf(!chdb)('the ClickHouse store against the DuckDB store', () => {
 
   it('refuses an estimate past the queue at once, and lets a waiting one run out of budget without running its query', async () => {
     const queries = new CriteriaQueries(new ClickHouseDriver(e.ctx, { connections: 1, queueMax: 1 }));
-    const blocker = queries.countQueryWithin(ENDLESS, 3000);
+    const blocker = queries.countQueryWithin(ASLEEP_CLICKHOUSE, 3000);
     await expect.poll(() => queries.estimateStats().running).toBe(1);
     const waiting = queries.estimateTurn(50);
     let refused: unknown;

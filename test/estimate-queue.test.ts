@@ -1,7 +1,8 @@
 // Estimates under load (issue 13): the budget runs from the compile's start and covers the wait for
 // an estimate connection; past the queue's bound a compile answers 503 overloaded with Retry-After
 // at once; ingest, /health and audience refreshes go on meanwhile. Connections are held by
-// "blockers": queries that cannot end before their own budget, far longer than the compiles'.
+// "blockers": queries that cannot end before their own budget, far longer than the compiles', and
+// asleep meanwhile (test/support/asleep.ts).
 
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -13,14 +14,11 @@ import { compileCriteria } from '../src/audiences/compile.js';
 import { AppError } from '../src/errors.js';
 import { ClickHouseAnalytics } from '../src/store/clickhouse/analytics.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { ASLEEP_CLICKHOUSE, ASLEEP_DUCKDB } from './support/asleep.js';
 import { ENGINES } from './support/engines.js';
 import { HEAVY_CRITERIA } from './support/heavy-criteria.js';
 import { eventsByName, importParquet } from './support/stored.js';
 
-/** A cross product of a trillion rows: it runs until its budget interrupts it. */
-const ENDLESS = 'SELECT count(*) AS count FROM range(1000000) a(x), range(1000000) b(y) WHERE hash(x, y) % 1000 = 7';
-/** ClickHouse's: a count over a trillion numbers, stopped by its max_execution_time (on chDB too). */
-const ENDLESS_CLICKHOUSE = { sql: 'SELECT count() AS count FROM numbers(1000000000000) WHERE sipHash64(number) % 1000 = 7', params: {} };
 const ever = { kind: 'ever' };
 const signedUp = { version: 1, root: { source: 'product_event', name: 'signup', occurrence: { op: 'did', count: null, window: ever } } };
 const OVER_BUDGET = { valid: true, is_time_windowed: false, estimated_count: { count: null, is_estimate: true, hit_limit: true, approximate: null } };
@@ -28,7 +26,7 @@ const OVER_BUDGET = { valid: true, is_time_windowed: false, estimated_count: { c
 /** An endless count in a place of the estimate queue, until `budgetMs` has passed. */
 function endless(t: TestApp, budgetMs: number): Promise<number | null> {
   const analytics = t.stores.analytics;
-  return analytics instanceof ClickHouseAnalytics ? analytics.queries.countQueryWithin(ENDLESS_CLICKHOUSE, budgetMs) : t.store.countWithin(ENDLESS, [], budgetMs);
+  return analytics instanceof ClickHouseAnalytics ? analytics.queries.countQueryWithin(ASLEEP_CLICKHOUSE, budgetMs) : t.store.countWithin(ASLEEP_DUCKDB, [], budgetMs);
 }
 
 const statsOf = (t: TestApp) => t.stores.analytics.estimateStats();
