@@ -267,6 +267,13 @@ export class TypedColumns {
     // Rows written from now on get these slots at ingest; the rows before are within this range.
     const [range] = await this.store.query(`SELECT min(ts) AS lo, max(ts) AS hi, count(*) AS n FROM events
       WHERE workspace_id = $1 AND event_name = $2`, [ws, name]) as { lo: Date | null; hi: Date | null; n: bigint }[];
+    // The last chunk marks the slots ready in its own transaction: one commit fewer per name.
+    const markReady = async (tx: DuckDBConnection) => {
+      await tx.run(`UPDATE event_slots SET ready = true WHERE workspace_id = $1 AND event_name = $2
+        AND (path || chr(0) || kind) IN (SELECT unnest(CAST(CAST($3 AS JSON) AS VARCHAR[])))`,
+      [ws, name, JSON.stringify(slots.map(({ path, kind }) => `${path}\0${kind}`))]);
+      this.store.afterCommit(() => this.workspaces.delete(ws));
+    };
     let updated = 0;
     if (range?.lo && range.hi) {
       const chunks = Math.max(1, Math.ceil(Number(range.n) / FILL_CHUNK_ROWS));
@@ -276,17 +283,17 @@ export class TypedColumns {
         const from = new Date(lo + Math.floor(((hi - lo) * i) / chunks));
         const to = new Date(lo + Math.floor(((hi - lo) * (i + 1)) / chunks));
         const last = i === chunks - 1;
-        updated += await this.store.transaction(async (tx) => (await tx.run(`UPDATE events SET ${sets.join(', ')}
-          WHERE workspace_id = $1 AND event_name = $2 AND ts >= CAST($${params.length + 1} AS TIMESTAMP) AND ts ${last ? '<=' : '<'} CAST($${params.length + 2} AS TIMESTAMP)`,
-        [...params, timestampText(from), timestampText(to)])).rowsChanged);
+        updated += await this.store.transaction(async (tx) => {
+          const { rowsChanged } = await tx.run(`UPDATE events SET ${sets.join(', ')}
+            WHERE workspace_id = $1 AND event_name = $2 AND ts >= CAST($${params.length + 1} AS TIMESTAMP) AND ts ${last ? '<=' : '<'} CAST($${params.length + 2} AS TIMESTAMP)`,
+          [...params, timestampText(from), timestampText(to)]);
+          if (last) await markReady(tx);
+          return rowsChanged;
+        });
       }
+    } else {
+      await this.store.transaction(markReady);
     }
-    await this.store.transaction(async (tx) => {
-      for (const { path, kind } of slots) {
-        await tx.run('UPDATE event_slots SET ready = true WHERE workspace_id = $1 AND event_name = $2 AND path = $3 AND kind = $4', [ws, name, path, kind]);
-      }
-      this.store.afterCommit(() => this.workspaces.delete(ws));
-    });
     return updated;
   }
 
