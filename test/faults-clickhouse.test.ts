@@ -19,7 +19,13 @@ import { answeredWithin, EventClient, eventually, health, recover } from './supp
 import { FULL_TIER } from './support/tier.js';
 
 const BOUNDS = { requestTimeoutMs: 2_000, killTimeoutMs: 1_000 };
-/** Ingest retries an insert for 10 s before answering analytics_delayed: past this it hangs. */
+/**
+ * Ingest retries an insert for `insertRetryMs` before answering analytics_delayed, and the sweeper
+ * inserts what is left every `sweepEveryMs` (10 s and 30 s in the service: shorter here, the same
+ * code waiting less).
+ */
+const OUTBOX = { insertRetryMs: 3_000, sweepEveryMs: 2_000 };
+/** Past this an answer hangs. */
 const HANG_MS = 30_000;
 const CRITERIA = { version: 1, root: { source: 'product_event', name: 'fault', occurrence: { op: 'did', count: null, window: { kind: 'ever' } } } };
 
@@ -36,7 +42,7 @@ describe.skipIf(!FULL_TIER || !CHDB_INSTALLED)('ClickHouse frozen and killed', (
     dir = await mkdtemp(join(tmpdir(), 'faults-clickhouse-'));
     server = await startChdbServer(join(dir, 'chdb'));
     stores = await openStores({
-      analyticsStore: 'clickhouse', databasePath: ':memory:', clickhouse: { url: server.url, path: ':memory:', database: 'faults_clickhouse', bounds: BOUNDS },
+      analyticsStore: 'clickhouse', databasePath: ':memory:', clickhouse: { url: server.url, path: ':memory:', database: 'faults_clickhouse', bounds: BOUNDS, outbox: OUTBOX },
     });
     app = await buildApp({ stores, estimateBudgetMs: 2_000, healthTimeoutMs: 1_000 });
     key = (await new Workspaces(stores.control).create('faults')).secret_key;
@@ -94,7 +100,7 @@ describe.skipIf(!FULL_TIER || !CHDB_INSTALLED)('ClickHouse frozen and killed', (
       const result = await ctx.client.query({ query: `SELECT message_id FROM ${ctx.database}.events`, format: 'JSONEachRow' });
       return (await result.json<{ message_id: string }>()).map((r) => r.message_id);
     };
-    // Refused inserts are kept in the outbox and swept in (every 30 s).
+    // Refused inserts are kept in the outbox and swept in (every OUTBOX.sweepEveryMs).
     expect(await eventually(async () => new Set(await stored()).size >= client.acknowledged.size, 600)).toBe(true);
     const ids = await stored();
     expect(ids.length).toBe(new Set(ids).size);

@@ -87,7 +87,7 @@ async function withClickHouse(control: ControlStore, options: StoresOptions, con
     const killTimeoutMs = clickhouse.url === undefined ? undefined : (clickhouse.bounds ?? CLICKHOUSE_BOUNDS).killTimeoutMs;
     const ctx = { client, database: clickhouse.database, cluster: clickhouse.cluster, control, killTimeoutMs };
     await migrateClickHouse(ctx, { username: clickhouse.username, password: clickhouse.password });
-    const analytics = new ClickHouseAnalytics(ctx, { connections: options.estimateConnections, queueMax: options.estimateQueueMax });
+    const analytics = new ClickHouseAnalytics(ctx, { connections: options.estimateConnections, queueMax: options.estimateQueueMax }, clickhouse.outbox);
     return {
       control,
       analytics,

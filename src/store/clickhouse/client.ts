@@ -6,6 +6,7 @@ import { statfs } from 'node:fs/promises';
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { CLICKHOUSE_BOUNDS, type ClickHouseBounds } from '../bounds.js';
 import { reportingOutages } from './outage.js';
+import type { OutboxOptions } from './outbox.js';
 
 export interface ClickHouseOptions {
   /** A server or a load balancer over a cluster; unset: the embedded chDB at `path`. */
@@ -18,6 +19,8 @@ export interface ClickHouseOptions {
   username?: string;
   password?: string;
   bounds?: ClickHouseBounds;
+  /** How long an insert retries and how often the outbox is swept (10 s and 30 s unless given: the fault tests wait less). */
+  outbox?: Partial<OutboxOptions>;
 }
 
 /** ANALYTICS_STORE=clickhouse without CLICKHOUSE_URL, and chdb not installed. */
