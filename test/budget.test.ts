@@ -13,6 +13,7 @@ import { type CompiledQuery, planCriteria, printCount, validateCriteria } from '
 import { importParquetDir } from '../src/store/duckdb/import.js';
 import { propertyCatalog } from '../src/store/duckdb/properties.js';
 import { startTestApp, type TestApp } from './support/app.js';
+import { PARALLEL_THREADS } from './support/tier.js';
 import { countedLeaf, HEAVY_CRITERIA } from './support/heavy-criteria.js';
 
 const BUDGET_MS = 25;
@@ -26,7 +27,7 @@ describe('estimate budget', () => {
     dir = mkdtempSync(join(tmpdir(), 'budget-'));
     await generateFixtures({ people: 50_000, events: 1_000_000, pageviews: 200_000, seed: 3, out: dir });
     // One estimate connection: the estimate after an interrupted one must reuse that connection.
-    t = await startTestApp({ budgetMs: BUDGET_MS, estimateConnections: 1, at: new Date('2026-11-01T00:00:00Z') });
+    t = await startTestApp({ budgetMs: BUDGET_MS, estimateConnections: 1, threads: PARALLEL_THREADS, at: new Date('2026-11-01T00:00:00Z') });
     await importParquetDir(t.store, t.ws.workspace_id, dir);
   });
   afterAll(async () => {

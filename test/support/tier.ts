@@ -1,8 +1,17 @@
+import { availableParallelism } from 'node:os';
+
 // The suite's two tiers. CI=true (.ci/run) runs the property and fuzz tests at their full sizes; a
 // developer's `npm test` runs a fraction of each, with the same seeds, so the same cases come first
 // and a failure found in CI replays locally with CI=true.
 
 export const FULL_TIER = process.env.CI === 'true';
+
+/**
+ * DuckDB's worker threads for a suite whose tables span several row groups (122,880 rows each),
+ * where DuckDB runs parts of a plan in parallel: one per core in the CI tier (DuckDB's own
+ * default), DUCKDB_THREADS (one, vitest.config.ts) otherwise.
+ */
+export const PARALLEL_THREADS = FULL_TIER ? availableParallelism() : undefined;
 
 /** Of the full run count, the part a default run makes: never fewer than FLOOR (or the full count). */
 const FRACTION = 0.1;
