@@ -604,4 +604,12 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE person_merges ADD COLUMN from_person_key BIGINT;
   ALTER TABLE person_merges ADD COLUMN state VARCHAR DEFAULT 'done';
   `,
+  // The identifier indexes on two columns go: DuckDB reads no table by an index on more than one
+  // column (a lookup by workspace and email or visitor id scans, with or without them), so they only
+  // cost every new person and visitor their inserts at commit (bench/RESULTS.md, "Ingest").
+  `
+  DROP INDEX persons_by_external_id;
+  DROP INDEX persons_by_email;
+  DROP INDEX visitors_by_id;
+  `,
 ];

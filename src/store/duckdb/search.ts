@@ -76,8 +76,8 @@ export class DuckDBSearch implements PeopleSearch {
     if (!indexes?.filled || term.includes('\n')) return Promise.resolve(SCANNED);
     const grams = gramsOf(term);
     return Promise.resolve({
-      persons: indexes.persons.find(grams, COMMON_GRAM, MAX_CANDIDATES),
-      customers: indexes.customers.find(grams, COMMON_CUSTOMER_GRAM, MAX_CANDIDATES),
+      persons: indexes.persons.find(term, grams, COMMON_GRAM, MAX_CANDIDATES),
+      customers: indexes.customers.find(term, grams, COMMON_CUSTOMER_GRAM, MAX_CANDIDATES),
     });
   }
 

@@ -1,6 +1,9 @@
 // A trigram index held in memory: the owners (person keys, customer ids) under each trigram of their
 // lowercased values. Each owner's values are added under an ordinal of its own, and ordinals only
-// grow, so a trigram's list is ascending and kept as varint deltas (1–3 bytes an entry).
+// grow, so a trigram's list is ascending and kept as varint deltas (1–3 bytes an entry). Each
+// ordinal's lowercased values are kept too, as UTF-8 in one buffer outside the JS heap, so that the
+// rarest trigram's entries are checked for the whole term here: trigrams alone cannot tell
+// `user_777777` from the thousand `user_777…` (bench/RESULTS.md, "People lookup").
 
 /**
  * Lowercased as DuckDB's lower() does it, a code point at a time (JavaScript's toLowerCase maps a
@@ -75,6 +78,44 @@ class Postings {
   }
 }
 
+/** The lowercased values of each ordinal, one after another (a line feed between an ordinal's values). */
+class Texts {
+  private bytes = Buffer.alloc(1 << 16);
+  private ends = new Uint32Array(1 << 12);
+  private size = 0;
+  private count = 0;
+
+  /** Appends the next ordinal's values. */
+  push(values: readonly string[]): void {
+    const text = values.join('\n');
+    const length = Buffer.byteLength(text);
+    if (this.size + length > this.bytes.length) {
+      const grown = Buffer.alloc(Math.max(this.bytes.length * 2, this.size + length));
+      this.bytes.copy(grown, 0, 0, this.size);
+      this.bytes = grown;
+    }
+    if (this.count === this.ends.length) {
+      const grown = new Uint32Array(this.ends.length * 2);
+      grown.set(this.ends);
+      this.ends = grown;
+    }
+    this.size += this.bytes.write(text, this.size);
+    this.ends[this.count++] = this.size;
+  }
+
+  /** Whether the ordinal's values hold `term` (UTF-8). */
+  holds(ordinal: number, term: Buffer): boolean {
+    const start = ordinal === 0 ? 0 : this.ends[ordinal - 1]!;
+    return this.bytes.subarray(start, this.ends[ordinal]).indexOf(term) >= 0;
+  }
+}
+
+/**
+ * Whether a text's UTF-8 bytes hold a term's exactly when the text holds the term: not for a term
+ * with a surrogate (alone, it is encoded as U+FFFD, never as half of a pair).
+ */
+const checkableAsBytes = (term: string) => !/[\uD800-\uDFFF]/.test(term);
+
 /** How many more entries than the candidates a trigram's list may hold and still be read to narrow them. */
 const NARROWING = 64;
 /** Candidates few enough that the check of each costs less than reading another list. */
@@ -83,13 +124,21 @@ const FEW = 32;
 export class GramIndex<Owner> {
   private readonly grams = new Map<string, Postings>();
   private readonly owners: Owner[] = [];
+  private readonly texts = new Texts();
 
   /** Indexes `owner` under the trigrams of its values (null for a value it has not), lowercased here. */
   add(owner: Owner, values: readonly (string | null | undefined)[]): void {
     const grams = new Set<string>();
-    for (const value of values) if (value) gramsOf(lowerAsDuckDB(value), grams);
+    const lowered: string[] = [];
+    for (const value of values) {
+      if (!value) continue;
+      const lower = lowerAsDuckDB(value);
+      gramsOf(lower, grams);
+      lowered.push(lower);
+    }
     if (grams.size === 0) return;
     const ordinal = this.owners.push(owner) - 1;
+    this.texts.push(lowered);
     for (const gram of grams) {
       let postings = this.grams.get(gram);
       if (!postings) this.grams.set(gram, postings = new Postings());
@@ -98,12 +147,14 @@ export class GramIndex<Owner> {
   }
 
   /**
-   * The owners whose values hold every one of `grams` (a term's), found by the rarest and narrowed by
-   * the next rarest while their lists are short; a superset of the owners holding the term, to be
-   * checked. Null where the rarest trigram has more than `common` entries or the candidates
-   * number more than `most`: scanning is then cheaper than checking each.
+   * The owners whose values hold `term` (lowercased, with its trigrams `grams`), found by the rarest
+   * trigram, each of its entries checked for the term; where the term cannot be checked as bytes, by
+   * the rarest trigrams narrowed by the next rarest while their lists are short. A superset of the
+   * owners holding the term now (a value replaced since stays indexed), to be checked. Null where the
+   * rarest trigram has more than `common` entries or the candidates number more than `most`:
+   * scanning is then cheaper than checking each.
    */
-  find(grams: ReadonlySet<string>, common: number, most: number): Owner[] | null {
+  find(term: string, grams: ReadonlySet<string>, common: number, most: number): Owner[] | null {
     const lists: Postings[] = [];
     for (const gram of grams) {
       const postings = this.grams.get(gram);
@@ -114,13 +165,28 @@ export class GramIndex<Owner> {
     lists.sort((a, b) => a.count - b.count);
     const [rarest, ...others] = lists;
     if (!rarest || rarest.count > common) return null;
-    let ordinals: number[] = [];
-    rarest.each((ordinal) => ordinals.push(ordinal));
-    for (const list of others) {
-      if (ordinals.length <= FEW || list.count > NARROWING * ordinals.length) break;
-      ordinals = list.keep(ordinals);
-    }
+    const ordinals = checkableAsBytes(term) ? this.holding(rarest, Buffer.from(term)) : narrowed(rarest, others);
     const owners = [...new Set(ordinals.map((ordinal) => this.owners[ordinal]!))];
     return owners.length > most ? null : owners;
   }
+
+  /** The ordinals of `list` whose values hold `term`. */
+  private holding(list: Postings, term: Buffer): number[] {
+    const ordinals: number[] = [];
+    list.each((ordinal) => {
+      if (this.texts.holds(ordinal, term)) ordinals.push(ordinal);
+    });
+    return ordinals;
+  }
+}
+
+/** The ordinals of `rarest` that the next rarest lists hold too, while those are short beside them. */
+function narrowed(rarest: Postings, others: Postings[]): number[] {
+  let ordinals: number[] = [];
+  rarest.each((ordinal) => ordinals.push(ordinal));
+  for (const list of others) {
+    if (ordinals.length <= FEW || list.count > NARROWING * ordinals.length) break;
+    ordinals = list.keep(ordinals);
+  }
+  return ordinals;
 }
