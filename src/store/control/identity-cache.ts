@@ -20,31 +20,27 @@ export const IDENTITY_CACHE_ENTRIES = 1_000_000;
 
 type PersonBy = 'external_id' | 'email' | 'person_key';
 type Cached = PersonRecord | VisitorRecord;
-type Key = string | number;
 
-/** A workspace's identifiers, one map per kind, keyed by the raw value (no key text to build), each to its entry's slot. */
-type WorkspaceIndexes = Record<PersonBy | 'visitor_id', Map<Key, number>>;
+/** A cached identifier, in a list from least to most recently used. */
+interface Entry {
+  /** The map that holds it, under `key`. */
+  index: Map<string | number, Entry>;
+  key: string | number;
+  record: Cached;
+  older: Entry | null;
+  newer: Entry | null;
+}
 
-const NONE = -1;
+/** A workspace's identifiers, one map per kind, keyed by the raw value (no key text to build). */
+type WorkspaceIndexes = Record<PersonBy | 'visitor_id', Map<string | number, Entry>>;
 
-/**
- * Entries live in numbered slots: their record, key and map in arrays, and the list from least to
- * most recently used as slot numbers in typed arrays. An entry is a Map value (a small integer) and
- * no object of its own: an object an identifier was most of `remember`'s cost for a new person, and
- * most of what the young generation copied (bench/RESULTS.md, "Ingest").
- */
 export class IdentityCache {
   private readonly workspaces = new Map<string, WorkspaceIndexes>();
   private count = 0;
-  private readonly held: (Cached | null)[] = [];
-  private readonly keys: (Key | null)[] = [];
-  private readonly maps: (Map<Key, number> | null)[] = [];
-  private older = new Int32Array(1024);
-  private newer = new Int32Array(1024);
-  /** Slots emptied by an eviction or a forget, taken before new ones. */
-  private readonly free: number[] = [];
-  private oldest = NONE;
-  private newest = NONE;
+  // A linked list keeps the use order over every workspace: moving a used entry is a few pointer
+  // writes, cheaper than deleting and re-inserting a Map key (its insertion order).
+  private oldest: Entry | null = null;
+  private newest: Entry | null = null;
 
   constructor(private maxEntries = IDENTITY_CACHE_ENTRIES) {}
 
@@ -54,7 +50,7 @@ export class IdentityCache {
 
   /** What the cache holds, least recently used first (for inspection). */
   *records(): IterableIterator<Cached> {
-    for (let slot = this.oldest; slot !== NONE; slot = this.newer[slot]!) yield this.held[slot]!;
+    for (let e = this.oldest; e; e = e.newer) yield e.record;
   }
 
   /** Changes the bound, evicting the least recently used entries past it. */
@@ -69,7 +65,7 @@ export class IdentityCache {
   }
 
   /** The cached record itself: never change it (copy first). */
-  person(ws: string, by: PersonBy, value: Key): PersonRecord | undefined {
+  person(ws: string, by: PersonBy, value: string | number): PersonRecord | undefined {
     return this.use(this.workspaces.get(ws)?.[by], value) as PersonRecord | undefined;
   }
 
@@ -96,9 +92,12 @@ export class IdentityCache {
   forget(ws: string, persons: readonly PersonRecord[], visitorIds: readonly string[]): void {
     const indexes = this.workspaces.get(ws);
     if (!indexes) return;
-    const drop = (index: Map<Key, number>, key: Key | null) => {
-      const slot = key === null ? undefined : index.get(key);
-      if (slot !== undefined) this.drop(slot);
+    const drop = (index: Map<string | number, Entry>, key: string | number | null) => {
+      const entry = key === null ? undefined : index.get(key);
+      if (!entry) return;
+      this.unlink(entry);
+      index.delete(key!);
+      this.count--;
     };
     for (const p of persons) {
       drop(indexes.person_key, p.person_key);
@@ -112,84 +111,59 @@ export class IdentityCache {
   forgetWorkspace(ws: string): void {
     const indexes = this.workspaces.get(ws);
     if (!indexes) return;
-    for (const index of Object.values(indexes)) for (const slot of [...index.values()]) this.drop(slot);
+    for (const index of Object.values(indexes)) {
+      for (const entry of index.values()) {
+        this.unlink(entry);
+        this.count--;
+      }
+    }
     this.workspaces.delete(ws);
   }
 
-  private use(index: Map<Key, number> | undefined, key: Key): Cached | undefined {
-    const slot = index?.get(key);
-    if (slot === undefined) return undefined;
-    this.unlink(slot);
-    this.link(slot);
-    return this.held[slot]!;
+  private use(index: Map<string | number, Entry> | undefined, key: string | number): Cached | undefined {
+    const entry = index?.get(key);
+    if (!entry) return undefined;
+    this.unlink(entry);
+    this.link(entry);
+    return entry.record;
   }
 
-  private put(index: Map<Key, number>, key: Key, record: Cached): void {
-    const known = index.get(key);
-    if (known !== undefined) {
-      this.held[known] = record;
-      this.unlink(known);
-      this.link(known);
-      return;
+  private put(index: Map<string | number, Entry>, key: string | number, record: Cached): void {
+    const entry = index.get(key);
+    if (entry) {
+      entry.record = record;
+      this.unlink(entry);
+      this.link(entry);
+    } else {
+      const added: Entry = { index, key, record, older: null, newer: null };
+      index.set(key, added);
+      this.count++;
+      this.link(added);
     }
-    const slot = this.take();
-    this.held[slot] = record;
-    this.keys[slot] = key;
-    this.maps[slot] = index;
-    index.set(key, slot);
-    this.count++;
-    this.link(slot);
-  }
-
-  /** An empty slot: a freed one, else the next, the lists grown to hold it. */
-  private take(): number {
-    const freed = this.free.pop();
-    if (freed !== undefined) return freed;
-    const slot = this.held.length;
-    this.held.push(null);
-    this.keys.push(null);
-    this.maps.push(null);
-    if (slot === this.older.length) {
-      const older = new Int32Array(slot * 2);
-      const newer = new Int32Array(slot * 2);
-      older.set(this.older);
-      newer.set(this.newer);
-      this.older = older;
-      this.newer = newer;
-    }
-    return slot;
-  }
-
-  /** Removes the entry in `slot` from its map and the list, and frees the slot. */
-  private drop(slot: number): void {
-    this.unlink(slot);
-    this.maps[slot]!.delete(this.keys[slot]!);
-    this.held[slot] = null;
-    this.keys[slot] = null;
-    this.maps[slot] = null;
-    this.free.push(slot);
-    this.count--;
   }
 
   private evict(): void {
-    while (this.count > this.maxEntries && this.oldest !== NONE) this.drop(this.oldest);
+    while (this.count > this.maxEntries && this.oldest) {
+      const entry = this.oldest;
+      this.unlink(entry);
+      entry.index.delete(entry.key);
+      this.count--;
+    }
   }
 
-  /** Makes the entry in `slot` the most recently used. */
-  private link(slot: number): void {
-    this.older[slot] = this.newest;
-    this.newer[slot] = NONE;
-    if (this.newest !== NONE) this.newer[this.newest] = slot;
-    else this.oldest = slot;
-    this.newest = slot;
+  /** Makes `entry` the most recently used. */
+  private link(entry: Entry): void {
+    entry.older = this.newest;
+    entry.newer = null;
+    if (this.newest) this.newest.newer = entry;
+    else this.oldest = entry;
+    this.newest = entry;
   }
 
-  private unlink(slot: number): void {
-    const older = this.older[slot]!;
-    const newer = this.newer[slot]!;
-    if (older !== NONE) this.newer[older] = newer;
-    else this.oldest = newer;
-    if (newer !== NONE) this.older[newer] = older;
-    else this.newest = older;
+  private unlink(entry: Entry): void {
+    if (entry.older) entry.older.newer = entry.newer;
+    else this.oldest = entry.newer;
+    if (entry.newer) entry.newer.older = entry.older;
+    else this.newest = entry.older;
   }
 }
