@@ -326,6 +326,23 @@ describe('the DuckDB trigram indexes (in memory)', () => {
     }
   });
 
+  it('give as candidates only the entries holding the whole term, where trigrams alone cannot tell them apart', async () => {
+    const app = await startTestApp({ engine: 'duckdb' });
+    try {
+      expect(await app.store.search.ready(app.ws.workspace_id)).toBe(true);
+      // Every trigram of user_777777 is also one of the others'.
+      for (const id of ['user_777777', 'user_777123', 'user_123777', 'user_77777', 'a\u{1F600}b']) await app.post('/v1/persons', { external_id: id });
+      const keyOf = async (id: string) => Number((await app.stores.control.all('SELECT person_key FROM persons WHERE external_id = $1', [id]))[0]!.person_key);
+      expect((await candidatesOf(app, 'user_777777')).persons).toEqual([await keyOf('user_777777')]);
+      expect(await foundIn(app)('user_77777')).toEqual(['user_777777', 'user_77777']);
+      // A term with a surrogate pair is narrowed by its trigrams, not checked as bytes: still found.
+      expect((await candidatesOf(app, 'a\u{1F600}b')).persons).toEqual([await keyOf('a\u{1F600}b')]);
+      expect(await foundIn(app)('\u{1F600}b')).toEqual(['a\u{1F600}b']);
+    } finally {
+      await app.close();
+    }
+  });
+
   it('are kept by the payment writes: a customer created or given another email is a candidate by it', async () => {
     const app = await startTestApp({ engine: 'duckdb' });
     try {
