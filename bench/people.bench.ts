@@ -1,6 +1,6 @@
 // People lookup (GET /people's statements, store/control/lookup.ts) on a workspace of 1 M persons,
 // on both control stores: the DuckDB file (default) and PostgreSQL (embedded, on a loopback port).
-// The lookup as of `--before` (a git revision: its src/ tree, with its dialects) and today's, in one
+// The lookup as of `--before` (a git revision: its src/ tree, with its dialects and people searches) and today's, in one
 // run, on the same rows, alternated run by run; their answers are checked equal first. On DuckDB
 // also the cost that keeping the trigram indexes adds to the writes of persons (savePersons) and of
 // customers (writeCustomers), with and without them.
@@ -30,6 +30,7 @@ import type { ControlDialect, ControlSql, ControlTx } from '../src/store/control
 import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { Store } from '../src/store/duckdb/db.js';
 import { type DuckDBSearch, personSearch } from '../src/store/duckdb/search.js';
+import type { PeopleSearch } from '../src/store/control/search.js';
 import { PostgresControl } from '../src/store/postgres/control.js';
 import { customerIdOf, emailOf, ingestPersons, resolvePersons, writePayers } from './support/people-api.js';
 import { percentile } from './support/server.js';
@@ -176,6 +177,8 @@ const dir = await mkdtemp(join(tmpdir(), 'people-bench-'));
 const beforeDir = join(dirname(fileURLToPath(import.meta.url)), `.before-${process.pid}`);
 let lookupBefore: typeof lookupPeople | undefined;
 let beforeDialects: Record<'duckdb' | 'postgres', ControlDialect> | undefined;
+// Its people searches too (their candidates and indexes): a DuckDB one is filled from the rows.
+let beforeSearches: { duckdb: new (store: Store) => DuckDBSearch; postgres: new () => PeopleSearch } | undefined;
 if (args.before !== 'none') {
   await mkdir(beforeDir, { recursive: true });
   execFileSync('git', ['archive', '--output', join(beforeDir, 'src.tar'), args.before, 'src']);
@@ -185,10 +188,22 @@ if (args.before !== 'none') {
     duckdb: (await import(join(beforeDir, 'src/store/duckdb/control.ts')) as { duckdbDialect: ControlDialect }).duckdbDialect,
     postgres: (await import(join(beforeDir, 'src/store/postgres/dialect.ts')) as { postgresDialect: ControlDialect }).postgresDialect,
   };
+  beforeSearches = {
+    duckdb: (await import(join(beforeDir, 'src/store/duckdb/search.ts')) as { DuckDBSearch: new (store: Store) => DuckDBSearch }).DuckDBSearch,
+    postgres: (await import(join(beforeDir, 'src/store/postgres/search.ts')) as { PostgresSearch: new () => PeopleSearch }).PostgresSearch,
+  };
   log(`before: the lookup of ${execFileSync('git', ['log', '-1', '--format=%h %cs', args.before], { encoding: 'utf8' }).trim()}`);
 }
-const spelledAs = (control: ControlSql, engine: 'duckdb' | 'postgres'): ControlSql | null =>
-  (beforeDialects ? Object.create(control, { dialect: { value: beforeDialects[engine] } }) as ControlSql : null);
+const spelledAs = (control: ControlSql, engine: 'duckdb' | 'postgres', search: PeopleSearch | undefined): ControlSql | null =>
+  (beforeDialects ? Object.create(control, { dialect: { value: beforeDialects[engine] }, search: { value: search } }) as ControlSql : null);
+
+/** The --before revision's DuckDB search on this store, its indexes filled from the rows. */
+async function duckdbSearchBefore(store: Store): Promise<DuckDBSearch | undefined> {
+  if (!beforeSearches) return undefined;
+  const search = new beforeSearches.duckdb(store);
+  if (!await search.ready(WS)) throw new Error('the --before search\'s indexes were not filled');
+  return search;
+}
 
 const seconds = (t0: number) => ((performance.now() - t0) / 1000).toFixed(1);
 const [sampleCustomer] = [customerIdOf(Math.floor(PERSONS / 24) * 24 - 12)];
@@ -234,7 +249,7 @@ if (ENGINES.has('duckdb')) {
   if (!await duck.search.ready(WS)) throw new Error('the search indexes were not filled');
   log(`DuckDB: the people search's indexes ${API ? 'kept by the writes' : 'filled from the tables (as at a workspace\'s first lookup after a start)'} in ${seconds(filling)} s; `
     + `heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB; load ${load()}`);
-  await measure({ name: 'DuckDB', control: duck, before: spelledAs(duck, 'duckdb') });
+  await measure({ name: 'DuckDB', control: duck, before: spelledAs(duck, 'duckdb', await duckdbSearchBefore(store)) });
   if (!API) {
     // The writes: 500 persons a batch (a batch of events' new persons), alternating without and with the index.
     log('\n| savePersons on DuckDB, per person | index | new person µs | renamed person µs | traits only µs | load (1 min) |');
@@ -291,7 +306,7 @@ if (ENGINES.has('postgres')) {
   await postgres.run('VACUUM ANALYZE payment_customers');
   log(`\nPostgreSQL: rows written (${API ? 'identity resolution and the payment writes' : 'bulk'}), vacuumed and analyzed in ${seconds(t0)} s; load ${load()}`);
   QUERIES[CUSTOMER_QUERY]![1] = sampleCustomer;
-  await measure({ name: 'PostgreSQL', control: postgres, before: spelledAs(postgres, 'postgres') });
+  await measure({ name: 'PostgreSQL', control: postgres, before: spelledAs(postgres, 'postgres', beforeSearches && new beforeSearches.postgres()) });
   await postgres.close();
   await server.stop();
 }
