@@ -78,6 +78,25 @@ describe('identity cache', () => {
   });
 });
 
+describe('the DuckDB identifier lookups', () => {
+  it('scan the table whatever two-column index exists, so none is kept for them', async () => {
+    const app = await startTestApp({ engine: 'duckdb', at: AT });
+    try {
+      const indexes = await app.store.query(`SELECT index_name FROM duckdb_indexes() WHERE table_name IN ('persons', 'visitors') ORDER BY index_name`);
+      expect(indexes.map((i) => i.index_name)).toEqual(['persons_by_key', 'visitors_by_key', 'visitors_by_person']);
+      // Were DuckDB to read such an index (a later version), the lookup's plan would show it.
+      for (const n of [1, 2, 3]) await app.post('/v1/persons', { external_id: `i${n}`, email: `i${n}@example.com` });
+      await app.store.query('CREATE INDEX probe_by_email ON persons (workspace_id, email)');
+      const [plan] = await app.store.query(`EXPLAIN SELECT person_key FROM persons WHERE workspace_id = $1 AND email IN (SELECT unnest(CAST(CAST($2 AS JSON) AS VARCHAR[])))`,
+        [app.ws.workspace_id, JSON.stringify(['i2@example.com'])]);
+      expect(String(plan!.explain_value)).toContain('Sequential Scan');
+      expect(String(plan!.explain_value)).not.toContain('Index Scan');
+    } finally {
+      await app.close();
+    }
+  });
+});
+
 describe('traits merged by the store', () => {
   beforeAll(async () => { t = await startTestApp({ at: AT }); });
   beforeEach(() => t.freshWorkspace());
