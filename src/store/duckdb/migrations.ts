@@ -604,9 +604,9 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE person_merges ADD COLUMN from_person_key BIGINT;
   ALTER TABLE person_merges ADD COLUMN state VARCHAR DEFAULT 'done';
   `,
-  // The identifier indexes on two columns go: DuckDB reads no table by an index on more than one
-  // column (a lookup by workspace and email or visitor id scans, with or without them), so they only
-  // cost every new person and visitor their inserts at commit (bench/RESULTS.md, "Ingest").
+  // The identifier indexes on two columns go: DuckDB's plans for the lookups by workspace and
+  // email, external id or visitor id scan the table with or without them (EXPLAIN ANALYZE), so they
+  // only cost every new person and visitor their inserts at commit (bench/RESULTS.md, "People lookup").
   `
   DROP INDEX persons_by_external_id;
   DROP INDEX persons_by_email;
