@@ -211,6 +211,18 @@ describe.skipIf(!POSTGRES_RUNNING)('PostgreSQL migrations', () => {
     }
   });
 
+  it('connections run without parallel workers (launching one cost a people lookup of 1 ms of work 100 ms)', async () => {
+    const db = await createDatabase();
+    const control = await PostgresControl.open({ url: db.url });
+    try {
+      expect(await control.all('SHOW max_parallel_workers_per_gather')).toEqual([{ max_parallel_workers_per_gather: '0' }]);
+      expect(await control.transaction((tx) => tx.all('SHOW max_parallel_workers_per_gather'))).toEqual([{ max_parallel_workers_per_gather: '0' }]);
+    } finally {
+      await control.close();
+      await db.release();
+    }
+  });
+
   it.skipIf(!CHDB_INSTALLED)('`audiences migrate` with DATABASE_URL migrates PostgreSQL and ClickHouse, idempotently', async () => {
     const db = await createDatabase({ migrated: false });
     const dir = await mkdtemp(join(tmpdir(), 'pg-migrate-'));

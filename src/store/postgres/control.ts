@@ -111,8 +111,10 @@ function connect(url: string, max: number, bounds: PostgresBounds): pg.Pool {
     idleTimeoutMillis: bounds.idleTimeoutMs,
     keepAlive: true,
     keepAliveInitialDelayMillis: bounds.keepAliveMs,
-    // Text without a zone (CAST(… AS TIMESTAMP)) is UTC, as the statements write it.
-    options: '-c TimeZone=UTC',
+    // Text without a zone (CAST(… AS TIMESTAMP)) is UTC, as the statements write it. No parallel
+    // workers: control statements read few rows, and launching a worker cost a people lookup of
+    // 1 ms of work 100 ms on a loaded machine (bench/RESULTS.md, "People lookup").
+    options: '-c TimeZone=UTC -c max_parallel_workers_per_gather=0',
   });
   // An idle connection the server dropped: the pool replaces it; without a listener it would end the process.
   pool.on('error', (err) => console.warn(`PostgreSQL: an idle connection failed (${err.message})`));
