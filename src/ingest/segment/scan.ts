@@ -25,6 +25,21 @@ export class ScannedBody {
   ) {}
 }
 
+/** The years 0001–9999, which a corrected timestamp's ISO text (YYYY-…) can name. */
+const EARLIEST_MS = -62135596800000;
+const LATEST_MS = 253402300799999;
+
+/** Whether every message's time, corrected as correctedTime does, is within EARLIEST_MS..LATEST_MS. */
+export function correctedTimesInRange({ at, sentAt, batchSentAt, count }: ScannedBody, received: number): boolean {
+  for (let i = 0; i < count; i++) {
+    if (Number.isNaN(at[i]!)) continue;
+    const sent = Number.isNaN(sentAt[i]!) ? batchSentAt : sentAt[i]!;
+    const ms = sent === undefined ? at[i]! : at[i]! + (received - sent);
+    if (!(ms >= EARLIEST_MS && ms <= LATEST_MS)) return false;
+  }
+  return true;
+}
+
 class Bail extends Error {}
 const BAIL = new Bail();
 

@@ -16,7 +16,7 @@ import { LogResolver } from '../log/resolver.js';
 import { messagesOf, type SegmentKind, sentAtOf, typeOf } from './body.js';
 import { mapMessages } from './messages.js';
 import type { LoggedRequest, LogOperation } from './operations.js';
-import type { ScannedBody } from './scan.js';
+import { correctedTimesInRange, type ScannedBody } from './scan.js';
 
 export interface IngestLogOptions {
   /** This node's log directory (INGEST_LOG_DIR); a temporary one, removed at close, when unset. */
@@ -45,20 +45,6 @@ const KEPT_OPERATIONS_EVENTS = 50_000;
 
 const EVENT_TYPES = new Set(['track', 'screen', 'group']);
 
-/** The years 0001–9999, which a corrected timestamp's ISO text (YYYY-…) can name. */
-const EARLIEST_MS = -62135596800000;
-const LATEST_MS = 253402300799999;
-
-/** Whether every message's time, corrected as correctedTime does, is within EARLIEST_MS..LATEST_MS. */
-function correctedTimesInRange({ at, sentAt, batchSentAt, count }: ScannedBody, received: number): boolean {
-  for (let i = 0; i < count; i++) {
-    if (Number.isNaN(at[i]!)) continue;
-    const sent = Number.isNaN(sentAt[i]!) ? batchSentAt : sentAt[i]!;
-    const ms = sent === undefined ? at[i]! : at[i]! + (received - sent);
-    if (!(ms >= EARLIEST_MS && ms <= LATEST_MS)) return false;
-  }
-  return true;
-}
 
 export interface IngestStatus {
   backlog_events: number;
