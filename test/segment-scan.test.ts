@@ -43,8 +43,8 @@ const value = fc.jsonValue({ maxDepth: 3, stringUnit: unit });
 const name = fc.string({ unit: fc.constantFrom('a', 'B', '7', ' ', '-', '.', 'a', 'B', '7', ' ', '-', '.', 'é'), maxLength: 5 });
 const odd = fc.constantFrom<unknown>(null, 0, 7, 1.5, 1e21, true, [], {}, '', ' ', 'x'.repeat(257), 'é', '\ud800');
 const id = mostly(fc.stringMatching(/^[a-z0-9_-]{1,12}$/), fc.constantFrom('ü', 'x'.repeat(256), 'x'.repeat(257)), odd);
-const time = mostly(fc.constantFrom('2026-06-15T12:00:00Z', '2026-06-15T12:00:00.123+02:00'),
-  fc.constantFrom('2026-06-15', 'Mon, 15 Jun 2026 12:00:00 GMT', 'soon', '0001-01-01T00:00:00Z', '9999-12-31T23:59:59Z', '+275760-09-13T00:00:00Z'), odd);
+const time = mostly(fc.constantFrom('2026-06-15T12:00:00Z', '2026-06-15T12:00:00.123+02:00', '2026-06-15T12:59:58.123Z', '2026-01-31T23:00:00.000Z'),
+  fc.constantFrom('2026-02-30T12:00:00.000Z', '2026-06-15T24:00:00.000Z', '2026-13-01T00:00:00.000Z', '0999-06-15T12:00:00.000Z', '2026-06-15T12:00:60Z', '2026-06-15', 'Mon, 15 Jun 2026 12:00:00 GMT', 'soon', '0001-01-01T00:00:00Z', '9999-12-31T23:59:59Z', '+275760-09-13T00:00:00Z'), odd);
 const payload = mostly(
   fc.dictionary(name, value, { maxKeys: 6 }),
   fc.constant({ a: { b: { c: { d: { e: { f: { g: { h: { i: { j: { k: 1 } } } } } } } } } } }),
@@ -113,6 +113,8 @@ describe('the one-pass reading of Segment bodies', () => {
       if (scanned === null || !correctedTimesInRange(scanned, RECEIVED)) return;
       accepted++;
       expect(full).toStrictEqual({ count: 1, withoutId: scanned.withoutId });
+      const at = [value.timestamp, value.originalTimestamp].find((v) => v !== undefined && v !== null);
+      expect(scanned.at[0]).toBe(typeof at === 'string' ? Date.parse(at) : NaN);
     }), { numRuns: runs, seed: SEED });
     expect(accepted).toBeGreaterThan(valid / 4);
   });
