@@ -7,7 +7,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { messagesOf, type SegmentKind, sentAtOf } from '../src/ingest/segment/body.js';
 import { mapMessages } from '../src/ingest/segment/messages.js';
-import { correctedTimesInRange, scanSegmentBody } from '../src/ingest/segment/scan.js';
+import { correctedTimesInRange, type ScannedBody, scanSegmentBody } from '../src/ingest/segment/scan.js';
 import { tierRuns } from './support/tier.js';
 
 /** Fixed, so that the share of bodies the scan takes (asserted) is the same every run. */
@@ -82,41 +82,39 @@ const text = (value: unknown, variant: number): string => {
   return json;
 };
 
+/**
+ * Holds the scan of `kind` bodies drawn from `arb` to the full path (and `also` to what it says of
+ * each accepted one), and asserts that it took a good part of the valid ones (else the property
+ * says little).
+ */
+function holdsToFullPath<T>(arb: fc.Arbitrary<T>, kind: SegmentKind, also: (value: T, scanned: ScannedBody) => void = () => undefined): void {
+  let accepted = 0;
+  let valid = 0;
+  fc.assert(fc.property(arb, fc.nat(100), (value, variant) => {
+    const bytes = Buffer.from(text(value, variant));
+    const scanned = scanSegmentBody(bytes, kind);
+    const full = fullPath(bytes, kind);
+    if (full) valid++;
+    if (scanned === null || !correctedTimesInRange(scanned, RECEIVED)) return;
+    accepted++;
+    expect(full).toStrictEqual({ count: scanned.count, withoutId: scanned.withoutId });
+    also(value, scanned);
+  }), { numRuns: tierRuns(3000), seed: SEED });
+  expect(accepted).toBeGreaterThan(valid / 4);
+}
+
 describe('the one-pass reading of Segment bodies', () => {
   it('accepts only batches the full path accepts, with the same messages and the same ones lacking a messageId', () => {
     const body = fc.record({ batch: mostly(fc.array(message, { maxLength: 3 }), odd), sentAt: maybe(time), writeKey: fc.option(fc.constant('sk_x'), { nil: undefined, freq: 10 }), context: maybe(value) }, { requiredKeys: ['batch'] });
-    let accepted = 0;
-    let valid = 0;
-    const runs = tierRuns(3000);
-    fc.assert(fc.property(body, fc.nat(100), (value, variant) => {
-      const bytes = Buffer.from(text(value, variant));
-      const scanned = scanSegmentBody(bytes, 'batch');
-      const full = fullPath(bytes, 'batch');
-      if (full) valid++;
-      if (scanned === null || !correctedTimesInRange(scanned, RECEIVED)) return;
-      accepted++;
-      expect(full).toStrictEqual({ count: scanned.count, withoutId: scanned.withoutId });
-    }), { numRuns: runs, seed: SEED });
-    // The property says something only if the scan takes a good part of the valid bodies.
-    expect(accepted).toBeGreaterThan(valid / 4);
+    holdsToFullPath(body, 'batch');
   });
 
-  it('accepts only single track calls the full path accepts', () => {
-    let accepted = 0;
-    let valid = 0;
-    const runs = tierRuns(3000);
-    fc.assert(fc.property(message, fc.nat(100), (value, variant) => {
-      const bytes = Buffer.from(text(value, variant));
-      const scanned = scanSegmentBody(bytes, 'track');
-      const full = fullPath(bytes, 'track');
-      if (full) valid++;
-      if (scanned === null || !correctedTimesInRange(scanned, RECEIVED)) return;
-      accepted++;
-      expect(full).toStrictEqual({ count: 1, withoutId: scanned.withoutId });
+  it('accepts only single track calls the full path accepts, and reads their times as Date.parse does', () => {
+    holdsToFullPath(message, 'track', (value, scanned) => {
+      expect(scanned.count).toBe(1);
       const at = [value.timestamp, value.originalTimestamp].find((v) => v !== undefined && v !== null);
       expect(scanned.at[0]).toBe(typeof at === 'string' ? Date.parse(at) : NaN);
-    }), { numRuns: runs, seed: SEED });
-    expect(accepted).toBeGreaterThan(valid / 4);
+    });
   });
 
   it('takes what analytics-node and RudderStack send, and leaves other calls, escapes and broken JSON to the full path', () => {
