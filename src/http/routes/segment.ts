@@ -11,6 +11,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { AppError, invalidRequest } from '../../errors.js';
 import { messagesOf, type SegmentKind, typeOf } from '../../ingest/segment/body.js';
+import { ScannedBody, scanSegmentBody } from '../../ingest/segment/scan.js';
 import type { SegmentIngest } from '../../ingest/segment/service.js';
 import type { Workspaces } from '../../store/control/workspaces.js';
 import { jsonBodyParser } from '../json-body.js';
@@ -26,6 +27,8 @@ const ROUTES: [string, SegmentKind][] = [
   ['t', 'track'], ['i', 'identify'], ['p', 'page'], ['s', 'screen'], ['g', 'group'], ['a', 'alias'], ['b', 'batch'],
 ];
 
+const KIND_OF = new Map(ROUTES.map(([path, kind]) => [`/v1/${path}`, kind]));
+
 type Json = Record<string, unknown>;
 const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -40,13 +43,15 @@ function headerKey(header: string | undefined): string | undefined {
   return BEARER.exec(header)?.[1];
 }
 
+const PAGE_ONLY = 'a publishable key may send page calls only; use the secret key as the write key';
+
 const tooLarge = (what: string, limit: number) => invalidRequest([{ field: '', message: `${what} is larger than ${limit / 1024} KB (Segment's limit)` }]);
 
 /** The bytes of each request's body (decompressed), kept in the log as they came rather than serialized again. */
 const bodyBytes = new WeakMap<FastifyRequest, Buffer>();
 
 /** The body's bytes, decompressed when the client says gzip, within the batch limit. */
-async function bodyText(request: FastifyRequest, raw: Buffer): Promise<string> {
+async function bodyOf(request: FastifyRequest, raw: Buffer): Promise<Buffer> {
   const encoding = (request.headers['content-encoding'] ?? 'identity').toLowerCase();
   if (encoding !== 'gzip' && encoding !== 'identity') throw new AppError('unsupported_media_type', `Content-Encoding ${encoding} is not supported; send gzip or none`);
   const bytes = encoding === 'gzip'
@@ -56,8 +61,7 @@ async function bodyText(request: FastifyRequest, raw: Buffer): Promise<string> {
     })
     : raw;
   if (bytes.length > SEGMENT_LIMITS.batchBytes) throw tooLarge('the body', SEGMENT_LIMITS.batchBytes);
-  bodyBytes.set(request, bytes);
-  return bytes.toString('utf8');
+  return bytes;
 }
 
 export const segmentAnswer = z.object({ success: z.literal(true) });
@@ -66,8 +70,14 @@ export async function segmentRoutes(app: FastifyInstance, { segment, workspaces 
   const parseJson = jsonBodyParser(app);
   app.removeAllContentTypeParsers();
   // Every Content-Type is read as JSON (the browser library sends text/plain; axios, form-urlencoded).
+  // A body the scan vouches for is not parsed at all (scan.ts); any other is, as every JSON body.
   app.addContentTypeParser('*', { parseAs: 'buffer' }, (request, raw, done) => {
-    bodyText(request, raw as Buffer).then((text) => parseJson(request, text, done), (err: unknown) => done(err as Error));
+    bodyOf(request, raw as Buffer).then((bytes) => {
+      const scanned = scanSegmentBody(bytes, KIND_OF.get(request.routeOptions.url ?? '') ?? 'batch');
+      if (scanned) return done(null, scanned);
+      bodyBytes.set(request, bytes);
+      parseJson(request, bytes.toString('utf8'), done);
+    }, (err: unknown) => done(err as Error));
   });
 
   // The header's key is checked before the body is read, so the rate limit counts per key.
@@ -87,6 +97,13 @@ export async function segmentRoutes(app: FastifyInstance, { segment, workspaces 
     request.apiKeyId = `${owner.workspaceId}:${owner.kind}`;
   }
 
+  /** A body of track calls the scan vouched for: it holds no writeKey, and maps (the checks below, as the full path makes them). */
+  async function acceptScanned(request: FastifyRequest, kind: SegmentKind, body: ScannedBody): Promise<void> {
+    if (!request.workspaceId) throw new AppError('unauthorized', 'a write key is required: your secret key as the HTTP Basic user name, or `writeKey` in the body');
+    if (request.apiKeyId.endsWith(':publishable')) throw new AppError('forbidden', PAGE_ONLY);
+    await segment.acceptScanned(request.workspaceId, kind, body);
+  }
+
   for (const [path, kind] of ROUTES) {
     app.post(`/v1/${path}`, {
       config: { limit: 'ingest' },
@@ -99,6 +116,10 @@ export async function segmentRoutes(app: FastifyInstance, { segment, workspaces 
       },
     }, async (request) => {
       const body = request.body;
+      if (body instanceof ScannedBody) {
+        await acceptScanned(request, kind, body);
+        return { success: true as const };
+      }
       if (!isObject(body)) throw invalidRequest([{ field: '', message: 'the body must be a JSON object' }]);
       if (!request.workspaceId) {
         const key = typeof body.writeKey === 'string' ? body.writeKey : undefined;
@@ -108,7 +129,7 @@ export async function segmentRoutes(app: FastifyInstance, { segment, workspaces 
       const messages = messagesOf(kind, body);
       if (kind !== 'batch' && JSON.stringify(body).length > SEGMENT_LIMITS.messageBytes) throw tooLarge('the message', SEGMENT_LIMITS.messageBytes);
       if (request.apiKeyId.endsWith(':publishable') && messages.some((m) => typeOf(kind, m) !== 'page')) {
-        throw new AppError('forbidden', 'a publishable key may send page calls only; use the secret key as the write key');
+        throw new AppError('forbidden', PAGE_ONLY);
       }
       await segment.accept(request.workspaceId, { kind, body, messages, bytes: bodyBytes.get(request) });
       return { success: true as const };

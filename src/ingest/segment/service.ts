@@ -13,9 +13,10 @@ import type { Ingest } from '../ingest.js';
 import type { Stores } from '../../store/open.js';
 import { IngestLog, IngestLogUnwritable } from '../log/ingest-log.js';
 import { LogResolver } from '../log/resolver.js';
-import { type SegmentKind, sentAtOf, typeOf } from './body.js';
+import { messagesOf, type SegmentKind, sentAtOf, typeOf } from './body.js';
 import { mapMessages } from './messages.js';
-import type { LoggedRequest } from './operations.js';
+import type { LoggedRequest, LogOperation } from './operations.js';
+import { correctedTimesInRange, type ScannedBody } from './scan.js';
 
 export interface IngestLogOptions {
   /** This node's log directory (INGEST_LOG_DIR); a temporary one, removed at close, when unset. */
@@ -43,6 +44,7 @@ export interface SegmentRequest {
 const KEPT_OPERATIONS_EVENTS = 50_000;
 
 const EVENT_TYPES = new Set(['track', 'screen', 'group']);
+
 
 export interface IngestStatus {
   backlog_events: number;
@@ -85,18 +87,41 @@ export class SegmentIngest {
       return (drawn[index] = randomUUID());
     });
     if (faults.length > 0) throw invalidRequest(faults.map((f) => f.fault));
+    const eventsOnly = messages.every((m) => EVENT_TYPES.has(typeOf(kind, m)));
+    // The write key is no part of what is kept.
+    const payload = bytes === undefined || 'writeKey' in body ? Buffer.from(JSON.stringify({ ...body, writeKey: undefined })) : bytes;
+    await this.append(ws, { kind, received, count: messages.length, eventsOnly, drawn: draws > 0 ? drawn : undefined }, payload, ops);
+  }
+
+  /**
+   * A body the scan vouched for (track calls): appended as it came, with no mapping now (the
+   * resolver maps it). A message whose corrected time falls out of the years a timestamp may
+   * name takes the full path, which words its fault.
+   */
+  async acceptScanned(ws: string, kind: SegmentKind, scanned: ScannedBody): Promise<void> {
+    const received = this.clock().getTime();
+    if (!correctedTimesInRange(scanned, received)) {
+      const body = JSON.parse(scanned.bytes.toString('utf8')) as Record<string, unknown>;
+      return this.accept(ws, { kind, body, messages: messagesOf(kind, body), bytes: scanned.bytes });
+    }
+    let drawn: Record<number, string> | undefined;
+    for (const index of scanned.withoutId) (drawn ??= {})[index] = randomUUID();
+    await this.append(ws, { kind, received, count: scanned.count, eventsOnly: true, drawn }, scanned.bytes, undefined);
+  }
+
+  /** Past the backlog bound, 503; else the record appended (its operations kept beside it while the resolver keeps up). */
+  private async append(ws: string, record: { kind: SegmentKind; received: number; count: number; eventsOnly: boolean; drawn: Record<number, string> | undefined },
+    payload: Buffer, ops: LogOperation[] | undefined): Promise<void> {
     const backlog = this.log.backlog();
     const waiting = backlog.events + this.log.appendingEvents;
-    if (waiting + messages.length > this.maxBacklogEvents) {
+    if (waiting + record.count > this.maxBacklogEvents) {
       throw new AppError('ingest_backlog', `${waiting} messages wait to be resolved (bound ${this.maxBacklogEvents}); retry in ${BACKLOG_RETRY_AFTER_SECONDS} s`,
         { retry_after_seconds: BACKLOG_RETRY_AFTER_SECONDS });
     }
     const head: LoggedRequest = {
-      ws, at: Date.now(), count: messages.length, events_only: messages.every((m) => EVENT_TYPES.has(typeOf(kind, m))), kind, received,
-      ...(draws > 0 ? { drawn_ids: drawn } : {}),
+      ws, at: Date.now(), count: record.count, events_only: record.eventsOnly, kind: record.kind, received: record.received,
+      ...(record.drawn ? { drawn_ids: record.drawn } : {}),
     };
-    // The write key is no part of what is kept.
-    const payload = bytes === undefined || 'writeKey' in body ? Buffer.from(JSON.stringify({ ...body, writeKey: undefined })) : bytes;
     // While the resolver keeps up, it takes these operations rather than map the body again.
     const kept = waiting < KEPT_OPERATIONS_EVENTS ? ops : undefined;
     await this.log.append(head, payload, kept).catch((err: unknown) => {
