@@ -1,17 +1,23 @@
-// ClickHouse privacy deletes and retention on chDB (issue 35), on the estimate dataset imported into
-// ClickHouse plus a workspace written through the API:
+// ClickHouse privacy deletes and retention on chDB (issue 35), on the estimate dataset plus a
+// workspace written through the API:
 // - a delete of 1,000 persons (their events, page views, and copies of persons and visitors) as the
-//   store runs it (eraseKeys: ALTER TABLE … DELETE mutations, waited for, counted again), against a
-//   lightweight DELETE (masks the rows; gone from disk only at a later merge) and a lightweight
-//   DELETE followed by APPLY DELETED MASK (rewrites the parts, as the mutation does);
+//   store runs it (eraseKeys: ALTER TABLE … DELETE mutations, waited for, counted again), of persons
+//   of the dataset and of persons written through the API; against a lightweight DELETE (masks the
+//   rows; gone from disk only at a later merge) and a lightweight DELETE followed by APPLY DELETED
+//   MASK (rewrites the parts, as the mutation does);
 // - a day of retention as the store runs it (eraseBefore: one mutation per table), against a TTL
 //   on a `retention_days` column stamped per workspace (ClickHouse refuses dictGet in a TTL), the
 //   day's expired rows removed by the TTL merge of the oldest partition; and the TTL's own costs:
 //   stamping a workspace's rows when its retention is set or changed.
 // Designs alternate round by round, each on persons of its own drawn at random.
-//   npx tsx bench/clickhouse.bench.ts --prepare [--people N --events N --pageviews N]   (once: the import)
-//   npx tsx bench/clickhouse-deletes.bench.ts [same sizes] [--api-persons 20000] [--rounds 3]
+// The dataset: a copy of the import `bench/clickhouse.bench.ts --prepare` made (slow to prepare), or
+// with --generate the same shape built inside ClickHouse (bench/support/clickhouse-dataset.ts, once
+// per size into D.seed-<sizes>), its events attached again to reach --events when --distinct-events
+// is smaller (a 100 M dataset from 10 M generated rows, each row 10 times).
+//   npx tsx bench/clickhouse-deletes.bench.ts [--people N --events N --pageviews N] [--generate [--distinct-events N]] [--dir D]
+//     [--api-persons 20000] [--rounds 3] [--designs mutations,lightweight,mask]
 
+import { spawnSync } from 'node:child_process';
 import { cp, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
@@ -21,31 +27,65 @@ import { buildApp } from '../src/http/app.js';
 import { ClickHouseAnalytics } from '../src/store/clickhouse/analytics.js';
 import type { ClickHouseContext } from '../src/store/clickhouse/context.js';
 import { eraseBefore, eraseKeys, keyTargets } from '../src/store/clickhouse/erase.js';
+import { reloadVisitorLinks } from '../src/store/clickhouse/links.js';
 import { Workspaces } from '../src/store/control/workspaces.js';
 import { openStores } from '../src/store/open.js';
+import { multiplyEvents } from './support/clickhouse-dataset.js';
 import { benchArgs, sizeTag, WS } from './support/dataset.js';
 
-const { sizes, values } = benchArgs({ 'api-persons': { type: 'string', default: '20000' }, rounds: { type: 'string', default: '3' } });
+const { sizes, values } = benchArgs({
+  'api-persons': { type: 'string', default: '20000' }, rounds: { type: 'string', default: '3' },
+  generate: { type: 'boolean', default: false }, 'distinct-events': { type: 'string' }, dir: { type: 'string' }, designs: { type: 'string', default: 'mutations,lightweight,mask' },
+});
 const [apiPersons, rounds] = [Number(values['api-persons']), Number(values.rounds)];
+const designs = new Set(String(values.designs).split(','));
 const BATCH = 1000;
-const prepared = join('data', 'bench', `${sizeTag(sizes)}.chdb`);
-if (!existsSync(prepared)) throw new Error(`${prepared} is missing: run \`npx tsx bench/clickhouse.bench.ts --prepare\` with the same sizes first`);
-// The deletes consume the data: a copy of the prepared import each run.
-const copy = join('data', 'bench', `deletes-${sizeTag(sizes)}.chdb`);
+// The deletes consume the data: a copy of the prepared import each run, or a dataset generated for it.
+const copy = typeof values.dir === 'string' ? values.dir : join('data', 'bench', `deletes-${sizeTag(sizes)}.chdb`);
 await rm(copy, { recursive: true, force: true });
-await cp(prepared, copy, { recursive: true });
+const distinct = Number(values['distinct-events'] ?? sizes.events);
+const copies = values.generate ? sizes.events / distinct : 1;
+if (!Number.isInteger(copies) || copies < 1) throw new Error('--distinct-events must divide --events');
+if (values.generate) {
+  const generated = { ...sizes, events: distinct };
+  const seed = `${copy}.seed-${sizeTag(generated)}`;
+  if (!existsSync(seed)) {
+    const t = performance.now();
+    const args = ['tsx', 'bench/support/clickhouse-dataset.ts', '--people', `${sizes.people}`, '--events', `${distinct}`, '--pageviews', `${sizes.pageviews}`, '--out', seed];
+    if (spawnSync('npx', args, { stdio: 'inherit' }).status !== 0) throw new Error('generating the dataset failed');
+    console.log(`generated ${seed} in ${((performance.now() - t) / 1000).toFixed(1)} s`);
+  }
+  await cp(seed, copy, { recursive: true });
+} else {
+  const prepared = join('data', 'bench', `${sizeTag(sizes)}.chdb`);
+  if (!existsSync(prepared)) throw new Error(`${prepared} is missing: run \`npx tsx bench/clickhouse.bench.ts --prepare\` with the same sizes first, or pass --generate`);
+  await cp(prepared, copy, { recursive: true });
+}
 
 const log = (line: string) => console.log(line);
 const secs = (ms: number) => (ms / 1000).toFixed(2);
 const stores = await openStores({ analyticsStore: 'clickhouse', databasePath: ':memory:', clickhouse: { path: copy, database: 'bench' } });
 const ctx: ClickHouseContext = (stores.analytics as ClickHouseAnalytics).ctx;
 const noSweep = () => Promise.resolve();
+if (copies > 1) {
+  const t = performance.now();
+  await multiplyEvents(ctx.client, 'bench', copies);
+  log(`events attached ${copies} times in ${secs(performance.now() - t)} s`);
+}
+if (values.generate) await reloadVisitorLinks(ctx);
 
 async function rows<T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> {
   return (await ctx.client.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>();
 }
 const command = (query: string, params: Record<string, unknown> = {}, settings: Record<string, string> = {}) =>
   ctx.client.command({ query, query_params: params, clickhouse_settings: settings });
+/** Events' and page views' active parts on disk (parts a mutation replaced wait for their cleanup, not counted). */
+const disk = async (when: string) => {
+  const sized = await rows<{ table: string; size: string; columns: string }>(`SELECT table, formatReadableSize(sum(bytes_on_disk)) AS size,
+    formatReadableSize(sum(data_uncompressed_bytes)) AS columns FROM system.parts WHERE database = 'bench' AND table IN ('events', 'pageviews') AND active
+    GROUP BY table ORDER BY table`);
+  log(`disk ${when}: ${sized.map((r) => `${r.table} ${r.size} (${r.columns} uncompressed)`).join(', ')}`);
+};
 
 // The API's write path: persons with 5 events and a page view each, 500 a call, into a workspace of their own.
 const ws = await new Workspaces(stores.control).create('api');
@@ -73,20 +113,25 @@ const { events, pageviews, parts } = (await rows<{ events: string; pageviews: st
 log(`machine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, load ${loadavg().map((l) => l.toFixed(1)).join(' ')} (shared with 5 other helpers); chDB`);
 log(`tables: ${Number(events).toLocaleString('en-US')} events (${parts} active parts), ${Number(pageviews).toLocaleString('en-US')} page views\n`);
 
-// Persons of the imported workspace with their visitors, at random: a batch of 1,000 per design and round.
-const drawn = await rows<{ person_key: string; visitors: string[] }>(`SELECT p.person_key AS person_key, groupArray(v.visitor_key) AS visitors
-  FROM (SELECT person_key FROM bench.persons WHERE workspace_id = {ws:String} ORDER BY rand() LIMIT {n:UInt32}) AS p
-  LEFT JOIN (SELECT visitor_key, person_key FROM bench.visitors FINAL WHERE workspace_id = {ws:String}) AS v ON v.person_key = p.person_key
-  GROUP BY p.person_key`, { ws: WS, n: BATCH * 3 * rounds });
-let next = 0;
-const batch = () => {
-  const picked = drawn.slice(next, next += BATCH);
-  return { persons: picked.map((p) => Number(p.person_key)), visitors: picked.flatMap((p) => p.visitors.map(Number).filter((v) => v > 0)) };
+// Persons with their visitors, at random: a batch of 1,000 per design and round.
+const draw = async (workspace: string, n: number) => {
+  const drawn = await rows<{ person_key: string; visitors: string[] }>(`SELECT p.person_key AS person_key, groupArray(v.visitor_key) AS visitors
+    FROM (SELECT person_key FROM bench.persons FINAL WHERE workspace_id = {ws:String} ORDER BY rand() LIMIT {n:UInt32}) AS p
+    LEFT JOIN (SELECT visitor_key, person_key FROM bench.visitors FINAL WHERE workspace_id = {ws:String}) AS v ON v.person_key = p.person_key
+    GROUP BY p.person_key`, { ws: workspace, n });
+  let next = 0;
+  return () => {
+    const picked = drawn.slice(next, next += BATCH);
+    if (picked.length < BATCH) throw new Error(`fewer than ${BATCH} persons left to draw in ${workspace}: raise --api-persons`);
+    return { persons: picked.map((p) => Number(p.person_key)), visitors: picked.flatMap((p) => p.visitors.map(Number).filter((v) => v > 0)) };
+  };
 };
+const fromDataset = await draw(WS, BATCH * 3 * rounds);
+const fromApi = await draw(ws.workspace_id, BATCH * rounds);
 
 /** The rows left of a batch (0 after every design: a design that leaves rows is no design). */
-async function left(persons: number[], visitors: number[]): Promise<number> {
-  const { targets, params } = keyTargets(WS, persons, visitors);
+async function left(workspace: string, persons: number[], visitors: number[]): Promise<number> {
+  const { targets, params } = keyTargets(workspace, persons, visitors);
   const counts = await Promise.all(targets.map(async (t) => Number((await rows<{ n: string }>(`SELECT count() AS n FROM bench.${t.table} WHERE ${t.where}`, params))[0]!.n)));
   return counts.reduce((a, b) => a + b, 0);
 }
@@ -98,19 +143,27 @@ const lightweight = async (persons: number[], visitors: number[], apply: boolean
     if (apply) await command(`ALTER TABLE bench.${t.table} APPLY DELETED MASK`, {}, { mutations_sync: '2' });
   }
 };
-const deletes: Record<string, (p: number[], v: number[]) => Promise<unknown>> = {
-  'mutations (the store: eraseKeys)': (p, v) => eraseKeys(ctx, WS, p, v, noSweep),
-  'lightweight DELETE (masked only)': (p, v) => lightweight(p, v, false),
-  'lightweight DELETE + APPLY DELETED MASK': (p, v) => lightweight(p, v, true),
+type Design = { design: string; workspace: string; batch: () => { persons: number[]; visitors: number[] }; erase: (p: number[], v: number[]) => Promise<unknown> };
+const deletes: Record<string, Design> = {
+  'mutations (the store: eraseKeys), persons of the dataset': { design: 'mutations', workspace: WS, batch: fromDataset, erase: (p, v) => eraseKeys(ctx, WS, p, v, noSweep) },
+  'mutations (the store: eraseKeys), persons written through the API': { design: 'mutations', workspace: ws.workspace_id, batch: fromApi, erase: (p, v) => eraseKeys(ctx, ws.workspace_id, p, v, noSweep) },
+  'lightweight DELETE (masked only)': { design: 'lightweight', workspace: WS, batch: fromDataset, erase: (p, v) => lightweight(p, v, false) },
+  'lightweight DELETE + APPLY DELETED MASK': { design: 'mask', workspace: WS, batch: fromDataset, erase: (p, v) => lightweight(p, v, true) },
 };
+await disk('before the deletes');
 const taken: Record<string, number[]> = {};
 let leftover = 0;
 for (let round = 0; round < rounds; round++) {
   const bench = new Bench({ iterations: 1, time: 0, warmup: false });
-  for (const [name, erase] of Object.entries(deletes)) {
+  for (const [name, { design, workspace, batch, erase }] of Object.entries(deletes)) {
+    if (!designs.has(design)) continue;
     const current = batch();
-    bench.add(name, async () => { await erase(current.persons, current.visitors); }, {
-      async afterEach() { leftover += await left(current.persons, current.visitors); },
+    bench.add(name, async () => {
+      const t = performance.now();
+      await erase(current.persons, current.visitors);
+      log(`  ${name}: ${secs(performance.now() - t)} s (load ${loadavg()[0]!.toFixed(1)})`);
+    }, {
+      async afterEach() { leftover += await left(workspace, current.persons, current.visitors); },
     });
   }
   await bench.run();
@@ -118,12 +171,13 @@ for (let round = 0; round < rounds; round++) {
     if (task.result.state !== 'completed') throw new Error(`${task.name}: ${task.result.state}`);
     (taken[task.name] ??= []).push(task.result.latency.mean);
   }
-  log(`round ${round + 1}: ${bench.tasks.map((task) => `${task.name} ${secs(task.result.state === 'completed' ? task.result.latency.mean : NaN)} s`).join('; ')}`);
+  log(`round ${round + 1} (load ${loadavg()[0]!.toFixed(1)}): ${bench.tasks.map((task) => `${task.name} ${secs(task.result.state === 'completed' ? task.result.latency.mean : NaN)} s`).join('; ')}`);
 }
 if (leftover > 0) throw new Error(`${leftover} rows of deleted persons left`);
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 log(`\n| a delete of ${BATCH.toLocaleString('en-US')} persons | median s | runs (s) |\n|---|---:|---|`);
 for (const [name, xs] of Object.entries(taken)) log(`| ${name} | ${secs(median(xs))} | ${xs.map(secs).join(', ')} |`);
+await disk('after the deletes');
 
 // Retention. The imported events span the year before the dataset's date: the cuts start a quarter
 // into it (what is older erased first, untimed), so that each removes one day's rows.
