@@ -15,7 +15,7 @@
 // per size into D.seed-<sizes>), its events attached again to reach --events when --distinct-events
 // is smaller (a 100 M dataset from 10 M generated rows, each row 10 times).
 //   npx tsx bench/clickhouse-deletes.bench.ts [--people N --events N --pageviews N] [--generate [--distinct-events N]] [--dir D]
-//     [--api-persons 20000] [--rounds 3] [--designs mutations,lightweight,mask]
+//     [--stamp all|days] [--api-persons 20000] [--rounds 3] [--designs mutations,api,lightweight,mask,retention]
 
 import { spawnSync } from 'node:child_process';
 import { cp, rm } from 'node:fs/promises';
@@ -35,7 +35,7 @@ import { benchArgs, sizeTag, WS } from './support/dataset.js';
 
 const { sizes, values } = benchArgs({
   'api-persons': { type: 'string', default: '20000' }, rounds: { type: 'string', default: '3' },
-  generate: { type: 'boolean', default: false }, 'distinct-events': { type: 'string' }, dir: { type: 'string' }, designs: { type: 'string', default: 'mutations,lightweight,mask' },
+  generate: { type: 'boolean', default: false }, stamp: { type: 'string', default: 'all' }, 'distinct-events': { type: 'string' }, dir: { type: 'string' }, designs: { type: 'string', default: 'mutations,api,lightweight,mask,retention' },
 });
 const [apiPersons, rounds] = [Number(values['api-persons']), Number(values.rounds)];
 const designs = new Set(String(values.designs).split(','));
@@ -145,12 +145,16 @@ const lightweight = async (persons: number[], visitors: number[], apply: boolean
 };
 type Design = { design: string; workspace: string; batch: () => { persons: number[]; visitors: number[] }; erase: (p: number[], v: number[]) => Promise<unknown> };
 const deletes: Record<string, Design> = {
+  'mutations (the store: eraseKeys), persons written through the API': { design: 'api', workspace: ws.workspace_id, batch: fromApi, erase: (p, v) => eraseKeys(ctx, ws.workspace_id, p, v, noSweep) },
   'mutations (the store: eraseKeys), persons of the dataset': { design: 'mutations', workspace: WS, batch: fromDataset, erase: (p, v) => eraseKeys(ctx, WS, p, v, noSweep) },
-  'mutations (the store: eraseKeys), persons written through the API': { design: 'mutations', workspace: ws.workspace_id, batch: fromApi, erase: (p, v) => eraseKeys(ctx, ws.workspace_id, p, v, noSweep) },
   'lightweight DELETE (masked only)': { design: 'lightweight', workspace: WS, batch: fromDataset, erase: (p, v) => lightweight(p, v, false) },
   'lightweight DELETE + APPLY DELETED MASK': { design: 'mask', workspace: WS, batch: fromDataset, erase: (p, v) => lightweight(p, v, true) },
 };
 await disk('before the deletes');
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+// Retention first: on a slow machine its steps are the quick ones.
+if (designs.has('retention')) await retentionRounds();
+
 const taken: Record<string, number[]> = {};
 let leftover = 0;
 for (let round = 0; round < rounds; round++) {
@@ -174,77 +178,90 @@ for (let round = 0; round < rounds; round++) {
   log(`round ${round + 1} (load ${loadavg()[0]!.toFixed(1)}): ${bench.tasks.map((task) => `${task.name} ${secs(task.result.state === 'completed' ? task.result.latency.mean : NaN)} s`).join('; ')}`);
 }
 if (leftover > 0) throw new Error(`${leftover} rows of deleted persons left`);
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
 log(`\n| a delete of ${BATCH.toLocaleString('en-US')} persons | median s | runs (s) |\n|---|---:|---|`);
 for (const [name, xs] of Object.entries(taken)) log(`| ${name} | ${secs(median(xs))} | ${xs.map(secs).join(', ')} |`);
 await disk('after the deletes');
 
-// Retention. The imported events span the year before the dataset's date: the cuts start a quarter
-// into it (what is older erased first, untimed), so that each removes one day's rows.
-const { first, last } = (await rows<{ first: string; last: string }>(`SELECT toUnixTimestamp(min(ts)) AS first, toUnixTimestamp(max(ts)) AS last
-  FROM bench.events WHERE workspace_id = {ws:String}`, { ws: WS }))[0]!;
-const DAY = 86_400;
-const start = Math.floor((Number(first) + (Number(last) - Number(first)) / 4) / DAY) * DAY;
-await eraseBefore(ctx, WS, new Date(start * 1000), noSweep);
-const older = async (table: string, before: number) => Number((await rows<{ n: string }>(
-  `SELECT count() AS n FROM bench.${table} WHERE workspace_id = {ws:String} AND ts < toDateTime64({b:Float64}, 6, 'UTC')`, { ws: WS, b: before }))[0]!.n);
-const BATCHED = 'batched delete of a day (the store: eraseBefore)';
-const TTL = 'TTL: the merge of the partitions that hold the expired day (daily, in the background)';
-const STAMP = 'TTL: stamping a workspace\'s rows with its retention (when it is set or changed)';
-const retention: Record<string, number[]> = { [BATCHED]: [], [TTL]: [], [STAMP]: [] };
-// The TTL design: a column stamped with the workspace's retention, a TTL on it. The retention is
-// stamped once (timed: what setting or changing it costs), expiring nothing not erased already;
-// each round the batched delete then erases a day and the TTL expires the next: a day passing is
-// played by moving the TTL one day earlier (metadata only), and the forced merge recomputes it and
-// drops the day, as ClickHouse's TTL merge does in the background once a day has passed.
-const nowS = Math.floor(Date.now() / 1000);
-const ttl = (shift: number) => `toDateTime(ts) + toIntervalDay(retention_days) - toIntervalDay(${shift})`;
-t0 = performance.now();
-for (const table of ['events', 'pageviews']) {
-  await command(`ALTER TABLE bench.${table} ADD COLUMN IF NOT EXISTS retention_days UInt16 DEFAULT 0`, {}, { mutations_sync: '2' });
-  await command(`ALTER TABLE bench.${table} MODIFY TTL ${ttl(0)} WHERE retention_days > 0`, {}, { mutations_sync: '2', materialize_ttl_after_modify: '0' });
-}
-log(`\nTTL added (column and TTL, not materialized): ${secs(performance.now() - t0)} s`);
-const days = Math.ceil((nowS - start) / DAY);
-/** The TTL's first cut (what it expires before it is moved), then a day further for each batched and TTL step. */
-const base = nowS - days * DAY;
-t0 = performance.now();
-for (const table of ['events', 'pageviews']) {
-  await command(`ALTER TABLE bench.${table} UPDATE retention_days = {d:UInt16} WHERE workspace_id = {ws:String}`, { d: days, ws: WS }, { mutations_sync: '2' });
-}
-retention[STAMP]!.push(performance.now() - t0);
-log(`TTL: stamping ${secs(retention[STAMP]!.at(-1)!)} s (load ${loadavg()[0]!.toFixed(1)}); ${await older('events', base)} expired events left after it`);
-for (let round = 0; round < rounds; round++) {
-  // Batched: the store's job erases what is older than the cut, one day more each round.
-  const cut = base + (2 * round + 1) * DAY;
-  const erased = await older('events', cut);
+/** The retention designs, day by day. */
+async function retentionRounds(): Promise<void> {
+  // Retention. The imported events span the year before the dataset's date: the cuts start a quarter
+  // into it (what is older erased first, untimed), so that each removes one day's rows.
+  const { first, last } = (await rows<{ first: string; last: string }>(`SELECT toUnixTimestamp(min(ts)) AS first, toUnixTimestamp(max(ts)) AS last
+    FROM bench.events WHERE workspace_id = {ws:String}`, { ws: WS }))[0]!;
+  const DAY = 86_400;
+  const start = Math.floor((Number(first) + (Number(last) - Number(first)) / 4) / DAY) * DAY;
   t0 = performance.now();
-  await eraseBefore(ctx, WS, new Date(cut * 1000), noSweep);
-  retention[BATCHED]!.push(performance.now() - t0);
-  if (await older('events', cut) !== 0) throw new Error('eraseBefore left rows');
-  log(`round ${round + 1}: batched ${erased} events ${secs(retention[BATCHED]!.at(-1)!)} s (load ${loadavg()[0]!.toFixed(1)})`);
-  // TTL: one more day expires, the merge of the partitions holding it drops it.
-  const shift = 2 * round + 2;
-  const expiredBefore = base + shift * DAY;
-  const expiring = await older('events', expiredBefore);
-  for (const table of ['events', 'pageviews']) {
-    await command(`ALTER TABLE bench.${table} MODIFY TTL ${ttl(shift)} WHERE retention_days > 0`, {}, { mutations_sync: '2', materialize_ttl_after_modify: '0' });
-  }
-  const month = new Date(expiredBefore * 1000).toISOString().slice(0, 7).replace('-', '');
-  const partitions = await rows<{ partition_id: string }>(`SELECT DISTINCT partition_id FROM system.parts
-    WHERE database = 'bench' AND table IN ('events', 'pageviews') AND active AND partition_id <= {m:String}`, { m: month });
+  await eraseBefore(ctx, WS, new Date(start * 1000), noSweep);
+  log(`\nretention: what is older than ${new Date(start * 1000).toISOString().slice(0, 10)} erased (untimed step) in ${secs(performance.now() - t0)} s`);
+  const older = async (table: string, before: number) => Number((await rows<{ n: string }>(
+    `SELECT count() AS n FROM bench.${table} WHERE workspace_id = {ws:String} AND ts < toDateTime64({b:Float64}, 6, 'UTC')`, { ws: WS, b: before }))[0]!.n);
+  const BATCHED = 'batched delete of a day (the store: eraseBefore)';
+  const TTL = 'TTL: the merge of the partitions that hold the expired day (daily, in the background)';
+  const STAMP = 'TTL: stamping a workspace\'s rows with its retention (when it is set or changed)';
+  const retention: Record<string, number[]> = { [BATCHED]: [], [TTL]: [], [STAMP]: [] };
+  // The TTL design: a column stamped with the workspace's retention, a TTL on it. The retention is
+  // stamped once (timed: what setting or changing it costs), expiring nothing not erased already;
+  // each round the batched delete then erases a day and the TTL expires the next: a day passing is
+  // played by moving the TTL one day earlier (metadata only), and the forced merge recomputes it and
+  // drops the day, as ClickHouse's TTL merge does in the background once a day has passed.
+  const nowS = Math.floor(Date.now() / 1000);
+  const ttl = (shift: number) => `toDateTime(ts) + toIntervalDay(retention_days) - toIntervalDay(${shift})`;
   t0 = performance.now();
   for (const table of ['events', 'pageviews']) {
-    for (const { partition_id: id } of partitions) await command(`OPTIMIZE TABLE bench.${table} PARTITION ID {id:String} FINAL`, { id });
+    await command(`ALTER TABLE bench.${table} ADD COLUMN IF NOT EXISTS retention_days UInt16 DEFAULT 0`, {}, { mutations_sync: '2' });
+    await command(`ALTER TABLE bench.${table} MODIFY TTL ${ttl(0)} WHERE retention_days > 0`, {}, { mutations_sync: '2', materialize_ttl_after_modify: '0' });
   }
-  retention[TTL]!.push(performance.now() - t0);
-  const still = await older('events', expiredBefore);
-  log(`round ${round + 1}: TTL ${expiring} events expired, merge of ${partitions.length} partitions ${secs(retention[TTL]!.at(-1)!)} s `
-    + `(load ${loadavg()[0]!.toFixed(1)}; ${still} left)`);
-  if (still !== 0) throw new Error('the TTL left expired rows');
+  log(`\nTTL added (column and TTL, not materialized): ${secs(performance.now() - t0)} s`);
+  const days = Math.ceil((nowS - start) / DAY);
+  /** The TTL's first cut (what it expires before it is moved), then a day further for each batched and TTL step. */
+  const base = nowS - days * DAY;
+  // Stamped: the partitions holding the rounds' days (--stamp all: every row of the workspace).
+  const lastMonth = new Date((base + (2 * rounds + 1) * DAY) * 1000).toISOString().slice(0, 7).replace('-', '');
+  const partitions = await rows<{ table: string; partition_id: string; n: string }>(`SELECT table, partition_id, sum(rows) AS n FROM system.parts
+    WHERE database = 'bench' AND table IN ('events', 'pageviews') AND active AND (partition_id <= {m:String} OR {all:Bool}) GROUP BY table, partition_id`,
+  { m: lastMonth, all: values.stamp === 'all' });
+  t0 = performance.now();
+  for (const { table, partition_id: id } of partitions) {
+    await command(`ALTER TABLE bench.${table} UPDATE retention_days = {d:UInt16} IN PARTITION ID {id:String} WHERE workspace_id = {ws:String}`, { d: days, id, ws: WS }, { mutations_sync: '2' });
+  }
+  retention[STAMP]!.push(performance.now() - t0);
+  const stamped = partitions.reduce((sum, p) => sum + Number(p.n), 0);
+  log(`TTL: stamping ${partitions.length} partitions (${stamped.toLocaleString('en-US')} rows) ${secs(retention[STAMP]!.at(-1)!)} s `
+    + `(load ${loadavg()[0]!.toFixed(1)}); ${await older('events', base)} expired events left after it`);
+  for (let round = 0; round < rounds; round++) {
+    // Batched: the store's job erases what is older than the cut, one day more each round.
+    const cut = base + (2 * round + 1) * DAY;
+    const erased = await older('events', cut);
+    t0 = performance.now();
+    await eraseBefore(ctx, WS, new Date(cut * 1000), noSweep);
+    retention[BATCHED]!.push(performance.now() - t0);
+    if (await older('events', cut) !== 0) throw new Error('eraseBefore left rows');
+    log(`round ${round + 1}: batched ${erased} events ${secs(retention[BATCHED]!.at(-1)!)} s (load ${loadavg()[0]!.toFixed(1)})`);
+    // TTL: one more day expires, the merge of the partitions holding it drops it.
+    const shift = 2 * round + 2;
+    const expiredBefore = base + shift * DAY;
+    const expiring = await older('events', expiredBefore);
+    for (const table of ['events', 'pageviews']) {
+      await command(`ALTER TABLE bench.${table} MODIFY TTL ${ttl(shift)} WHERE retention_days > 0`, {}, { mutations_sync: '2', materialize_ttl_after_modify: '0' });
+    }
+    const month = new Date(expiredBefore * 1000).toISOString().slice(0, 7).replace('-', '');
+    const merged = await rows<{ partition_id: string }>(`SELECT DISTINCT partition_id FROM system.parts
+      WHERE database = 'bench' AND table IN ('events', 'pageviews') AND active AND partition_id <= {m:String}`, { m: month });
+    t0 = performance.now();
+    for (const table of ['events', 'pageviews']) {
+      for (const { partition_id: id } of merged) await command(`OPTIMIZE TABLE bench.${table} PARTITION ID {id:String} FINAL`, { id });
+    }
+    retention[TTL]!.push(performance.now() - t0);
+    const still = await older('events', expiredBefore);
+    log(`round ${round + 1}: TTL ${expiring} events expired, merge of ${merged.length} partitions ${secs(retention[TTL]!.at(-1)!)} s `
+      + `(load ${loadavg()[0]!.toFixed(1)}; ${still} left)`);
+    if (still !== 0) throw new Error('the TTL left expired rows');
+  }
+  log(`\n| a day of retention | median s | runs (s) |\n|---|---:|---|`);
+  for (const [name, xs] of Object.entries(retention)) log(`| ${name} | ${secs(median(xs))} | ${xs.map(secs).join(', ')} |`);
+  // The deletes after it run without the TTL.
+  for (const table of ['events', 'pageviews']) await command(`ALTER TABLE bench.${table} REMOVE TTL`, {}, { mutations_sync: '2' });
 }
-log(`\n| a day of retention | median s | runs (s) |\n|---|---:|---|`);
-for (const [name, xs] of Object.entries(retention)) log(`| ${name} | ${secs(median(xs))} | ${xs.map(secs).join(', ')} |`);
 
 await app.close();
 await stores.close();
