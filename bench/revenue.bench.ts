@@ -128,18 +128,32 @@ if (withDuckDB) {
 
 const bench = new Bench({ iterations, time: 0, warmupIterations: Math.min(2, iterations - 1) });
 const task = (b: Printers, what: string) => `${b.name} ${what}`;
+// The process's CPU time per run beside the wall time: on a shared machine it moves far less with the load
+// (DuckDB and chDB run in this process; at one DuckDB thread it is about a quiet machine's wall time).
+const cpu = new Map<string, number[]>();
+const add = (name: string, run: () => Promise<unknown>) => {
+  cpu.set(name, []);
+  bench.add(name, async () => {
+    const before = process.cpuUsage();
+    await run();
+    const used = process.cpuUsage(before);
+    cpu.get(name)!.push((used.user + used.system) / 1000);
+  });
+};
 for (const plan of plans) {
   for (const b of builds) {
-    if (withDuckDB) bench.add(task(b, `duckdb: ${label(plan)}`), async () => { await duckdb(b.duckdb.revenue(plan, WS)); });
-    if (client) bench.add(task(b, `clickhouse: ${label(plan)}`), async () => { await clickhouse(b.clickhouse, plan); });
+    if (withDuckDB) add(task(b, `duckdb: ${label(plan)}`), () => duckdb(b.duckdb.revenue(plan, WS)));
+    if (client) add(task(b, `clickhouse: ${label(plan)}`), () => clickhouse(b.clickhouse, plan));
   }
 }
-if (withDuckDB) for (const plan of lifts) for (const b of builds) bench.add(task(b, `duckdb: ${liftLabel(plan)}`), async () => { await duckdb(b.duckdb.lift(plan, WS)); });
+if (withDuckDB) for (const plan of lifts) for (const b of builds) add(task(b, `duckdb: ${liftLabel(plan)}`), () => duckdb(b.duckdb.lift(plan, WS)));
 await bench.run();
 log(`load after the run: ${load()}\n`);
 
-const p50 = (name: string) => ms(p50Of(bench, name));
-const columns = builds.flatMap((b) => engines.map((e) => `${b.name} ${e === 'duckdb' ? 'DuckDB' : 'ClickHouse'} p50 ms`.trim()));
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)]!;
+/** Wall p50 / median CPU of the measured runs (the warm-ups' are left out). */
+const p50 = (name: string) => `${ms(p50Of(bench, name))} / ${ms(median(cpu.get(name)!.slice(-iterations)))}`;
+const columns = builds.flatMap((b) => engines.map((e) => `${b.name} ${e === 'duckdb' ? 'DuckDB' : 'ClickHouse'} p50 wall / CPU ms`.trim()));
 log(`| report (channel_category per month, ${from.toISOString().slice(0, 10)} to ${AT.toISOString().slice(0, 10)}) | rows | ${columns.join(' | ')} |`);
 log(`|---|---:|${columns.map(() => '---:').join('|')}|`);
 for (const [i, plan] of plans.entries()) {

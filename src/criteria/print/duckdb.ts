@@ -572,25 +572,25 @@ function revenueRowsCtes(report: ReportPlan, w: string, params: Params, restrict
   const split = perPayment(report);
   const [from, to] = [params.timestamp(report.from), params.timestamp(report.to)];
   const reportMoney = moneyIn(report.currency ?? null, w, params);
-  // first_paid: the customer's first payment ever, in the anchor's window pass when there is one (one sort).
-  const money = split
-    ? `(SELECT *, ${DUCKDB_ANCHOR}, min(ts) FILTER (WHERE is_payment)
-      OVER (PARTITION BY customer_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS first_paid FROM (${reportMoney}))`
-    : `(SELECT *, min(ts) FILTER (WHERE is_payment) OVER (PARTITION BY customer_id) AS first_paid FROM (${reportMoney}))`;
+  // money_key: the row's number in this statement, a cheaper key than its id; customer_key its customer's least
+  // one; first_paid: the customer's first payment ever. In the anchor's window pass when there is one (one sort).
+  const customer = split ? 'PARTITION BY customer_id ORDER BY ts ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING' : 'PARTITION BY customer_id';
+  const money = `(SELECT *,${split ? ` ${DUCKDB_ANCHOR},` : ''} min(money_key) OVER (${customer}) AS customer_key,
+      min(ts) FILTER (WHERE is_payment) OVER (${customer}) AS first_paid
+    FROM (SELECT *, row_number() OVER () AS money_key FROM (${reportMoney})))`;
   // A deleted payer's customers keep the profile they were attributed through (frozen_payers).
   return [`customers AS (
-    SELECT c.customer_id, c.rowid AS customer_key, coalesce(c.person_key, v.person_key) AS person_key, coalesce(${CUSTOMER_PROFILE}, f.profile) AS profile
+    SELECT c.customer_id, coalesce(c.person_key, v.person_key) AS person_key, coalesce(${CUSTOMER_PROFILE}, f.profile) AS profile
     FROM payment_customers c LEFT JOIN ${linkedVisitors(w)} v ON v.visitor_key = c.visitor_key
       LEFT JOIN frozen_payers f ON f.workspace_id = ${w} AND f.customer_id = c.customer_id
     WHERE c.workspace_id = ${w}
   )`,
-    // money_key: the row's number in this statement, a cheaper key than its id (as customer_key, null for a
-    // customer not stored, is its customer's); touch_until: the first payment of its profile (a customer without one: its own).
+    // touch_until: the first payment of its profile (a customer without one: its own).
     `in_range AS MATERIALIZED (
-    SELECT row_number() OVER () AS money_key, m.customer_id, m.customer_key, m.ts, m.amount, m.currency, m.is_payment, m.first_paid, m.touch_until,${split ? ' m.anchor,' : ''}
+    SELECT m.money_key, m.customer_id, m.customer_key, m.ts, m.amount, m.currency, m.is_payment, m.first_paid, m.touch_until,${split ? ' m.anchor,' : ''}
       m.person_key, m.profile
-    FROM (SELECT m.*, c.customer_key, c.person_key, c.profile,
-        min(m.first_paid) OVER (PARTITION BY c.profile, CASE WHEN c.profile IS NULL THEN m.customer_id END) AS touch_until
+    FROM (SELECT m.*, c.person_key, c.profile,
+        min(m.first_paid) OVER (PARTITION BY c.profile, CASE WHEN c.profile IS NULL THEN m.customer_key END) AS touch_until
       FROM ${money} m LEFT JOIN customers c ON c.customer_id = m.customer_id) m
     WHERE m.ts >= ${from} AND m.ts < ${to}${restrict}
   )`,
@@ -622,8 +622,6 @@ export function printRevenue(report: ReportPlan, workspaceId: string): CompiledQ
   const from = params.timestamp(report.from);
   const bucket = (ts: string) => `date_trunc(${DUCKDB_TRUNC[report.interval]}, ${ts})`;
   const ctes = [...links.ctes(), ...(printer?.ctes ?? []), ...revenueRowsCtes(report, w, params, audience)];
-  // A customer: its key, or its id when it has none (only then, as strings cost).
-  const customer = 'customer_key, CASE WHEN customer_key IS NULL THEN customer_id END';
   const perCustomer = `sum(amount) FILTER (WHERE is_payment) AS paid, sum(amount) FILTER (WHERE NOT is_payment) AS refunded,
     count(*) FILTER (WHERE NOT is_payment) AS refunds, bool_or(is_payment) AS paying,
     bool_or(is_payment AND first_paid >= ${from} AND ${bucket('first_paid')} = ${bucket('ts')}) AS is_first`;
@@ -634,10 +632,10 @@ SELECT level, strftime(bucket, '%Y-%m-%d') AS bucket, grp, currency, coalesce(su
 FROM (
   SELECT grouping(bucket, grp, currency) AS level, bucket, grp, currency, ${perCustomer}
   FROM (SELECT *, ${bucket('ts')} AS bucket FROM report_rows)
-  GROUP BY GROUPING SETS ((bucket, grp, currency, ${customer}), (bucket, grp, ${customer}))
+  GROUP BY GROUPING SETS ((bucket, grp, currency, customer_key), (bucket, grp, customer_key))
   UNION ALL
   SELECT 6 + grouping(currency), NULL, NULL, currency, ${perCustomer}
-  FROM in_range GROUP BY GROUPING SETS ((currency, ${customer}), (${customer})))
+  FROM in_range GROUP BY GROUPING SETS ((currency, customer_key), (customer_key)))
 GROUP BY level, bucket, grp, currency`,
     params: params.values,
   };
