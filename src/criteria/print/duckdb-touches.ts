@@ -3,7 +3,7 @@
 // split over the page views of its profile in the lookback before its anchor (a deleted payer's:
 // its frozen touches). CTEs over `in_range`.
 
-import { MICROS_PER_DAY, RANKS_OF, type TouchModel, type TouchRank, touchWeightSql } from '../attribution.js';
+import { closedSharesSql, MICROS_PER_DAY, RANKS_OF, type RankedTouch, type TouchModel, type TouchRank, touchWeightSql } from '../attribution.js';
 import type { ReportPlan } from '../report.js';
 
 /**
@@ -28,9 +28,30 @@ export const DUCKDB_ANCHOR = `CASE WHEN is_payment THEN ts ELSE coalesce(max(ts)
 /** CTEs ending in `credits (money_key, v, share)`: the shares of each money row with a touch, per touch value. */
 export function duckdbCredits(report: ReportPlan, model: TouchModel, column: string, w: string, add: (v: number) => string): string[] {
   const lookback = add(report.lookbackDays);
-  const ranks = ['row_number() OVER o AS from_last', ...RANKS_OF[model].map((c) => `${RANKS[c]} AS ${c}`)];
-  const weight = touchWeightSql(model, { count: 'n', fromFirst: 'from_first', fromLast: 'from_last', lastNonDirect: 'last_non_direct', ageMicros: 'age' },
-    () => `CAST(${add(report.halfLifeDays * MICROS_PER_DAY)} AS DOUBLE)`, (x) => `CAST(${x} AS BIGINT)`);
+  const touch: RankedTouch = { count: 'n', fromFirst: 'from_first', fromLast: 'from_last', lastNonDirect: 'last_non_direct', ageMicros: 'age' };
+  const closed = closedSharesSql(model, touch, 'amount', (a, b) => `((${a}) // (${b}))`);
+  const read = new Set<TouchRank>([...RANKS_OF[model], ...(closed ? ['n' as const] : [])]);
+  const ranks = ['row_number() OVER o AS from_last', ...[...read].map((c) => `${RANKS[c]} AS ${c}`)];
+  const weight = touchWeightSql(model, touch, () => `CAST(${add(report.halfLifeDays * MICROS_PER_DAY)} AS DOUBLE)`, (x) => `CAST(${x} AS BIGINT)`);
+  const ranked = `SELECT money_key, amount, v, ${ranks.join(', ')} FROM touches WINDOW m AS (PARTITION BY money_key), o AS (m ORDER BY ts DESC, pageview_id DESC)`;
+  // The shares in one pass where the weights' sums have a closed form; else two window sums.
+  const credits = closed
+    ? [`credits AS (
+    SELECT money_key, v, sum(amount * w // total + CASE WHEN from_last = 1 THEN amount - floors ELSE 0 END) AS share
+    FROM (SELECT money_key, amount, v, from_last, ${weight} AS w, ${closed.total} AS total, ${closed.floors} AS floors FROM (${ranked}))
+    WHERE w > 0
+    GROUP BY money_key, v
+  )`]
+    : [`weighted AS (
+    SELECT *, amount * w // sum(w) OVER (PARTITION BY money_key) AS floor_share FROM (
+      SELECT money_key, amount, v, from_last, ${weight} AS w FROM (${ranked}))
+  )`,
+    `credits AS (
+    SELECT money_key, v, sum(floor_share + CASE WHEN from_last = 1 THEN amount - floor_total ELSE 0 END) AS share
+    FROM (SELECT *, sum(floor_share) OVER (PARTITION BY money_key) AS floor_total FROM weighted)
+    WHERE w > 0
+    GROUP BY money_key, v
+  )`];
   return [
     `touches AS (
     SELECT r.money_key, r.amount, pv.ts, pv.pageview_id, pv.channel_category, ${column} AS v
@@ -43,16 +64,6 @@ export function duckdbCredits(report: ReportPlan, model: TouchModel, column: str
     FROM in_range r JOIN frozen_touches pv ON pv.workspace_id = ${w} AND pv.profile = r.profile
     WHERE pv.ts <= r.anchor AND pv.ts >= r.anchor - to_days(CAST(${lookback} AS INTEGER))
   )`,
-    `weighted AS (
-    SELECT *, amount * w // sum(w) OVER (PARTITION BY money_key) AS floor_share FROM (
-      SELECT money_key, amount, v, from_last, ${weight} AS w
-      FROM (SELECT money_key, amount, v, ${ranks.join(', ')} FROM touches WINDOW m AS (PARTITION BY money_key), o AS (m ORDER BY ts DESC, pageview_id DESC)))
-  )`,
-    `credits AS (
-    SELECT money_key, v, sum(floor_share + CASE WHEN from_last = 1 THEN amount - floor_total ELSE 0 END) AS share
-    FROM (SELECT *, sum(floor_share) OVER (PARTITION BY money_key) AS floor_total FROM weighted)
-    WHERE w > 0
-    GROUP BY money_key, v
-  )`,
+    ...credits,
   ];
 }
