@@ -68,3 +68,28 @@ export function touchWeightSql(model: TouchModel, t: RankedTouch, halfLifeMicros
       return int(`floor(${TIME_DECAY_SCALE} * pow(2, -(${t.ageMicros}) / ${halfLifeMicros()}))`);
   }
 }
+
+/**
+ * A money row's total weight and the sum of its floored shares in closed form (every model but
+ * time_decay, whose weights must be summed): with them a printer hands out the shares and the
+ * remainder in one pass over the ranked touches. `div` is the dialect's integer division.
+ */
+export function closedSharesSql(model: TouchModel, t: RankedTouch, amount: string, div: (a: string, b: string) => string):
+  { total: string; floors: string } | null {
+  switch (model) {
+    case 'last_touch':
+    case 'last_non_direct':
+      return { total: '1', floors: amount };
+    case 'linear':
+      return { total: t.count, floors: `${t.count} * ${div(amount, t.count)}` };
+    case 'position_based':
+      // Past two touches, the ends' weights 2(n-2) of 5(n-2) floor to 2·amount/5 each.
+      return {
+        total: `CASE WHEN ${t.count} <= 2 THEN ${t.count} ELSE 5 * (${t.count} - 2) END`,
+        floors: `CASE WHEN ${t.count} <= 2 THEN ${t.count} * ${div(amount, t.count)}
+          ELSE 2 * ${div(`2 * ${amount}`, '5')} + (${t.count} - 2) * ${div(amount, `5 * (${t.count} - 2)`)} END`,
+      };
+    case 'time_decay':
+      return null;
+  }
+}

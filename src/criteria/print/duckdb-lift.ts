@@ -20,6 +20,10 @@ export function duckdbSplitSql(placement: SplitPlacement, profile: string, bind:
   return splitCaseSql(placement, bucket, bind);
 }
 
+/**
+ * A member is one row of `members` and one of `per_member` per currency, so plain counts count them:
+ * DuckDB's DISTINCT aggregates over grouping sets cost far more.
+ */
 export function duckdbLiftSql(plan: LiftPlan, s: LiftSources): string {
   return `WITH members AS MATERIALIZED (
     SELECT profile, ${duckdbSplitSql(plan.placement, 'profile', s.bind)} AS split
@@ -29,9 +33,13 @@ export function duckdbLiftSql(plan: LiftPlan, s: LiftSources): string {
     SELECT profile, currency, sum(CASE WHEN is_payment THEN amount ELSE -amount END) AS revenue, bool_or(is_payment) AS paid
     FROM (${s.money}) GROUP BY ALL
   )
-SELECT m.split, x.currency, grouping(x.currency) AS level, count(DISTINCT m.profile) AS members,
-  count(DISTINCT m.profile) FILTER (WHERE x.paid) AS paying,
-  coalesce(sum(x.revenue), 0) AS total, coalesce(sum(CAST(x.revenue AS DOUBLE) * x.revenue), 0) AS squares
-FROM members m LEFT JOIN per_member x ON x.profile = m.profile
-GROUP BY GROUPING SETS ((m.split), (m.split, x.currency))`;
+SELECT m.split, x.currency, 0 AS level, count(*) AS members, count(*) FILTER (WHERE x.paid) AS paying,
+  sum(x.revenue) AS total, sum(CAST(x.revenue AS DOUBLE) * x.revenue) AS squares
+FROM per_member x JOIN members m ON m.profile = x.profile
+GROUP BY m.split, x.currency
+UNION ALL
+SELECT m.split, NULL, 1, count(*), count(*) FILTER (WHERE x.paid), coalesce(sum(x.revenue), 0), coalesce(sum(x.squares), 0)
+FROM members m LEFT JOIN (SELECT profile, bool_or(paid) AS paid, sum(revenue) AS revenue, sum(CAST(revenue AS DOUBLE) * revenue) AS squares
+  FROM per_member GROUP BY profile) x ON x.profile = m.profile
+GROUP BY m.split`;
 }
