@@ -118,20 +118,20 @@ const add = (s: Sums, n: number, seconds: number, cpu: number, lat: number[] = [
 // without a resolver take 50 batches (not measured).
 for (const build of builds) {
   await sustained(build.full, '/v1/events', Array.from({ length: 200 }, eventBatch), bearer);
-  await sustained(build.alone, '/v1/batch', Array.from({ length: 50 }, segmentBatch), basic);
+  await sustained(build.alone, '/v1/batch', Array.from({ length: 50 }, () => segmentBatch('w')), basic);
 }
 const load0 = loadavg()[0]!.toFixed(1);
 try {
   for (let done = 0; done < total; done += chunk) {
     const n = Math.min(chunk, total - done) / BATCH;
     for (const build of builds) {
-      const alone = await sustained(build.alone, '/v1/batch', Array.from({ length: n }, segmentBatch), basic);
+      const alone = await sustained(build.alone, '/v1/batch', Array.from({ length: n }, () => segmentBatch('s')), basic);
       add(build.ackAlone, n * BATCH, alone.seconds, alone.cpu, alone.latencies);
       if (args['events-api'] && build === builds.at(-1)) {
         const events = await sustained(build.full, '/v1/events', Array.from({ length: n }, eventBatch), bearer);
         add(build.events, n * BATCH, events.seconds, events.cpu, events.latencies);
       }
-      const acked = await sustained(build.full, '/v1/batch', Array.from({ length: n }, segmentBatch), basic);
+      const acked = await sustained(build.full, '/v1/batch', Array.from({ length: n }, () => segmentBatch('s')), basic);
       add(build.ack, n * BATCH, acked.seconds, acked.cpu, acked.latencies);
       const drained = await drain(build.full);
       add(build.total, n * BATCH, acked.seconds + drained.seconds, acked.cpu + drained.cpu);
