@@ -4,7 +4,7 @@ import { LongestFirst } from './test/support/sequencer.js';
 // Two test files run at once on two cores: with DuckDB's one worker thread per core each, four
 // threads would share them (and the CLI and service processes the tests start inherit it too). On
 // the suites' small data a second thread runs no part of a plan and only spins while the first
-// works (a third more CPU, bench/RESULTS.md "Test suite times"), so both tiers run one; the
+// works (bench/RESULTS.md, "Test suite times"), so both tiers run one; the
 // suites with data past one row group run one per core in the CI tier (PARALLEL_THREADS).
 process.env.DUCKDB_THREADS ??= '1';
 

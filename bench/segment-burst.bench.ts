@@ -7,11 +7,11 @@
 //   npx tsx bench/segment-burst.bench.ts [--events 1000000] [--bound 100000] [--concurrency 8]
 // The server is bench/segment-server.ts (as `npm start`) on data/bench/segment-burst.duckdb.
 
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { BATCH, eventBatch, segmentBatch } from './support/batches.js';
+import { basicAuth, segmentFiles } from './support/segment-files.js';
 import { cpuSeconds, post, startServer } from './support/server.js';
 
 const { values: args } = parseArgs({ options: {
@@ -21,14 +21,11 @@ const { values: args } = parseArgs({ options: {
 } });
 const total = Number(args.events);
 const KEY = 'sk_bench_segment_burst_0123456789ab';
-const basic = `Basic ${Buffer.from(`${KEY}:`).toString('base64')}`;
-const dbPath = join('data', 'bench', 'segment-burst.duckdb');
-const logDir = join('data', 'bench', 'segment-burst-log');
-const clean = () => { for (const path of [dbPath, `${dbPath}.wal`, logDir]) rmSync(path, { recursive: true, force: true }); };
+const basic = basicAuth(KEY);
+const files = segmentFiles('segment-burst');
+const { dbPath, clean } = files;
 clean();
-const { server, base } = await startServer('bench/segment-server.ts', {
-  DATABASE_PATH: dbPath, BOOTSTRAP_SECRET_KEY: KEY, INGEST_LOG_DIR: logDir, INGEST_BACKLOG_MAX_EVENTS: args.bound,
-});
+const { server, base } = await startServer('bench/segment-server.ts', { ...files.env, BOOTSTRAP_SECRET_KEY: KEY, INGEST_BACKLOG_MAX_EVENTS: args.bound });
 
 const proc = (file: string) => readFileSync(`/proc/${server.pid}/${file}`, 'utf8');
 const cpu = () => cpuSeconds(server.pid!);

@@ -8,12 +8,11 @@
 // Data in data/bench/segment-kill*, removed at the end.
 
 import { type ChildProcess } from 'node:child_process';
-import { rmSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
-import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Store } from '../src/store/duckdb/db.js';
 import { BATCH, segmentBatch } from './support/batches.js';
+import { basicAuth, segmentFiles } from './support/segment-files.js';
 import { post, startServer } from './support/server.js';
 
 const { values: args } = parseArgs({ options: {
@@ -24,11 +23,10 @@ const { values: args } = parseArgs({ options: {
 const total = Number(args.events);
 const kills = Number(args.kills);
 const KEY = 'sk_bench_segment_kill_0123456789abcd';
-const basic = `Basic ${Buffer.from(`${KEY}:`).toString('base64')}`;
-const dbPath = join('data', 'bench', 'segment-kill.duckdb');
-const logDir = join('data', 'bench', 'segment-kill-log');
-const clean = () => { for (const path of [dbPath, `${dbPath}.wal`, logDir]) rmSync(path, { recursive: true, force: true }); };
-const env = { DATABASE_PATH: dbPath, BOOTSTRAP_SECRET_KEY: KEY, INGEST_LOG_DIR: logDir };
+const basic = basicAuth(KEY);
+const files = segmentFiles('segment-kill');
+const { dbPath, clean } = files;
+const env = { ...files.env, BOOTSTRAP_SECRET_KEY: KEY };
 const exited = (child: ChildProcess) => new Promise<void>((resolve) => {
   if (child.exitCode !== null || child.signalCode !== null) resolve();
   else child.once('exit', () => resolve());

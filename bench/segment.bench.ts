@@ -17,6 +17,7 @@ import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { BATCH, eventBatch, segmentBatch } from './support/batches.js';
+import { basicAuth, segmentFiles } from './support/segment-files.js';
 import { cpuSeconds, percentile, post as send, startServer } from './support/server.js';
 
 const { values: args } = parseArgs({ options: {
@@ -31,7 +32,7 @@ const total = Number(args.events);
 const chunk = Number(args.chunk);
 const concurrency = Number(args.concurrency);
 const SECRET_KEY = 'sk_bench_segment_0123456789abcdef';
-const basic = `Basic ${Buffer.from(`${SECRET_KEY}:`).toString('base64')}`;
+const basic = basicAuth(SECRET_KEY);
 const bearer = `Bearer ${SECRET_KEY}`;
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -52,19 +53,17 @@ const nodeArgs = args.profile ? ['--cpu-prof', '--cpu-prof-dir', resolve(args.pr
 interface Sums { n: number; seconds: number; cpu: number; lat: number[] }
 const sums = (): Sums => ({ n: 0, seconds: 0, cpu: 0, lat: [] });
 
-interface Server { server: ChildProcess; base: string; dbPath: string; logDir: string }
+interface Server { server: ChildProcess; base: string; clean(): void }
 let started = 0;
 async function serve(entry: string, resolver: boolean): Promise<Server> {
-  const n = started++;
-  const dbPath = join('data', 'bench', `segment-${n}.duckdb`);
-  const logDir = join('data', 'bench', `segment-log-${n}`);
-  for (const path of [dbPath, `${dbPath}.wal`, logDir]) rmSync(path, { recursive: true, force: true });
+  const files = segmentFiles(`segment-${started++}`);
+  files.clean();
   const { server, base } = await startServer(entry, {
-    DATABASE_PATH: dbPath, BOOTSTRAP_SECRET_KEY: SECRET_KEY, INGEST_LOG_DIR: logDir, BENCH_RESOLVER: resolver ? 'on' : 'off',
+    ...files.env, BOOTSTRAP_SECRET_KEY: SECRET_KEY, BENCH_RESOLVER: resolver ? 'on' : 'off',
     // The server without a resolver keeps every acknowledged message.
     INGEST_BACKLOG_MAX_EVENTS: String(resolver ? 2 * chunk : total + 50 * BATCH),
   }, nodeArgs);
-  return { server, base, dbPath, logDir };
+  return { server, base, clean: files.clean };
 }
 
 const builds = [];
@@ -155,6 +154,6 @@ try {
 } finally {
   const servers = builds.flatMap((b) => [b.alone, b.full]);
   await Promise.all(servers.map((s) => new Promise((r) => { s.server.once('exit', r); s.server.kill('SIGTERM'); })));
-  for (const s of servers) for (const path of [s.dbPath, `${s.dbPath}.wal`, s.logDir]) rmSync(path, { recursive: true, force: true });
+  for (const s of servers) s.clean();
   rmSync(beforeDir, { recursive: true, force: true });
 }

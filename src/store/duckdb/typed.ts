@@ -214,8 +214,8 @@ export class TypedColumns {
         FROM event_slots WHERE NOT ready${ws === undefined ? '' : ' AND workspace_id = $1'} GROUP BY ALL`, ws === undefined ? [] : [ws]) as
         { workspace_id: string; event_name: string; slots: { path: string; kind: ScalarKind; slot: number }[] }[];
       // Updated rows are read through their update records until a checkpoint rewrites them (a
-      // scan of a filled in-memory table is slower before it); a few thousand such rows cost a
-      // scan less than the checkpoint (the property tests import hundreds of small datasets).
+      // scan of a filled in-memory table is slower before it). A small fill skips it: the property
+      // tests import hundreds of small datasets, and each paid a checkpoint.
       if (unready.length === 0) {
         if (updated >= CHECKPOINT_AFTER_ROWS) await this.store.checkpoint();
         return updated;
