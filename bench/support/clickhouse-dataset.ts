@@ -143,7 +143,7 @@ const entry = process.argv[1];
 if (entry !== undefined && import.meta.url === pathToFileURL(realpathSync(resolve(entry))).href) {
   const { sizes, values } = benchArgs({ out: { type: 'string' } });
   if (typeof values.out !== 'string') throw new Error('--out DIR is required');
-  const client = await connectClickHouse({ path: values.out, database: 'bench' });
+  const client = await connectClickHouse({ path: values.out, database: 'bench', engineArgs: [] });
   for (const statement of clickhouseSchema({ database: 'bench' })) await client.command({ query: statement });
   await generateInClickHouse(client, 'bench', WS, sizes, (line) => console.log(line));
   await client.close();

@@ -47,6 +47,7 @@ import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import zlib from 'node:zlib';
+import { CHDB_ENGINE_ARGS } from '../../src/store/clickhouse/embedded.js';
 
 interface ChdbResult {
   readonly rowsRead: number;
@@ -177,7 +178,7 @@ class Engine {
   static async open(dataPath: string): Promise<Engine> {
     const chdb = (await import('chdb' as string)) as ChdbModule;
     // A server's default where chDB's differs in what clients read: 64-bit integers quoted in JSON.
-    const engine = new Engine(chdb, new chdb.Session(dataPath, { connectionArgs: ['--output_format_json_quote_64bit_integers=1'] }));
+    const engine = new Engine(chdb, new chdb.Session(dataPath, { connectionArgs: ['--output_format_json_quote_64bit_integers=1', ...CHDB_ENGINE_ARGS] }));
     const settings = await engine.session.queryAsync('SELECT name, changed, value FROM system.settings', { format: 'JSONEachRow' });
     for (const line of settings.text().split('\n')) {
       if (line === '') continue;

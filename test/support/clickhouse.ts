@@ -10,6 +10,7 @@ import { Readable } from 'node:stream';
 import { type ClickHouseClient, createClient } from '@clickhouse/client';
 import { clickhouseSchema, EVENT_INSERT_SETTINGS, propertyObjects, VISITOR_LINKS } from '../../src/store/clickhouse/schema.js';
 import type { Dataset } from '../../src/store/layout.js';
+import { type ChdbEngineModule, holdEngine } from '../../src/store/clickhouse/embedded.js';
 
 export const CHDB_MISSING = 'ClickHouse tests skipped: chdb is not installed (`npm run chdb:install` installs it).';
 
@@ -22,7 +23,7 @@ export interface Chdb {
 
 interface ChdbModules {
   connection: { createChdbConnection(options: { path: string }): never };
-  engine: { drainPending(): Promise<void> };
+  engine: ChdbEngineModule & { drainPending(): Promise<void> };
 }
 
 /** The chdb package, or null when it is not installed (imported by a computed name: no static type dependency). */
@@ -45,7 +46,8 @@ export async function openChdb(): Promise<Chdb | null> {
   const chdb = await chdbModules();
   if (!chdb) return null;
   const dir = await mkdtemp(join(tmpdir(), 'chdb-'));
-  const client = createClient({ connection: chdb.connection.createChdbConnection({ path: dir }) });
+  const engine = holdEngine(chdb.engine, dir);
+  const client = createClient({ connection: chdb.connection.createChdbConnection({ path: engine.path }) });
   // Twice: every statement is idempotent, as `migrate` on every start needs.
   for (let i = 0; i < 2; i++) {
     for (const statement of clickhouseSchema({ database: DATABASE })) await client.command({ query: statement });
@@ -56,6 +58,7 @@ export async function openChdb(): Promise<Chdb | null> {
     client,
     async close() {
       await client.close();
+      engine.release();
       await chdb.engine.drainPending();
       await rm(dir, { recursive: true, force: true });
     },

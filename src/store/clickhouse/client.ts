@@ -5,6 +5,7 @@
 import { statfs } from 'node:fs/promises';
 import { type ClickHouseClient, ClickHouseLogLevel, createClient } from '@clickhouse/client';
 import { CLICKHOUSE_BOUNDS, type ClickHouseBounds } from '../bounds.js';
+import { type ChdbEngineModule, holdEngine } from './embedded.js';
 import { reportingOutages } from './outage.js';
 import type { OutboxOptions } from './outbox.js';
 
@@ -19,6 +20,8 @@ export interface ClickHouseOptions {
   username?: string;
   password?: string;
   bounds?: ClickHouseBounds;
+  /** The embedded engine's command-line settings (`CHDB_ENGINE_ARGS` unless given); ignored for a server. */
+  engineArgs?: readonly string[];
   /** How long an insert retries and how often the outbox is swept (10 s and 30 s unless given: the fault tests wait less). */
   outbox?: Partial<OutboxOptions>;
 }
@@ -30,16 +33,18 @@ export class ChdbMissing extends Error {
   }
 }
 
-// A specifier in a variable: chdb is optional, so the type checker must not require it.
+// Specifiers in variables: chdb is optional, so the type checker must not require it.
+const CHDB = 'chdb';
 const CHDB_CONNECTION = 'chdb/connection';
 
-interface ChdbConnectionModule {
-  createChdbConnection(options: { path: string }): NonNullable<Parameters<typeof createClient>[0]>['connection'];
+interface ChdbModules {
+  engine: ChdbEngineModule;
+  connection: { createChdbConnection(options: { path: string }): NonNullable<Parameters<typeof createClient>[0]>['connection'] };
 }
 
-async function loadChdb(): Promise<ChdbConnectionModule | null> {
+async function loadChdb(): Promise<ChdbModules | null> {
   try {
-    return (await import(CHDB_CONNECTION)) as ChdbConnectionModule;
+    return { engine: (await import(CHDB)) as ChdbEngineModule, connection: (await import(CHDB_CONNECTION)) as ChdbModules['connection'] };
   } catch {
     return null;
   }
@@ -64,7 +69,17 @@ export async function connectClickHouse(options: ClickHouseOptions): Promise<Cli
   }
   const chdb = await loadChdb();
   if (chdb === null) throw new ChdbMissing();
-  return reportingOutages(createClient({ connection: chdb.createChdbConnection({ path: options.path }) }));
+  const engine = holdEngine(chdb.engine, options.path, options.engineArgs);
+  const client = createClient({ connection: chdb.connection.createChdbConnection({ path: engine.path }) });
+  const close = client.close.bind(client);
+  client.close = async () => {
+    try {
+      await close();
+    } finally {
+      engine.release();
+    }
+  };
+  return reportingOutages(client);
 }
 
 /** Below this much free space on a disk of ClickHouse, inserts cannot be relied on. */
