@@ -197,6 +197,31 @@ describe.skipIf(!CHDB_INSTALLED)('ClickHouse rows left by a failure or a crash',
     }
   });
 
+  it('inserts a batch table once while another table of it is refused: the sweeper waits for every insert of an attempt', async () => {
+    database = `outbox_${randomUUID().replaceAll('-', '')}`;
+    const stores = await open(join(dir, 'partial.duckdb'), { insertRetryMs: 0, sweepEveryMs: 20 });
+    try {
+      const ws = (await new Workspaces(stores.control).create('w')).workspace_id;
+      const webhook = new PaymentWebhook(stores, new Ingest(stores));
+      // The batch's invoice is refused at once; its payment event's insert waits for the flush
+      // meanwhile, over several sweeps.
+      await refuseInserts(stores.analytics.ctx, 'invoices');
+      const paid = { id: 'evt_partial', type: 'invoice.paid', created: new Date(), livemode: true, object: invoice('cus_p', { id: 'in_p' }) };
+      await expect(answered(webhook.apply(ws, paid))).resolves.toMatchObject({ code: 'analytics_delayed', status: 503 });
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
+      await allowInserts(stores.analytics.ctx, 'invoices');
+      await vi.waitFor(async () => expect(await outboxRows(stores.control)).toBe(0), { timeout: 10_000, interval: 20 });
+      const rows = async (table: string) => Number((await (await stores.analytics.ctx.client.query({
+        query: `SELECT count() AS n FROM ${database}.${table} WHERE workspace_id = {ws:String}`, query_params: { ws }, format: 'JSONEachRow',
+      })).json<{ n: number | string }>())[0]!.n);
+      // Without FINAL: a second insert of the same rows would show until a merge.
+      expect(await rows('payment_events')).toBe(1);
+      expect(await rows('invoices')).toBe(1);
+    } finally {
+      await stores.close();
+    }
+  });
+
   it('keeps versions counting up after a restart on a clock that went back: the latest link wins', async () => {
     database = `outbox_${randomUUID().replaceAll('-', '')}`;
     const path = join(dir, 'clock.duckdb');

@@ -148,21 +148,37 @@ export class Outbox {
     return new AnalyticsDelayed({ cause: err });
   }
 
-  /** One attempt; with a `deadline`, the unit's, an insert still running then is given up (the sweeper tries again). */
-  private async insertOnce(batch: Batch, deadline?: number): Promise<void> {
-    if (batch.inFlight) throw new Error('an insert of this batch is under way');
+  /**
+   * One attempt. With a `deadline`, the unit's, the unit stops waiting then; the insert goes on
+   * and the batch stays taken until it settles. Stopping the insert itself would not unqueue rows
+   * ClickHouse already took (an async insert's queue; chDB runs on), and a sweep meanwhile would
+   * insert them a second time.
+   */
+  private insertOnce(batch: Batch, deadline?: number): Promise<void> {
+    if (batch.inFlight) return Promise.reject(new Error('an insert of this batch is under way'));
     batch.inFlight = true;
-    try {
-      await Promise.all([...batch.bodies].filter(([table]) => !batch.stored.has(table)).map(async ([table, body]) => {
-        await this.insert(table, body, `${batch.token}:${table}`, deadline);
-        if (table === 'visitors' && holdsLateLinks(body)) await reloadVisitorLinks(this.ctx);
-        batch.stored.add(table);
-      }));
-      await this.ctx.control.run('DELETE FROM analytics_outbox WHERE token = $1', [batch.token]);
-      this.pending.delete(batch.token);
-    } finally {
-      batch.inFlight = false;
-    }
+    const attempt = this.track(this.insertAll(batch).finally(() => { batch.inFlight = false; }));
+    if (deadline === undefined) return attempt;
+    attempt.catch(() => undefined);
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('the insert is still under way at the unit\'s deadline')), Math.max(0, deadline - performance.now()));
+    });
+    return Promise.race([attempt, late]).finally(() => clearTimeout(timer));
+  }
+
+  private async insertAll(batch: Batch): Promise<void> {
+    // Every table's insert settles before the batch is free again: a refusal of one while another
+    // is still under way would let the next sweep insert that other one a second time.
+    const inserts = await Promise.allSettled([...batch.bodies].filter(([table]) => !batch.stored.has(table)).map(async ([table, body]) => {
+      await this.insert(table, body, `${batch.token}:${table}`);
+      if (table === 'visitors' && holdsLateLinks(body)) await reloadVisitorLinks(this.ctx);
+      batch.stored.add(table);
+    }));
+    const refused = inserts.find((insert) => insert.status === 'rejected');
+    if (refused !== undefined) throw refused.reason;
+    await this.ctx.control.run('DELETE FROM analytics_outbox WHERE token = $1', [batch.token]);
+    this.pending.delete(batch.token);
   }
 
   /**
@@ -170,7 +186,7 @@ export class Outbox {
    * the acknowledgement means stored. Settings in the statement itself: chDB keeps per-query
    * settings on its session, and a stale deduplication token there would drop another insert.
    */
-  private async insert(table: string, body: string, token: string, deadline?: number): Promise<void> {
+  private async insert(table: string, body: string, token: string): Promise<void> {
     const settings: Record<string, string | number> = {
       async_insert: 1, wait_for_async_insert: 1, async_insert_deduplicate: 1, insert_deduplication_token: token,
       ...(table === 'events' ? EVENT_INSERT_SETTINGS : {}),
@@ -181,7 +197,6 @@ export class Outbox {
     const result = await this.ctx.client.exec({
       query: `INSERT INTO ${quote(this.ctx.database)}.${quote(table)} SETTINGS ${clause} FORMAT JSONEachRow`,
       values: Readable.from([body]),
-      ...(deadline === undefined ? {} : { abort_signal: AbortSignal.timeout(Math.max(1, Math.ceil(deadline - performance.now()))) }),
     });
     // The (empty) answer holds the connection until it is read.
     await finished(result.stream.resume());
