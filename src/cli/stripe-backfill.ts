@@ -1,9 +1,7 @@
 // `stripe backfill <workspace> --api-key rk_… [--since YYYY-MM-DD]`: the workspace's payment
 // history from Stripe's list API, applied by the webhook's rules (attribution/backfill.ts).
 
-import { Backfill, type BackfillProgress, stripeClient } from '../attribution/backfill.js';
-import { PaymentWebhook } from '../attribution/webhook.js';
-import { Ingest } from '../ingest/ingest.js';
+import type { BackfillProgress } from '../attribution/backfill.js';
 import { type Command, stringOption, type Values } from './args.js';
 import { CliError, UsageError } from './errors.js';
 import { fmt, type Output } from './output.js';
@@ -60,6 +58,10 @@ async function run([idOrName]: string[], values: Values, out: Output): Promise<n
     if (!key.includes(`_${mode}_`)) {
       throw new CliError(`workspace "${ws.name}" counts Stripe's ${mode} mode, and this key is of the other mode (audiences workspace mode ${ws.name} ${mode === 'live' ? 'test' : 'live'} changes it)`);
     }
+    // Loaded here: the stripe SDK is the CLI's largest module, and only this command needs it.
+    const [{ Backfill, stripeClient }, { PaymentWebhook }, { Ingest }] = await Promise.all([
+      import('../attribution/backfill.js'), import('../attribution/webhook.js'), import('../ingest/ingest.js'),
+    ]);
     const webhook = new PaymentWebhook(db.stores, new Ingest(db.stores));
     const result = await new Backfill(webhook, db.stores.control).run(ws.workspace_id, stripeClient(key, out.env.STRIPE_API_BASE), {
       since, mode, signal: stop.signal, progress: (p) => out.progress(line(p)),
