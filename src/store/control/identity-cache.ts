@@ -59,12 +59,12 @@ export class IdentityCache {
     this.evict();
   }
 
-  /** The cached record itself: never change it (copy first). */
+  /** The cached record itself, frozen: copy it to change it. */
   visitor(ws: string, visitorId: string): VisitorRecord | undefined {
     return this.use(this.workspaces.get(ws)?.visitor_id, visitorId) as VisitorRecord | undefined;
   }
 
-  /** The cached record itself: never change it (copy first). */
+  /** The cached record itself, frozen: copy it to change it. */
   person(ws: string, by: PersonBy, value: string | number): PersonRecord | undefined {
     return this.use(this.workspaces.get(ws)?.[by], value) as PersonRecord | undefined;
   }
@@ -77,14 +77,15 @@ export class IdentityCache {
       this.workspaces.set(ws, indexes);
     }
     for (const p of persons) {
-      const record: PersonRecord = { person_key: p.person_key, person_id: p.person_id, external_id: p.external_id, email: p.email };
+      // Frozen: a batch tells the records it shares with the cache by that (ingest/identity.ts).
+      const record: PersonRecord = Object.freeze({ person_key: p.person_key, person_id: p.person_id, external_id: p.external_id, email: p.email });
       this.put(indexes.person_key, p.person_key, record);
       if (p.external_id !== null) this.put(indexes.external_id, p.external_id, record);
       if (p.email !== null) this.put(indexes.email, p.email, record);
     }
-    for (const v of visitors) this.put(indexes.visitor_id, v.visitor_id, {
+    for (const v of visitors) this.put(indexes.visitor_id, v.visitor_id, Object.freeze({
       visitor_key: v.visitor_key, visitor_id: v.visitor_id, person_key: v.person_key, anonymous_events: v.anonymous_events,
-    });
+    }));
     this.evict();
   }
 
