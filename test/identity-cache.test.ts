@@ -57,6 +57,22 @@ describe('identity cache', () => {
     expect(Number((await t.store.query('SELECT count(*) AS n FROM persons WHERE external_id = $1 OR email = $2', ['early', 'early@example.com']))[0]!.n)).toBe(1);
   });
 
+  it('keeps its records frozen, and a batch that changes one stores a copy and leaves the kept one as it was', async () => {
+    const cache = t.stores.control.caches.identities;
+    await ok('/v1/events', { event_name: 'seen', visitor_id: 'v_anon' });
+    const anonymous = [...cache.records()].find((r) => 'visitor_id' in r && r.visitor_id === 'v_anon')!;
+    expect(anonymous).toMatchObject({ person_key: null, anonymous_events: true });
+    expect(Object.isFrozen(anonymous)).toBe(true);
+    const { person_id } = await ok('/v1/events', { event_name: 'signed_up', external_id: 'frozen', visitor_id: 'v_anon' });
+    // The batch linked the visitor on a copy: the record it read from the cache is unchanged.
+    expect(anonymous).toMatchObject({ person_key: null, anonymous_events: true });
+    const linked = [...cache.records()].find((r) => 'visitor_id' in r && r.visitor_id === 'v_anon')!;
+    expect(linked).not.toBe(anonymous);
+    expect(Object.isFrozen(linked)).toBe(true);
+    expect((await ok('/v1/events', { event_name: 'back', visitor_id: 'v_anon' })).person_id).toBe(person_id);
+    for (const record of cache.records()) expect(Object.isFrozen(record)).toBe(true);
+  });
+
   it('holds keys, never traits or names, after trait-heavy updates', async () => {
     const cache = t.stores.control.caches.identities;
     const heavy = (n: number) => ({ [`t${n}`]: 'x'.repeat(INGEST_LIMITS.traitsBytes - 100) });
