@@ -3,6 +3,7 @@
 
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { INGEST_LIMITS } from '../src/ingest/limits.js';
+import { IdentityCache } from '../src/store/control/identity-cache.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 let t: TestApp;
@@ -91,6 +92,23 @@ describe('identity cache', () => {
     // The traits and names are in the store, merged.
     expect(await traitsOf(ids[7]!)).toEqual({ ...heavy(7), plan: 'pro' });
     expect(await nameOf(ids[7]!)).toBe('Name 7');
+  });
+});
+
+describe('the identity cache\'s eviction', () => {
+  const person = (n: number) => ({ person_key: n, person_id: `per_${n}`, external_id: `e${n}`, email: null });
+
+  it('keeps an identifier used at least once every half of its bound, however many others pass, and evicts the unused', () => {
+    const cache = new IdentityCache(8);
+    cache.remember('ws', [person(0)], []);
+    for (let n = 1; n <= 100; n++) {
+      cache.remember('ws', [person(n)], []);
+      expect(cache.person('ws', 'external_id', 'e0')?.person_id).toBe('per_0');
+      expect(cache.size).toBeLessThanOrEqual(8);
+    }
+    expect(cache.person('ws', 'external_id', 'e1')).toBeUndefined();
+    expect(cache.person('ws', 'person_key', 0)).toBeUndefined();
+    expect(cache.person('ws', 'external_id', 'e100')?.person_key).toBe(100);
   });
 });
 
