@@ -6,8 +6,11 @@
 // where the server's CPU (from /proc, from outside) is the acknowledging path's alone; one as
 // deployed, acknowledging while it resolves, then draining its backlog (resolution alone). With
 // --events-api, the same kind of batches posted to /v1/events (answered once resolved and stored)
-// on today's build too. --profile DIR runs the servers under `node --cpu-prof` (profiles in DIR).
-//   npx tsx bench/segment.bench.ts [--events 300000] [--chunk 100000] [--concurrency 8] [--before main|none]
+// on today's build too. With --backlog, the servers without a resolver then resolve all they
+// acknowledged at once (SIGUSR2), build after build: resolution catching up on a backlog in full
+// windows, where the drains above take only what the resolver left while acknowledging. --profile
+// DIR runs the servers under `node --cpu-prof` (profiles in DIR).
+//   npx tsx bench/segment.bench.ts [--events 300000] [--chunk 100000] [--concurrency 8] [--before main|none] [--backlog]
 // Data in data/bench/segment-*.duckdb and data/bench/segment-log-*, removed at the end.
 
 import { type ChildProcess, execFileSync } from 'node:child_process';
@@ -26,6 +29,7 @@ const { values: args } = parseArgs({ options: {
   concurrency: { type: 'string', default: '8' },
   before: { type: 'string', default: 'main' },
   'events-api': { type: 'boolean', default: false },
+  backlog: { type: 'boolean', default: false },
   profile: { type: 'string' },
 } });
 const total = Number(args.events);
@@ -68,7 +72,7 @@ async function serve(entry: string, resolver: boolean): Promise<Server> {
 
 const builds = [];
 for (const { name, entry } of entries) {
-  builds.push({ name, alone: await serve(entry, false), full: await serve(entry, true), ackAlone: sums(), ack: sums(), total: sums(), drain: sums(), events: sums() });
+  builds.push({ name, alone: await serve(entry, false), full: await serve(entry, true), ackAlone: sums(), ack: sums(), total: sums(), drain: sums(), events: sums(), backlog: sums() });
 }
 type Build = (typeof builds)[number];
 
@@ -93,11 +97,12 @@ async function sustained(build: Server, path: string, bodies: string[], auth: st
   return { seconds: (performance.now() - t0) / 1000, latencies, cpu: cpuSeconds(build.server.pid!) - cpu0 };
 }
 
-/** Waits for the backlog to drain; the seconds and server CPU it took. */
-async function drain(build: Server): Promise<{ seconds: number; cpu: number; resolved: number }> {
+/** Waits for the backlog to drain (after `start`, when given); the seconds and server CPU it took. */
+async function drain(build: Server, start?: () => void): Promise<{ seconds: number; cpu: number; resolved: number }> {
+  const first = await status(build);
   const cpu0 = cpuSeconds(build.server.pid!);
   const t0 = performance.now();
-  const first = await status(build);
+  start?.();
   let s = first;
   while (s.backlog_events > 0) {
     await new Promise((r) => setTimeout(r, 100));
@@ -113,10 +118,12 @@ const add = (s: Sums, n: number, seconds: number, cpu: number, lat: number[] = [
   s.lat.push(...lat);
 };
 
-// Warm: every user of the population becomes a known person through /v1/events, and the servers
+// Warm: every user of the population becomes a known person through /v1/events (with --backlog on
+// the servers without a resolver too, whose backlog is then of known persons), and the servers
 // without a resolver take 50 batches (not measured).
 for (const build of builds) {
   await sustained(build.full, '/v1/events', Array.from({ length: 200 }, eventBatch), bearer);
+  if (args.backlog) await sustained(build.alone, '/v1/events', Array.from({ length: 200 }, eventBatch), bearer);
   await sustained(build.alone, '/v1/batch', Array.from({ length: 50 }, () => segmentBatch('w')), basic);
 }
 const load0 = loadavg()[0]!.toFixed(1);
@@ -138,6 +145,12 @@ try {
     }
   }
 
+  if (args.backlog) {
+    for (const build of builds) {
+      const drained = await drain(build.alone, () => build.alone.server.kill('SIGUSR2'));
+      add(build.backlog, drained.resolved, drained.seconds, drained.cpu);
+    }
+  }
   const rate = (s: Sums) => Math.round(s.n / s.seconds).toLocaleString('en-US');
   const perEvent = (s: Sums) => (s.cpu * 1e6 / s.n).toFixed(1);
   const ms = (s: Sums, p: number) => percentile(s.lat, p).toFixed(1);
@@ -147,6 +160,9 @@ try {
   for (const b of builds) {
     console.log(`| ${b.name} | ${b.ack.n.toLocaleString('en-US')} | ${rate(b.ackAlone)} | ${ms(b.ackAlone, 0.5)} / ${ms(b.ackAlone, 0.99)} | ${perEvent(b.ackAlone)} `
       + `| ${rate(b.ack)} | ${ms(b.ack, 0.5)} / ${ms(b.ack, 0.99)} | ${rate(b.drain)} | ${perEvent(b.drain)} | ${perEvent(b.total)} |`);
+  }
+  for (const b of builds.filter((x) => x.backlog.n > 0)) {
+    console.log(`\nbacklog on ${b.name}: ${b.backlog.n.toLocaleString('en-US')} acknowledged events resolved at once, ${rate(b.backlog)}/s, ${perEvent(b.backlog)} µs CPU per event`);
   }
   for (const b of builds.filter((x) => x.events.n > 0)) {
     console.log(`\n/v1/events on ${b.name}: ${b.events.n.toLocaleString('en-US')} events, ${rate(b.events)}/s, p50 / p99 ${ms(b.events, 0.5)} / ${ms(b.events, 0.99)} ms, ${perEvent(b.events)} µs CPU per event`);

@@ -3,6 +3,7 @@
 
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { INGEST_LIMITS } from '../src/ingest/limits.js';
+import { IdentityCache } from '../src/store/control/identity-cache.js';
 import { startTestApp, type TestApp } from './support/app.js';
 
 let t: TestApp;
@@ -57,6 +58,22 @@ describe('identity cache', () => {
     expect(Number((await t.store.query('SELECT count(*) AS n FROM persons WHERE external_id = $1 OR email = $2', ['early', 'early@example.com']))[0]!.n)).toBe(1);
   });
 
+  it('keeps its records frozen, and a batch that changes one stores a copy and leaves the kept one as it was', async () => {
+    const cache = t.stores.control.caches.identities;
+    await ok('/v1/events', { event_name: 'seen', visitor_id: 'v_anon' });
+    const anonymous = [...cache.records()].find((r) => 'visitor_id' in r && r.visitor_id === 'v_anon')!;
+    expect(anonymous).toMatchObject({ person_key: null, anonymous_events: true });
+    expect(Object.isFrozen(anonymous)).toBe(true);
+    const { person_id } = await ok('/v1/events', { event_name: 'signed_up', external_id: 'frozen', visitor_id: 'v_anon' });
+    // The batch linked the visitor on a copy: the record it read from the cache is unchanged.
+    expect(anonymous).toMatchObject({ person_key: null, anonymous_events: true });
+    const linked = [...cache.records()].find((r) => 'visitor_id' in r && r.visitor_id === 'v_anon')!;
+    expect(linked).not.toBe(anonymous);
+    expect(Object.isFrozen(linked)).toBe(true);
+    expect((await ok('/v1/events', { event_name: 'back', visitor_id: 'v_anon' })).person_id).toBe(person_id);
+    for (const record of cache.records()) expect(Object.isFrozen(record)).toBe(true);
+  });
+
   it('holds keys, never traits or names, after trait-heavy updates', async () => {
     const cache = t.stores.control.caches.identities;
     const heavy = (n: number) => ({ [`t${n}`]: 'x'.repeat(INGEST_LIMITS.traitsBytes - 100) });
@@ -75,6 +92,23 @@ describe('identity cache', () => {
     // The traits and names are in the store, merged.
     expect(await traitsOf(ids[7]!)).toEqual({ ...heavy(7), plan: 'pro' });
     expect(await nameOf(ids[7]!)).toBe('Name 7');
+  });
+});
+
+describe('the identity cache\'s eviction', () => {
+  const person = (n: number) => ({ person_key: n, person_id: `per_${n}`, external_id: `e${n}`, email: null });
+
+  it('keeps an identifier used at least once every half of its bound, however many others pass, and evicts the unused', () => {
+    const cache = new IdentityCache(8);
+    cache.remember('ws', [person(0)], []);
+    for (let n = 1; n <= 100; n++) {
+      cache.remember('ws', [person(n)], []);
+      expect(cache.person('ws', 'external_id', 'e0')?.person_id).toBe('per_0');
+      expect(cache.size).toBeLessThanOrEqual(8);
+    }
+    expect(cache.person('ws', 'external_id', 'e1')).toBeUndefined();
+    expect(cache.person('ws', 'person_key', 0)).toBeUndefined();
+    expect(cache.person('ws', 'external_id', 'e100')?.person_key).toBe(100);
   });
 });
 

@@ -36,7 +36,18 @@ export interface Resolved {
   identified: boolean;
 }
 
-const unique = <T>(values: (T | undefined)[]) => [...new Set(values.filter((v): v is T => v !== undefined))];
+/** The distinct defined values of `pick` over `items`, in first-seen order (one pass, no intermediate arrays). */
+function unique<I, T>(items: Iterable<I>, pick: (item: I) => T | undefined): T[] {
+  const seen = new Set<T>();
+  for (const item of items) {
+    const value = pick(item);
+    if (value !== undefined) seen.add(value);
+  }
+  return [...seen];
+}
+
+/** Whether a record is the identity cache's own (it freezes what it keeps), not the batch's. */
+const isShared = (record: PersonRecord | VisitorRecord): boolean => Object.isFrozen(record);
 
 export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
@@ -46,11 +57,10 @@ export function normalizeEmail(email: string): string {
  * Identity resolution of one batch inside a unit of work, in three steps: `load` reads every person
  * and visitor the batch names (the identity cache first, then a statement per identifier) and draws
  * the keys it may need; `resolve` decides each input in order, in memory; `save` writes what changed,
- * a statement per table. Records from the cache are shared with it: copied before the first change.
+ * a statement per table. Records from the cache are shared with it (frozen: isShared) and copied
+ * before the first change; a batch of known persons keeps no set of them.
  */
 export class IdentityResolution {
-  /** Records shared with the identity cache. */
-  private readonly shared = new Set<PersonRecord | VisitorRecord>();
   private readonly visitors = new Map<string, VisitorRecord>();
   /** One object per person, however many identifiers reach it. */
   private readonly persons = new Map<number, PersonRecord>();
@@ -92,13 +102,13 @@ export class IdentityResolution {
     const known = store.caches.knownIds;
     known?.prepare(ws);
     const batch = new IdentityResolution(store, work, ws, inputs, store.caches.identities, known);
-    const visitorIds = unique(inputs.map((i) => i.visitor_id));
+    const visitorIds = unique(inputs, (i) => i.visitor_id);
     await batch.loadVisitors(visitorIds);
-    const newExternalIds = await batch.loadPersons('external_id', unique(inputs.map((i) => i.external_id)));
-    const newEmails = await batch.loadPersons('email', unique(inputs.map((i) => (i.external_id === undefined ? i.email : undefined))));
-    await batch.loadPersons('email', unique(inputs.map((i) => (i.external_id !== undefined ? i.email : undefined))));
-    await batch.loadPersons('person_key', unique([...batch.visitors.values()].map((v) => v.person_key ?? undefined)));
-    for (const p of batch.persons.values()) batch.index(p);
+    const newExternalIds = await batch.loadPersons('external_id', unique(inputs, (i) => i.external_id));
+    const newEmails = await batch.loadPersons('email', unique(inputs, (i) => (i.external_id === undefined ? i.email : undefined)));
+    await batch.loadPersons('email', unique(inputs, (i) => (i.external_id !== undefined ? i.email : undefined)));
+    await batch.loadPersons('person_key', unique(batch.visitors.values(), (v) => v.person_key ?? undefined));
+    for (const p of batch.persons.values()) batch.indexIdentifiers(p);
     batch.personKeys = await store.nextKeys('person_keys', newExternalIds + newEmails);
     batch.personIds = newIds('per', newExternalIds + newEmails);
     batch.visitorKeys = await store.nextKeys('visitor_keys', visitorIds.length - batch.visitors.size);
@@ -109,12 +119,8 @@ export class IdentityResolution {
     const unknown: string[] = [];
     for (const id of visitorIds) {
       const v = this.cache.visitor(this.ws, id);
-      if (v) {
-        this.visitors.set(id, v);
-        this.shared.add(v);
-      } else {
-        unknown.push(id);
-      }
+      if (v) this.visitors.set(id, v);
+      else unknown.push(id);
     }
     // Ids proven new need no lookup (a scan of the table on DuckDB).
     const known = this.known;
@@ -126,34 +132,36 @@ export class IdentityResolution {
   private async loadPersons(by: 'external_id' | 'email' | 'person_key', values: (string | number)[]): Promise<number> {
     const unknown = values.filter((value) => {
       const p = this.cache.person(this.ws, by, value);
-      if (p) this.add(p, true);
+      if (p) this.add(p);
       return !p;
     });
     const known = this.known;
     const maybeStored = known && by !== 'person_key' ? unknown.filter((value) => !known.absent(this.ws, by, value as string)) : unknown;
     if (by === 'person_key') {
       const found = await personsBy(this.work.control, this.ws, by, maybeStored);
-      for (const p of found) this.add(p, false);
+      for (const p of found) this.add(p);
       return unknown.length - found.length;
     }
     // An identifier of a person merged away finds the person it was merged into (an alias).
     const found = await personsByIdentifier(this.work.control, this.ws, by, maybeStored as string[]);
     for (const { value, person } of found) {
-      this.add(person, false);
+      this.add(person);
       if (person[by] !== value) (by === 'external_id' ? this.aliasedExternalIds : this.aliasedEmails).set(value, person.person_key);
     }
     return unknown.length - found.length;
   }
 
-  private add(p: PersonRecord, fromCache: boolean): void {
-    if (this.persons.has(p.person_key)) return;
-    this.persons.set(p.person_key, p);
-    if (fromCache) this.shared.add(p);
+  private add(p: PersonRecord): void {
+    if (!this.persons.has(p.person_key)) this.persons.set(p.person_key, p);
   }
 
   /** Makes `p` the person of its key and identifiers. */
   private index(p: PersonRecord): void {
     this.persons.set(p.person_key, p);
+    this.indexIdentifiers(p);
+  }
+
+  private indexIdentifiers(p: PersonRecord): void {
     if (p.external_id !== null) this.byExternalId.set(p.external_id, p);
     if (p.email !== null) this.byEmail.set(p.email, p);
   }
@@ -247,14 +255,14 @@ export class IdentityResolution {
   }
 
   private writablePerson(p: PersonRecord): PersonRecord {
-    if (!this.shared.has(p)) return p;
+    if (!isShared(p)) return p;
     const copy = { ...p };
     this.index(copy);
     return copy;
   }
 
   private writableVisitor(v: VisitorRecord): VisitorRecord {
-    if (!this.shared.has(v)) return v;
+    if (!isShared(v)) return v;
     const copy = { ...v };
     this.visitors.set(copy.visitor_id, copy);
     return copy;
@@ -273,7 +281,7 @@ export class IdentityResolution {
     await recordNewTraitPaths(this.store, work.control, ws, [...this.updates.values()].flatMap((u) => (u.traits ? propertyPaths(u.traits) : [])));
     await saveVisitors(work, ws, this.createdVisitors, [...this.relinked.values()], [...this.anonymous.values()], now);
     work.control.afterCommit(() => this.cache.remember(ws,
-      [...this.persons.values()].filter((p) => !this.shared.has(p)), [...this.visitors.values()].filter((v) => !this.shared.has(v))));
+      [...this.persons.values()].filter((p) => !isShared(p)), [...this.visitors.values()].filter((v) => !isShared(v))));
   }
 }
 

@@ -14,14 +14,19 @@ import { mapMessages, MessageFault } from '../segment/messages.js';
 import { kindOf, type LoggedRequest, type LogOperation, type MappedRequest, type OperationKind } from '../segment/operations.js';
 import type { IngestLog, PendingRecord } from './ingest-log.js';
 
-/** Messages the resolver takes from the log at a time. */
-const WINDOW_EVENTS = 50_000;
+/**
+ * Messages the resolver takes from the log at a time. A window's messages, parsed, and a call's
+ * rows stay alive until they are stored: larger ones outlive young-generation collections, which
+ * then copy and promote them; 50,000 (and 20,000 a call) cost more in garbage collection than the
+ * fixed costs they shared (bench/RESULTS.md, "Segment", sixth session).
+ */
+const WINDOW_EVENTS = 10_000;
 /**
  * The most events of one workspace's event-only records stored in one call: a transaction's fixed
  * costs (dedupe, identity lookups, appenders) are shared by more events than the group commit of
  * /v1/events gathers (it never splits a call).
  */
-const EVENTS_PER_CALL = 20_000;
+const EVENTS_PER_CALL = 5_000;
 const OUTAGE_RETRY_MS = 1_000;
 
 class Stopped extends Error {}

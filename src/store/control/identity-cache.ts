@@ -1,7 +1,9 @@
 // Committed persons and visitors seen recently, so a batch of known people needs no lookup
 // statement (the lookups were most of an event batch's time). It holds keys only: a person's ids
 // and email, a visitor's key and link; never traits or names, which stay in the store (a cache of
-// payloads grew to gigabytes). It is one LRU over every workspace, bounded in entries.
+// payloads grew to gigabytes). It is one LRU over every workspace, bounded in entries; a hit moves
+// an entry to the recent end only when more than half the bound was linked since it was, so the
+// hits of a working set well inside the bound write nothing (an approximate LRU, as caches do).
 //
 // Entries are only ever the state of committed rows: resolution copies a record before changing it
 // and hands its changes back after its transaction commits (ControlStore.afterCommit). Every writer of
@@ -27,6 +29,8 @@ interface Entry {
   index: Map<string | number, Entry>;
   key: string | number;
   record: Cached;
+  /** The cache's link count when it was last made the most recent. */
+  linked: number;
   older: Entry | null;
   newer: Entry | null;
 }
@@ -37,6 +41,8 @@ type WorkspaceIndexes = Record<PersonBy | 'visitor_id', Map<string | number, Ent
 export class IdentityCache {
   private readonly workspaces = new Map<string, WorkspaceIndexes>();
   private count = 0;
+  /** Links made so far (insertions and moves to the recent end). */
+  private links = 0;
   // A linked list keeps the use order over every workspace: moving a used entry is a few pointer
   // writes, cheaper than deleting and re-inserting a Map key (its insertion order).
   private oldest: Entry | null = null;
@@ -59,12 +65,12 @@ export class IdentityCache {
     this.evict();
   }
 
-  /** The cached record itself: never change it (copy first). */
+  /** The cached record itself, frozen: copy it to change it. */
   visitor(ws: string, visitorId: string): VisitorRecord | undefined {
     return this.use(this.workspaces.get(ws)?.visitor_id, visitorId) as VisitorRecord | undefined;
   }
 
-  /** The cached record itself: never change it (copy first). */
+  /** The cached record itself, frozen: copy it to change it. */
   person(ws: string, by: PersonBy, value: string | number): PersonRecord | undefined {
     return this.use(this.workspaces.get(ws)?.[by], value) as PersonRecord | undefined;
   }
@@ -77,14 +83,15 @@ export class IdentityCache {
       this.workspaces.set(ws, indexes);
     }
     for (const p of persons) {
-      const record: PersonRecord = { person_key: p.person_key, person_id: p.person_id, external_id: p.external_id, email: p.email };
+      // Frozen: a batch tells the records it shares with the cache by that (ingest/identity.ts).
+      const record: PersonRecord = Object.freeze({ person_key: p.person_key, person_id: p.person_id, external_id: p.external_id, email: p.email });
       this.put(indexes.person_key, p.person_key, record);
       if (p.external_id !== null) this.put(indexes.external_id, p.external_id, record);
       if (p.email !== null) this.put(indexes.email, p.email, record);
     }
-    for (const v of visitors) this.put(indexes.visitor_id, v.visitor_id, {
+    for (const v of visitors) this.put(indexes.visitor_id, v.visitor_id, Object.freeze({
       visitor_key: v.visitor_key, visitor_id: v.visitor_id, person_key: v.person_key, anonymous_events: v.anonymous_events,
-    });
+    }));
     this.evict();
   }
 
@@ -123,8 +130,12 @@ export class IdentityCache {
   private use(index: Map<string | number, Entry> | undefined, key: string | number): Cached | undefined {
     const entry = index?.get(key);
     if (!entry) return undefined;
-    this.unlink(entry);
-    this.link(entry);
+    // Linked recently enough, it is far from eviction: moving it (pointer writes across the list,
+    // each a likely cache miss) would change nothing that matters.
+    if (this.links - entry.linked > this.maxEntries / 2) {
+      this.unlink(entry);
+      this.link(entry);
+    }
     return entry.record;
   }
 
@@ -135,7 +146,7 @@ export class IdentityCache {
       this.unlink(entry);
       this.link(entry);
     } else {
-      const added: Entry = { index, key, record, older: null, newer: null };
+      const added: Entry = { index, key, record, linked: 0, older: null, newer: null };
       index.set(key, added);
       this.count++;
       this.link(added);
@@ -153,6 +164,7 @@ export class IdentityCache {
 
   /** Makes `entry` the most recently used. */
   private link(entry: Entry): void {
+    entry.linked = ++this.links;
     entry.older = this.newest;
     entry.newer = null;
     if (this.newest) this.newest.newer = entry;
