@@ -10,7 +10,7 @@ import { type Model, type Money, referenceRevenue, type Touch } from './support/
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES } from './support/engines.js';
 import { checkoutSession, deliver, notification, refund, sendPayment } from './support/stripe.js';
-import { tierRuns } from './support/tier.js';
+import { tierRuns, withinTestTimeout } from './support/tier.js';
 
 const START = Date.parse('2025-09-01T00:00:00Z') / 1000;
 const DAY = 86_400;
@@ -99,6 +99,6 @@ describe.each(ENGINES)('attribution models on %s', (engine) => {
         const rows = new Map(answer.rows.map((r) => [`${r.bucket} ${r.group}`, r.revenue]));
         expect(rows, model).toEqual(expected);
       }
-    }), { numRuns: tierRuns(10) });
+    }), { numRuns: tierRuns(10), plugins: withinTestTimeout() });
   });
 });

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { availableParallelism } from 'node:os';
 
 // The suite's two tiers. CI=true (.ci/run) runs the property and fuzz tests at their full sizes; a
@@ -22,3 +23,11 @@ export function tierRuns(full: number): number {
   if (FULL_TIER) return full;
   return Math.min(full, Math.max(FLOOR, Math.ceil(full * FRACTION)));
 }
+
+/**
+ * fast-check's plugins for a property whose every run takes seconds (API calls on every engine):
+ * runs and shrinking stop after `ms`, within vitest's 180 s testTimeout, so a failure reports the
+ * counterexample shrunk so far instead of a timeout. Stopped before numRuns without a failure, the
+ * property fails too: the time limit never lowers the run count silently.
+ */
+export const withinTestTimeout = (ms = 150_000) => [fc.interruptAfterTimeLimit(ms, { failOnInterrupt: true })];
