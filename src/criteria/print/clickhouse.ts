@@ -503,11 +503,14 @@ function firstTouches(profiles: string, w: string, params: Params): string {
 const CLICKHOUSE_BUCKET: Record<ReportInterval, string> = { day: 'toDate', week: 'toMonday', month: 'toStartOfMonth' };
 
 /**
- * The page views of the payers' profiles with their profile and `value` the column grouped by. Only
- * LEFT joins: ClickHouse's join reordering turned inner joins of page views, visitors and payers into
- * a cross product (bench/RESULTS.md, "Revenue report").
+ * The page views of the customers' profiles with their profile and `value` the column grouped by: a
+ * superset of the payers' (the statement joins them on the profile), read without the money rows,
+ * which ClickHouse would compute again for each reference. Only LEFT joins: ClickHouse's join
+ * reordering turned inner joins of page views, visitors and payers into a cross product
+ * (bench/RESULTS.md, "Revenue report").
  */
-function payerPageviews(touch: TouchDimension, w: string, payers: string, params: Params): string {
+function customerPageviews(touch: TouchDimension, w: string, params: Params): string {
+  const customers = customersSql(w, params);
   const profile = 'if(person_key != 0, person_key, -visitor_key)';
   const column = quote(TOUCH_DIMENSIONS[touch]);
   return `SELECT ifNull(v.profile, 0) AS profile, pv.ts AS ts, pv.pageview_id AS pageview_id, pv.channel_category AS channel_category,
@@ -516,10 +519,10 @@ function payerPageviews(touch: TouchDimension, w: string, payers: string, params
           LEFT JOIN (SELECT visitor_key, ${profile} AS profile FROM ${params.table('visitors')} FINAL WHERE workspace_id = ${w}) AS v
             ON v.visitor_key = pv.visitor_key
         WHERE pv.workspace_id = ${w} AND pv.visitor_key IN (SELECT visitor_key FROM ${params.table('visitors')} FINAL
-          WHERE workspace_id = ${w} AND ${profile} IN (SELECT profile FROM (${payers}) WHERE profile != 0))
+          WHERE workspace_id = ${w} AND ${profile} IN (SELECT profile FROM (${customers}) WHERE profile != 0))
         UNION ALL
         SELECT profile, ts, pageview_id, channel_category, ${column}, 1 FROM ${params.table('frozen_touches')} FINAL
-        WHERE workspace_id = ${w} AND profile IN (SELECT profile FROM (${payers}) WHERE profile != 0)`;
+        WHERE workspace_id = ${w} AND profile IN (SELECT profile FROM (${customers}) WHERE profile != 0)`;
 }
 
 /** Each paying customer's group, first_touch or a trait (see DuckDB's revenueGroups); `found` 0: Non-attributed. */
@@ -532,7 +535,7 @@ function revenueGroups(report: ReportPlan, w: string, payers: string, params: Pa
   // No touch after the payment counts: the first touch at or before its profile's first payment (decisions §10).
   const counts = 'ifNull(x.matched, 0) = 1 AND (p.touch_until IS NULL OR x.ts <= p.touch_until)';
   const touch = `argMinIf(tuple(x.value), tuple(x.ts, x.pageview_id), ${counts}).1`;
-  const pageviews = payerPageviews(report.group.touch, w, payers, params);
+  const pageviews = customerPageviews(report.group.touch, w, params);
   return `SELECT p.customer_id AS customer_id, countIf(${counts}) > 0 AS found, CAST(${touch} AS Nullable(String)) AS grp
       FROM (${payers}) AS p LEFT JOIN (${pageviews}) AS x ON x.profile = p.profile
       GROUP BY p.customer_id`;
@@ -582,7 +585,7 @@ function revenueRows(report: ReportPlan, w: string, params: Params, restrict: st
       r.is_payment AS is_payment, r.ts AS ts, r.first_paid AS first_paid, r.profile AS profile, ifNull(c.credited, 0) AS attributed,
       if(ifNull(c.credited, 0) = 1, c.v, ${missing}) AS grp
     FROM (${inRange}) AS r LEFT JOIN (${clickhouseCredits(report, split.model, inRange,
-      payerPageviews(split.touch, w, payers, params), (v, type) => params.add(v, type))}) AS c ON c.money_id = r.money_id`
+      customerPageviews(split.touch, w, params), (v, type) => params.add(v, type))}) AS c ON c.money_id = r.money_id`
     : `SELECT r.money_id AS money_id, r.customer_id AS customer_id, r.amount AS amount, r.currency AS currency, r.is_payment AS is_payment,
       r.ts AS ts, r.first_paid AS first_paid, r.profile AS profile, ifNull(g.found, 0) AS attributed, if(ifNull(g.found, 0) = 1, g.grp, ${missing}) AS grp
     FROM (${inRange}) AS r
