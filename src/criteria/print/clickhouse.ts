@@ -471,7 +471,8 @@ function customersSql(w: string, params: Params, frozen = true): string {
   return `SELECT c.customer_id AS customer_id, if(c.person_key != 0, c.person_key, ifNull(v.person_key, 0)) AS person_key,
           ${frozen ? `if(${live} != 0, ${live}, f.profile)` : live} AS profile
         FROM ${current('payment_customers', 'customer_id', ['person_key', 'visitor_key'], w, params)} AS c
-          LEFT JOIN ${current('visitors', 'visitor_key', ['person_key'], w, params)} AS v ON v.visitor_key = c.visitor_key${frozen ? `
+          LEFT JOIN (SELECT visitor_key, person_key FROM ${params.table('visitors')} FINAL WHERE workspace_id = ${w}
+            AND visitor_key IN (SELECT visitor_key FROM ${params.table('payment_customers')} WHERE workspace_id = ${w})) AS v ON v.visitor_key = c.visitor_key${frozen ? `
           LEFT JOIN ${current('frozen_payers', 'customer_id', ['profile'], w, params)} AS f ON f.customer_id = c.customer_id` : ''}`;
 }
 
@@ -513,13 +514,12 @@ function customerPageviews(touch: TouchDimension, w: string, params: Params): st
   const customers = customersSql(w, params);
   const profile = 'if(person_key != 0, person_key, -visitor_key)';
   const column = quote(TOUCH_DIMENSIONS[touch]);
+  const visitors = `SELECT visitor_key, ${profile} AS profile FROM ${params.table('visitors')} FINAL
+          WHERE workspace_id = ${w} AND ${profile} IN (SELECT profile FROM (${customers}) WHERE profile != 0)`;
   return `SELECT ifNull(v.profile, 0) AS profile, pv.ts AS ts, pv.pageview_id AS pageview_id, pv.channel_category AS channel_category,
           pv.${column} AS value, 1 AS matched
-        FROM ${params.table('pageviews')} AS pv
-          LEFT JOIN (SELECT visitor_key, ${profile} AS profile FROM ${params.table('visitors')} FINAL WHERE workspace_id = ${w}) AS v
-            ON v.visitor_key = pv.visitor_key
-        WHERE pv.workspace_id = ${w} AND pv.visitor_key IN (SELECT visitor_key FROM ${params.table('visitors')} FINAL
-          WHERE workspace_id = ${w} AND ${profile} IN (SELECT profile FROM (${customers}) WHERE profile != 0))
+        FROM ${params.table('pageviews')} AS pv LEFT JOIN (${visitors}) AS v ON v.visitor_key = pv.visitor_key
+        WHERE pv.workspace_id = ${w} AND pv.visitor_key IN (SELECT visitor_key FROM (${visitors}))
         UNION ALL
         SELECT profile, ts, pageview_id, channel_category, ${column}, 1 FROM ${params.table('frozen_touches')} FINAL
         WHERE workspace_id = ${w} AND profile IN (SELECT profile FROM (${customers}) WHERE profile != 0)`;
