@@ -11,15 +11,10 @@ import { rmSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import Stripe from 'stripe';
 import { Bench } from 'tinybench';
-import { buildApp } from '../src/http/app.js';
-import { parseEcbRates } from '../src/reports/rates.js';
-import { writeRates } from '../src/store/control/rates.js';
 import { Workspaces } from '../src/store/control/workspaces.js';
 import { openStores } from '../src/store/open.js';
-import { checkoutSession, invoice, notification } from '../test/support/stripe.js';
-import { seededRandom } from '../test/support/random.js';
+import { benchApp, call as callApp, writeRevenueSlice, writeYearOfRates } from './support/revenue-api.js';
 import { p50Of } from './support/tasks.js';
 
 const { values: args } = parseArgs({ options: {
@@ -30,14 +25,11 @@ const { values: args } = parseArgs({ options: {
 const people = Number(args.people);
 const engine = args.engine === 'clickhouse' ? 'clickhouse' : 'duckdb';
 const iterations = Number(args.iterations);
-const WEBHOOK_SECRET = 'whsec_bench_lift';
-const IN_FLIGHT = 32;
 const NOW = new Date('2026-11-01T00:00:00Z');
 const DAY = 86_400_000;
 const YEAR_AGO = new Date(NOW.getTime() - 365 * DAY);
 const log = (line: string) => console.log(line);
 const load = () => loadavg().map((l) => l.toFixed(1)).join(' ');
-const stripe = new Stripe('sk_test_dummy');
 
 const dbPath = join('data', 'bench', `lift-${engine}-${people}.duckdb`);
 rmSync(dbPath, { force: true });
@@ -46,72 +38,14 @@ const stores = await openStores({
   analyticsStore: engine, databasePath: dbPath,
   ...(engine === 'clickhouse' ? { clickhouse: { path: join('data', 'bench', `lift-${people}.chdb`), database: `lift_${Date.now()}` } } : {}),
 });
-const ws = await new Workspaces(stores.control).create('bench', { stripe_webhook_secret: WEBHOOK_SECRET });
-const app = await buildApp({ stores, estimateBudgetMs: 600_000, rateLimits: { ingestPerMinute: 1e9, notificationsPerMinute: 1e9, perMinute: 1e9 } });
-const call = async (method: 'POST' | 'GET', url: string, body?: unknown, key = ws.secret_key) => {
-  const res = await app.inject({ method, url, headers: { authorization: `Bearer ${key}` }, ...(body === undefined ? {} : { payload: body as object }) });
-  if (res.statusCode >= 300) throw new Error(`${method} ${url}: ${res.statusCode} ${res.body.slice(0, 300)}`);
-  return res.json();
-};
-const inBatches = async (count: number, size: number, send: (from: number, to: number) => Promise<unknown>) => {
-  for (let from = 0; from < count; from += size) await send(from, Math.min(count, from + size));
-};
+const ws = await new Workspaces(stores.control).create('bench');
+const app = await benchApp(stores);
+const call = (method: 'POST' | 'GET', url: string, body?: unknown) => callApp(app, method, url, ws.secret_key, body);
 
 log(`machine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; node ${process.version}; engine ${engine}; load ${load()} (shared with 5 other helpers' sessions)`);
-const random = seededRandom(38);
-const at = () => new Date(YEAR_AGO.getTime() + Math.floor(random() * 360 * DAY));
-const REFERRERS = ['https://www.google.com/', 'https://chatgpt.com/', null, 'https://www.facebook.com/', null];
-const t0 = performance.now();
+await writeRevenueSlice(app, ws, { people, now: NOW, prefix: '', log });
 
-// Two page views a person, from channels that differ, over the year; then each visitor identified.
-await inBatches(people, 250, (from, to) => call('POST', '/v1/pageviews', {
-  batch: Array.from({ length: to - from }, (_, i) => from + i).flatMap((p) => [0, 1].map((k) => ({
-    visitor_id: `v${p}`, url: `https://shop.example/${k === 0 && p % 3 === 0 ? '?utm_source=newsletter&utm_medium=email&utm_campaign=c' : 'pricing'}`,
-    referrer: REFERRERS[(p + k) % REFERRERS.length], timestamp: at().toISOString(),
-  }))),
-}, ws.publishable_key));
-await inBatches(people, 500, (from, to) => call('POST', '/v1/events', {
-  batch: Array.from({ length: to - from }, (_, i) => from + i).map((p) => ({ event_name: 'signup', user_id: `u${p}`, email: `p${p}@example.com`, visitor_id: `v${p}`, timestamp: YEAR_AGO.toISOString() })),
-}));
-const written = performance.now();
-log(`${(2 * people).toLocaleString('en-US')} page views and ${people.toLocaleString('en-US')} identified people through the routes in ${((written - t0) / 1000).toFixed(0)} s`);
-
-// One person in ten pays: a checkout, then three monthly invoices, in USD, EUR or GBP; signed notifications.
-const CURRENCIES = ['usd', 'usd', 'eur', 'gbp'];
-let notifications = 0;
-const deliver = async (object: ReturnType<typeof notification>) => {
-  const payload = JSON.stringify(object);
-  const res = await app.inject({ method: 'POST', url: `/v1/webhooks/stripe/${ws.workspace_id}`, payload,
-    headers: { 'content-type': 'application/json', 'stripe-signature': stripe.webhooks.generateTestHeaderString({ payload, secret: WEBHOOK_SECRET }) } });
-  if (res.statusCode !== 200) throw new Error(res.body);
-  notifications++;
-};
-const payers = Array.from({ length: Math.ceil(people / 10) }, (_, i) => i * 10);
-const payer = async (p: number) => {
-  const customer = `cus_${p}`;
-  const currency = CURRENCIES[p % CURRENCIES.length]!;
-  const first = at();
-  await deliver(notification('checkout.session.completed', checkoutSession(customer, { tr_user_id: `u${p}` }, `p${p}@example.com`,
-    { mode: 'payment', amount: 1000 + (p % 97) * 50, currency, created: Math.floor(first.getTime() / 1000) })));
-  for (let m = 1; m <= 3; m++) {
-    const paid = Math.floor(Math.min(NOW.getTime() - DAY, first.getTime() + m * 30 * DAY) / 1000);
-    await deliver(notification('invoice.paid', invoice(customer, { amount: 2000 + (p % 13) * 100, currency, paid_at: paid, created: paid })));
-  }
-};
-// Customers in flight together, as a processor's retries and bursts deliver them (each one's in order).
-await Promise.all(Array.from({ length: IN_FLIGHT }, async () => {
-  for (let p = payers.shift(); p !== undefined; p = payers.shift()) await payer(p);
-}));
-log(`${notifications.toLocaleString('en-US')} signed notifications through the webhook route in ${((performance.now() - written) / 1000).toFixed(0)} s`);
-
-// Rates of every weekday of the year, as the ECB's CSV has them, written as `rates load` writes them.
-const lines = ['Date,USD,GBP,'];
-for (let d = NOW.getTime(); d >= YEAR_AGO.getTime() - 7 * DAY; d -= DAY) {
-  const day = new Date(d);
-  if (day.getUTCDay() === 0 || day.getUTCDay() === 6) continue;
-  lines.push(`${day.toISOString().slice(0, 10)},${(1.05 + random() * 0.1).toFixed(4)},${(0.83 + random() * 0.05).toFixed(5)},`);
-}
-await stores.analytics.unit((work) => writeRates(work, ws.workspace_id, parseEcbRates(lines.join('\n'))));
+await writeYearOfRates(stores, ws.workspace_id, NOW);
 
 // The audience: everyone who viewed a page, 10 % held out.
 const audience = await call('POST', '/v1/audiences', {

@@ -1,16 +1,20 @@
 // The revenue report (issue 18 §2) on both analytical stores, the same rows in each: revenue by
 // channel_category per month over the year before the dataset's "now", every attribution model,
-// per lookback; and on DuckDB the lift report (issue 38) of an audience of everyone who viewed a page.
+// per lookback; and on DuckDB the lift report (issue 38) of an audience of everyone who viewed a page,
+// per currency and in USD.
 //   npx tsx bench/revenue.bench.ts [--people N --events N --pageviews N] [--iterations N]
-//     [--engines duckdb,clickhouse] [--lookbacks 90,30] [--before <git revision>]
+//     [--engines duckdb,clickhouse] [--lookbacks 90,30] [--before <git revision>] [--api-people N]
 // Needs the DuckDB file of the estimate benches and, for ClickHouse, the copy of
 // bench/clickhouse.bench.ts (data/bench/<sizes>.*), which it changes: the export layout has no
 // payment time, so its paid invoices get their creation time as paid_at (as an import now does),
-// the ClickHouse copy gets the payments table, and DuckDB's a snapshot of the lift's audience.
+// and DuckDB's gets a snapshot of the lift's audience. Once per data file, --api-people people
+// (default 10,000) with page views, identifying events and payments (signed Stripe notifications)
+// are written through the app into the same workspace, with a year of exchange rates; ClickHouse's
+// control state is a copy of the DuckDB file taken before (data/bench/<sizes>.chdb-control.duckdb).
 // `--before`: that revision's printers run beside this checkout's in the same tinybench run.
 
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, rmSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -20,10 +24,12 @@ import {
   type CompiledQuery,
 } from '../src/criteria/index.js';
 import type { RevenueRow } from '../src/store/analytics.js';
-import { connectClickHouse } from '../src/store/clickhouse/client.js';
-import { clickhouseSchema } from '../src/store/clickhouse/schema.js';
+import type { ClickHouseAnalytics } from '../src/store/clickhouse/analytics.js';
+import { Workspaces } from '../src/store/control/workspaces.js';
+import { openStores } from '../src/store/open.js';
 import { liftRow, revenueRow } from '../src/store/query/rows.js';
 import { AT, benchArgs, openBenchDatabase, sizeTag, WS } from './support/dataset.js';
+import { benchApp, writeRevenueSlice, writeYearOfRates } from './support/revenue-api.js';
 import { p50Of } from './support/tasks.js';
 
 const DATABASE = 'bench';
@@ -38,7 +44,9 @@ const { sizes, values } = benchArgs({
   engines: { type: 'string', default: 'duckdb,clickhouse' },
   lookbacks: { type: 'string', default: '90' },
   before: { type: 'string' },
+  'api-people': { type: 'string', default: '10000' },
 });
+const apiPeople = Number(values['api-people']);
 const iterations = Number(values.iterations);
 const engines = String(values.engines).split(',');
 const lookbacks = String(values.lookbacks).split(',').map(Number);
@@ -64,12 +72,34 @@ if (typeof values.before === 'string') {
 
 const chdbPath = join('data', 'bench', `${sizeTag(sizes)}.chdb`);
 if (withClickHouse && !existsSync(chdbPath)) throw new Error(`${chdbPath} is missing: run npx tsx bench/clickhouse.bench.ts --prepare first`);
-const { store } = await openBenchDatabase(sizes, log);
-const client = withClickHouse ? await connectClickHouse({ path: chdbPath, database: DATABASE }) : null;
+const duckdbPath = join('data', 'bench', `${sizeTag(sizes)}.duckdb`);
+await (await openBenchDatabase(sizes, log)).store.close();
+// ClickHouse's control state (identity, payments) is the import's, as in the DuckDB file the chDB copy was loaded from: a copy of it
+// taken before any slice is written there, so that each engine's slice is written the same way.
+const controlPath = join('data', 'bench', `${sizeTag(sizes)}.chdb-control.duckdb`);
+const controlCopied = withClickHouse && !existsSync(controlPath);
+if (controlCopied) copyFileSync(duckdbPath, controlPath);
+const duck = await openStores({ analyticsStore: 'duckdb', databasePath: duckdbPath });
+const store = duck.duckdb!;
+const house = withClickHouse ? await openStores({ analyticsStore: 'clickhouse', databasePath: controlPath, clickhouse: { path: chdbPath, database: DATABASE } }) : null;
+const client = house ? (house.analytics as ClickHouseAnalytics).ctx.client : null;
+
+// A slice of people, page views and payments written through the app, once per data file, into the imported workspace: the
+// reports then read live-written customers beside the imported ones. Its rates serve the reports in one currency.
+for (const stores of house ? [duck, house] : [duck]) {
+  if (await new Workspaces(stores.control).get(WS)) {
+    if (stores === house && controlCopied) throw new Error(`${duckdbPath} holds a slice already: delete ${controlPath} and ${chdbPath} and prepare them again`);
+    continue;
+  }
+  const ws = await new Workspaces(stores.control).create('bench', { workspace_id: WS });
+  const app = await benchApp(stores);
+  await writeRevenueSlice(app, ws, { people: apiPeople, now: AT, prefix: 'api_', log });
+  await writeYearOfRates(stores, WS, AT);
+  await app.close();
+}
 
 await store.query('UPDATE invoices SET paid_at = created_at WHERE workspace_id = $1 AND amount_paid > 0 AND paid_at IS NULL', [WS]);
 if (client) {
-  for (const statement of clickhouseSchema({ database: DATABASE })) await client.command({ query: statement });
   await client.command({
     query: `ALTER TABLE ${DATABASE}.invoices UPDATE paid_at = created_at WHERE amount_paid > 0 AND paid_at IS NULL`,
     clickhouse_settings: { mutations_sync: '1' },
@@ -92,11 +122,11 @@ const plans: ReportPlan[] = ATTRIBUTION_MODELS.flatMap((model) => (model === 'fi
   from, to: AT, interval: 'month' as const, model, lookbackDays, halfLifeDays: DEFAULT_HALF_LIFE_DAYS, group: { touch: 'channel_category' as const }, audience: null,
 })));
 const label = (plan: ReportPlan) => (plan.model === 'first_touch' ? plan.model : `${plan.model}, ${plan.lookbackDays} d`);
-const lifts: LiftPlan[] = [null, 'first_touch' as const, 'linear' as const].map((model) => ({
+const lifts: LiftPlan[] = ([[null, null], ['first_touch', null], ['linear', null], [null, 'usd'], ['linear', 'usd']] as const).map(([model, currency]) => ({
   snapshotId: LIFT_SNAPSHOT, placement: placement('bench', [{ name: 'holdout', percent: 10 }, { name: 'treatment', percent: 90 }]), from, to: AT,
-  attribution: model && { model, lookbackDays: lookbacks[0]!, halfLifeDays: DEFAULT_HALF_LIFE_DAYS }, currency: null,
+  attribution: model && { model, lookbackDays: lookbacks[0]!, halfLifeDays: DEFAULT_HALF_LIFE_DAYS }, currency,
 }));
-const liftLabel = (plan: LiftPlan) => `lift, ${plan.attribution?.model ?? 'all revenue'}`;
+const liftLabel = (plan: LiftPlan) => `lift, ${plan.attribution?.model ?? 'all revenue'}${plan.currency ? ` in ${plan.currency.toUpperCase()}` : ''}`;
 
 const duckdb = async (query: CompiledQuery) => store.query(query.sql, query.params);
 async function clickhouse(printer: ClickHousePrinter, plan: ReportPlan): Promise<RevenueRow[]> {
@@ -118,6 +148,9 @@ for (const plan of plans) {
   sizesOf.push((JSON.parse(answers[0]!) as string[]).filter((r) => (JSON.parse(r) as RevenueRow).level === 1).length);
 }
 if (withDuckDB) {
+  // A missing rate converts to 0 in the statement (the route answers 400 first): none may be missing here.
+  const [missing] = await duckdb(builds[0]!.duckdb.missingRate({ ...plans[0]!, currency: 'usd' }, WS));
+  if (missing) throw new Error(`no USD rate for ${JSON.stringify(missing)}`);
   for (const plan of lifts) {
     // Sums of squares are floats summed in another order by each build: equal to 12 digits.
     const answers = await Promise.all(builds.map(async (b) => sorted((await duckdb(b.duckdb.lift(plan, WS)))
@@ -162,6 +195,6 @@ for (const [i, plan] of plans.entries()) {
 if (withDuckDB) {
   for (const plan of lifts) log(`| ${liftLabel(plan)} (${lookbacks[0]} d) | | ${builds.flatMap((b) => engines.map((e) => (e === 'duckdb' ? p50(task(b, `duckdb: ${liftLabel(plan)}`)) : ''))).join(' | ')} |`);
 }
-await client?.close();
-await store.close();
+await house?.close();
+await duck.close();
 rmSync(beforeDir, { recursive: true, force: true });

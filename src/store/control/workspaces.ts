@@ -57,9 +57,10 @@ export function newKey(kind: KeyKind): string {
 
 const newWebhookSecret = () => `whsec_${token(24)}`;
 
-function newWorkspace(name: string, keys: Partial<Omit<CreatedWorkspace, 'workspace_id' | 'name'>>): CreatedWorkspace {
+/** `keys.workspace_id`: the id rows imported under it already carry (the benches' datasets); a new one otherwise. */
+function newWorkspace(name: string, keys: Partial<Omit<CreatedWorkspace, 'name'>>): CreatedWorkspace {
   return {
-    workspace_id: `ws_${token(9)}`,
+    workspace_id: keys.workspace_id ?? `ws_${token(9)}`,
     name,
     secret_key: keys.secret_key ?? newKey('secret'),
     publishable_key: keys.publishable_key ?? newKey('publishable'),
@@ -123,7 +124,7 @@ export class Workspaces {
   }
 
   /** Creates a workspace with fresh keys (or the given ones) and returns them; shown only once. */
-  async create(name: string, keys: Partial<Omit<CreatedWorkspace, 'workspace_id' | 'name'>> = {}): Promise<CreatedWorkspace> {
+  async create(name: string, keys: Partial<Omit<CreatedWorkspace, 'name'>> = {}): Promise<CreatedWorkspace> {
     return this.store.transaction((tx) => insertWorkspace(tx, newWorkspace(name, keys)));
   }
 
