@@ -2,7 +2,9 @@
 // when the same users send again (known persons): the service as of `--before` (a git revision's
 // src/, run beside this checkout so its packages resolve) and today's, each on a fresh DuckDB file,
 // alternated build by build in one run.
-//   npx tsx bench/new-persons.bench.ts [--events 200000] [--rounds 2] [--before main] [--concurrency 16]
+//   npx tsx bench/new-persons.bench.ts [--events 200000] [--rounds 2] [--before main] [--concurrency 16] [--lookup]
+// `--lookup`: a people lookup first, so that the writes keep the people search's indexes in memory,
+// as in a service whose lookup was used since it started (without it they are never made).
 
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
@@ -18,6 +20,7 @@ const { values: args } = parseArgs({ options: {
   rounds: { type: 'string', default: '2' },
   before: { type: 'string', default: 'main' },
   concurrency: { type: 'string', default: '16' },
+  lookup: { type: 'boolean', default: false },
 } });
 const EVENTS = Number(args.events);
 const CONCURRENCY = Number(args.concurrency);
@@ -60,7 +63,7 @@ async function send(base: string, pid: number, batches: string[]): Promise<{ cpu
   return { cpu: ((cpuSeconds(pid) - cpu0) * 1e6) / events, rate: events / ((performance.now() - t0) / 1000) };
 }
 
-console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.version}; ${EVENTS.toLocaleString('en-US')} events a pass, batches of ${BATCH}, ${CONCURRENCY} in flight\n`);
+console.log(`machine: ${cpus().length} × ${cpus()[0]?.model}; node ${process.version}; ${EVENTS.toLocaleString('en-US')} events a pass, batches of ${BATCH}, ${CONCURRENCY} in flight${args.lookup ? '; a people lookup first (the search\'s indexes kept)' : ''}\n`);
 console.log('| round | build | new persons: µs server CPU an event | events/s | known persons: µs an event | events/s | load (1 min) |');
 console.log('|---|---|---:|---:|---:|---:|---:|');
 try {
@@ -71,6 +74,10 @@ try {
       rmSync(`${dbPath}.wal`, { force: true });
       const { server, base } = await startServer(build.entry, { DATABASE_PATH: dbPath, BOOTSTRAP_SECRET_KEY: SECRET_KEY });
       try {
+        if (args.lookup) {
+          const res = await fetch(`${base}/people?q=nobody`, { headers: { authorization: `Bearer ${SECRET_KEY}` } });
+          if (res.status !== 200) throw new Error(`GET /people: ${res.status}`);
+        }
         const fresh = await send(base, server.pid!, bodies(round));
         // The same users again (new message ids): their persons are known.
         const known = await send(base, server.pid!, bodies(round));
