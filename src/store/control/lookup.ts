@@ -2,6 +2,7 @@
 // email, external_id, name or customer id contains the term. Keyset-paginated on `sort_key`.
 
 import { fewCandidates, fewCandidatesPage } from './lookup-few.js';
+import { pagePerson, type PagePerson, pagePersonsByKeys } from './lookup-persons.js';
 import { personsByAlias } from './merges.js';
 import type { Candidates } from './search.js';
 import { columnOf, type ControlRow, type ControlSql, type ControlValue } from './store.js';
@@ -49,15 +50,9 @@ function personKeyBound(after: string): bigint {
 export async function lookupPeople(store: ControlSql, ws: string, q: string, after: string, limit: number): Promise<LookupRow[]> {
   const { search } = store;
   const term = q.toLowerCase();
-  const grams = await search.rareGrams(store, term);
   const found = await search.candidates(store, ws, term);
-  // An identifier of a person merged away finds the person it names now (exactly, not as a part).
-  const aliased = q === '' ? [] : await personsByAlias(store, ws, q);
-  // Neither index holds a candidate: nothing matches (the persons found by a customer id are its owners).
-  if (found.persons?.length === 0 && found.customers?.length === 0 && aliased.length === 0) return [];
-  const page = search.lower && fewCandidates(found) ? await fewCandidatesPage(store, ws, term, after, limit, found, aliased, search.lower)
-    : await pageOfStatement(store, ws, term, after, limit, grams, found, aliased);
-  const people = await (search.joinsByIndex ? pagePersonsJoined : pagePersonsByKeys)(store, ws, page.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])));
+  const { page, people } = search.lower && fewCandidates(found) ? await fewCandidatesPage(store, ws, q, term, after, limit, found, search.lower)
+    : await statementPage(store, ws, q, term, after, limit, found);
   return page.flatMap((r): LookupRow[] => {
     if (r.person_key !== null) {
       const person = people.get(Number(r.person_key));
@@ -68,6 +63,20 @@ export async function lookupPeople(store: ControlSql, ws: string, q: string, aft
       visitor_key: r.visitor_key === null ? null : Number(r.visitor_key), customer_ids: [r.customer_id as string], link_state: r.link_state as string,
     }];
   });
+}
+
+/** The page by the lookup's statement, then its persons. */
+async function statementPage(store: ControlSql, ws: string, q: string, term: string, after: string, limit: number, found: Candidates,
+): Promise<{ page: ControlRow[]; people: Map<number, PagePerson> }> {
+  const { search } = store;
+  const grams = await search.rareGrams(store, term);
+  // An identifier of a person merged away finds the person it names now (exactly, not as a part).
+  const aliased = q === '' ? [] : await personsByAlias(store, ws, q);
+  // Neither index holds a candidate: nothing matches (the persons found by a customer id are its owners).
+  if (found.persons?.length === 0 && found.customers?.length === 0 && aliased.length === 0) return { page: [], people: new Map() };
+  const page = await pageOfStatement(store, ws, term, after, limit, grams, found, aliased);
+  const people = await (search.joinsByIndex ? pagePersonsJoined : pagePersonsByKeys)(store, ws, page.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])));
+  return { page, people };
 }
 
 /** The page's keys (persons by key, customers without an owner whole) by the lookup's statement. */
@@ -149,34 +158,6 @@ ${aliasHit}
     ORDER BY page.sort_key`, params);
 }
 
-/** A customer of a page's person, with the link state the page shows for it. */
-interface Owned {
-  customer_id: string;
-  link_state: string;
-}
-
-/** The owner's link state: linked over email_matched over the least other (as the states sort). */
-function linkStateOf(customers: Owned[]): string | null {
-  const states = customers.map((c) => c.link_state);
-  if (states.includes('linked')) return 'linked';
-  if (states.includes('email_matched')) return 'email_matched';
-  return states.length === 0 ? null : states.reduce((a, b) => (b < a ? b : a));
-}
-
-/** A page's person from its row (person_key, person_id, external_id, email, name) and its customers. */
-function pagePerson(r: ControlRow, customerIds: string[], linkState: string | null): Omit<LookupRow, 'sort_key'> {
-  return {
-    person_key: Number(r.person_key),
-    person_id: r.person_id as string,
-    external_id: (r.external_id as string | null) ?? null,
-    email: (r.email as string | null) ?? null,
-    name: (r.name as string | null) ?? null,
-    visitor_key: null,
-    customer_ids: customerIds,
-    link_state: linkState,
-  };
-}
-
 /** The visitors of these customers (by id). */
 async function visitorsOfCustomers(store: ControlSql, ws: string, customerIds: string[]): Promise<number[]> {
   if (customerIds.length === 0) return [];
@@ -186,66 +167,10 @@ async function visitorsOfCustomers(store: ControlSql, ws: string, customerIds: s
 }
 
 /**
- * The page's persons with their customers: their own, and those of their visitors (disjoint). Every
- * table is read by a list of keys, never joined by a key found in the same statement: DuckDB joins by
- * hashing the whole other table (a scan of every visitor), where a list of keys is read from an index.
- * The same in one statement for an engine that joins through its indexes: pagePersonsJoined.
- */
-async function pagePersonsByKeys(store: ControlSql, ws: string, personKeys: number[]): Promise<Map<number, Omit<LookupRow, 'sort_key'>>> {
-  if (personKeys.length === 0) return new Map();
-  const d = store.dialect;
-  // The persons, their own customers and their visitors: a row each, by its kind.
-  const first = await store.all(`
-    SELECT 'p' AS kind, person_key, person_id AS id, external_id, email, name, CAST(NULL AS VARCHAR) AS link_state, CAST(NULL AS BIGINT) AS visitor_key
-      FROM ${d.byKeys('persons', 'person_key', '$2', '$1', 'person_key, person_id, external_id, email, name')} AS p
-    UNION ALL
-    SELECT 'c', person_key, customer_id, NULL, NULL, NULL, link_state, visitor_key
-      FROM ${d.byKeys('payment_customers', 'person_key', '$2', '$1', 'customer_id, person_key, visitor_key, link_state')} AS c
-    UNION ALL
-    SELECT 'v', person_key, NULL, NULL, NULL, NULL, NULL, visitor_key
-      FROM ${d.byKeys('visitors', 'person_key', '$2', '$1', 'visitor_key, person_key')} AS v`, [ws, columnOf(personKeys)]);
-  const ofKind = (rows: ControlRow[], kind: string) => rows.filter((r) => r.kind === kind);
-  const visitorOwner = new Map(ofKind(first, 'v').map((r) => [Number(r.visitor_key), Number(r.person_key)]));
-  const own = ofKind(first, 'c');
-  // A deferred customer whose visitor got linked reads as linked: those visitors' links.
-  const deferredVisitors = [...new Set(own.filter((c) => c.link_state === 'deferred' && c.visitor_key !== null).map((c) => Number(c.visitor_key)))];
-  // The customers of the persons' visitors, and the links of those visitors; a part without keys is
-  // left out (DuckDB scans the table for an empty list).
-  const params: ControlValue[] = [ws];
-  const parts = [
-    ...visitorOwner.size === 0 ? [] : [`SELECT 'c' AS kind, visitor_key, customer_id, link_state
-      FROM ${d.byKeys('payment_customers', 'visitor_key', `$${params.push(columnOf([...visitorOwner.keys()]))}`, '$1', 'customer_id, person_key, visitor_key, link_state')} AS c
-      WHERE person_key IS NULL`],
-    ...deferredVisitors.length === 0 ? [] : [`SELECT 'v' AS kind, visitor_key, NULL AS customer_id, NULL AS link_state
-      FROM ${d.byKeys('visitors', 'visitor_key', `$${params.push(columnOf(deferredVisitors))}`, '$1', 'visitor_key, person_key')} AS v
-      WHERE person_key IS NOT NULL`],
-  ];
-  const second = parts.length === 0 ? [] : await store.all(parts.join(' UNION ALL '), params);
-  const linkedVisitors = new Set(ofKind(second, 'v').map((r) => Number(r.visitor_key)));
-  const owned = new Map<number, Owned[]>();
-  const give = (owner: number, customer: Owned) => {
-    const customers = owned.get(owner);
-    if (customers) customers.push(customer);
-    else owned.set(owner, [customer]);
-  };
-  for (const c of own) {
-    const linked = c.link_state === 'deferred' && c.visitor_key !== null && linkedVisitors.has(Number(c.visitor_key));
-    give(Number(c.person_key), { customer_id: c.id as string, link_state: linked ? 'linked' : c.link_state as string });
-  }
-  for (const c of ofKind(second, 'c')) {
-    give(visitorOwner.get(Number(c.visitor_key))!, { customer_id: c.customer_id as string, link_state: c.link_state === 'deferred' ? 'linked' : c.link_state as string });
-  }
-  return new Map(ofKind(first, 'p').map((r) => {
-    const customers = owned.get(Number(r.person_key)) ?? [];
-    return [Number(r.person_key), pagePerson({ ...r, person_id: r.id }, customers.map((c) => c.customer_id).sort(), linkStateOf(customers))];
-  }));
-}
-
-/**
  * The page's persons with their customers, in one statement that joins them by the engine's indexes
  * (PostgreSQL: nested loops over the page's keys).
  */
-async function pagePersonsJoined(store: ControlSql, ws: string, personKeys: number[]): Promise<Map<number, Omit<LookupRow, 'sort_key'>>> {
+async function pagePersonsJoined(store: ControlSql, ws: string, personKeys: number[]): Promise<Map<number, PagePerson>> {
   if (personKeys.length === 0) return new Map();
   const d = store.dialect;
   const rows = await store.all(`WITH

@@ -69,10 +69,13 @@ export async function personByRef(tx: ControlSql, ws: string, ref: PersonRef): P
  * them): an email as lowercased, an external_id or person_id as given.
  */
 export async function personsByAlias(sql: ControlSql, ws: string, value: string): Promise<number[]> {
-  const rows = await sql.all(`SELECT DISTINCT person_key FROM person_aliases WHERE workspace_id = $1
-    AND (kind = 'email' AND value = $2 OR kind IN ('external_id', 'person_id') AND value = $3)`, [ws, value.toLowerCase(), value]);
+  const rows = await sql.all(`SELECT DISTINCT person_key FROM person_aliases WHERE ${aliasOf('$1', '$2', '$3')}`, [ws, value.toLowerCase(), value]);
   return rows.map((r) => Number(r.person_key));
 }
+
+/** personsByAlias's rows of `value`: `lowered` its lowercased form's parameter, `given` its own. */
+export const aliasOf = (ws: string, lowered: string, given: string): string =>
+  `workspace_id = ${ws} AND (kind = 'email' AND value = ${lowered} OR kind IN ('external_id', 'person_id') AND value = ${given})`;
 
 /** Every identifier of merged-away persons (DuckDB's known-ids filters hold them: they are not new). */
 export async function aliasValues(sql: ControlSql, ws: string): Promise<{ kind: AliasKind; value: string }[]> {
