@@ -2,7 +2,8 @@
 // on both control stores: the DuckDB file (default) and PostgreSQL (embedded, on a loopback port).
 // The lookup as of `--before` (a git revision: its src/ tree, with its dialects and people searches) and today's, in one
 // run, on the same rows, alternated run by run; their answers are checked equal first. On DuckDB
-// also the cost that keeping the trigram indexes adds to the writes of persons (savePersons) and of
+// also GET /people whole (the lookup and the page's first touches, from the analytical store), and
+// the cost that keeping the trigram indexes adds to the writes of persons (savePersons) and of
 // customers (writeCustomers), with and without them.
 //   npx tsx bench/people.bench.ts [--persons 1000000] [--runs 25] [--before none|<rev>] [--write api|sql] [--engines duckdb,postgres] [--data <dir>]
 // `--data <dir>` keeps the rows there (a DuckDB file, a PostgreSQL directory) and reuses them when
@@ -37,7 +38,8 @@ import type { PeopleSearch } from '../src/store/control/search.js';
 import { PostgresControl } from '../src/store/postgres/control.js';
 import { customerIdOf, emailOf, ingestPersons, resolvePersons, writePayers } from './support/people-api.js';
 import { percentile } from './support/server.js';
-import { openStores } from '../src/store/open.js';
+import { openStores, type Stores } from '../src/store/open.js';
+import { findPeople } from '../src/attribution/people.js';
 
 const { values: args } = parseArgs({ options: {
   persons: { type: 'string', default: '1000000' },
@@ -68,6 +70,8 @@ interface Engine {
   control: ControlSql;
   /** The same store as the --before revision's dialect spells it (none: only today's lookup is timed). */
   before: ControlSql | null;
+  /** The stores GET /people reads (its lookup and first touches): the request is timed whole too. */
+  stores?: Stores;
 }
 
 const QUERIES: [string, string][] = [
@@ -172,6 +176,19 @@ async function measure(engine: Engine): Promise<void> {
     const y = timings[timings.length - 1]!;
     log(`| ${what} | \`${q}\` | ${y.rows} | ${timings.map((x) => `${x.p50.toFixed(1)} | ${x.p99.toFixed(1)}`).join(' | ')} | ${loadavg()[0]!.toFixed(1)} |`);
   }
+  const stores = engine.stores;
+  if (!stores) return;
+  // GET /people whole (its lookup, then the page's first touches), as the route calls it.
+  log(`\n| ${engine.name}, GET /people (lookup and first touches) | q | rows | ${before ? 'before p50 ms | before p99 ms | after p50 ms | after p99 ms' : 'p50 ms | p99 ms'} | load (1 min) |`);
+  log(`|---|---|---:|${before ? '---:|---:|' : ''}---:|---:|---:|`);
+  for (const [what, q] of QUERIES) {
+    const now = async () => (await findPeople(stores, WS, q, PAGE - 1)).data;
+    const old = before && findPeopleBefore && (async () => (await findPeopleBefore!({ ...stores, control: before as Stores['control'] }, WS, q, PAGE - 1)).data);
+    if (old && JSON.stringify(await old()) !== JSON.stringify(await now())) throw new Error(`${engine.name}, GET /people?q=${q}: the answers differ`);
+    const timings = await time(old ? [old, now] : [now]);
+    const y = timings[timings.length - 1]!;
+    log(`| ${what} | \`${q}\` | ${y.rows} | ${timings.map((x) => `${x.p50.toFixed(1)} | ${x.p99.toFixed(1)}`).join(' | ')} | ${loadavg()[0]!.toFixed(1)} |`);
+  }
 }
 
 log(`People lookup, ${PERSONS.toLocaleString('en-US')} persons, ${RUNS} runs each, first page (${PAGE - 1} + 1 rows); load ${load()} at start`);
@@ -181,6 +198,7 @@ await mkdir(dir, { recursive: true });
 // checkout, so that its packages resolve), run on today's stores with its dialect and search.
 const beforeDir = join(dirname(fileURLToPath(import.meta.url)), `.before-${process.pid}`);
 let lookupBefore: typeof lookupPeople | undefined;
+let findPeopleBefore: typeof findPeople | undefined;
 let beforeDialects: Record<'duckdb' | 'postgres', ControlDialect> | undefined;
 // Its people searches too (their candidates and indexes): a DuckDB one is filled from the rows.
 let beforeSearches: { duckdb: new (store: Store) => DuckDBSearch; postgres: new () => PeopleSearch } | undefined;
@@ -189,6 +207,7 @@ if (args.before !== 'none') {
   execFileSync('git', ['archive', '--output', join(beforeDir, 'src.tar'), args.before, 'src']);
   execFileSync('tar', ['-x', '-C', beforeDir, '-f', join(beforeDir, 'src.tar')]);
   lookupBefore = (await import(join(beforeDir, 'src/store/control/lookup.ts')) as { lookupPeople: typeof lookupPeople }).lookupPeople;
+  findPeopleBefore = (await import(join(beforeDir, 'src/attribution/people.ts')) as { findPeople: typeof findPeople }).findPeople;
   beforeDialects = {
     duckdb: (await import(join(beforeDir, 'src/store/duckdb/control.ts')) as { duckdbDialect: ControlDialect }).duckdbDialect,
     postgres: (await import(join(beforeDir, 'src/store/postgres/dialect.ts')) as { postgresDialect: ControlDialect }).postgresDialect,
@@ -261,7 +280,7 @@ if (ENGINES.has('duckdb')) {
   if (!await duck.search.ready(WS)) throw new Error('the search indexes were not filled');
   log(`DuckDB: the people search's indexes ${API && !kept ? 'kept by the writes' : 'filled from the tables (as at a workspace\'s first lookup after a start)'} in ${seconds(filling)} s; `
     + `heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB; load ${load()}`);
-  await measure({ name: 'DuckDB', control: duck, before: spelledAs(duck, 'duckdb', await duckdbSearchBefore(store)) });
+  await measure({ name: 'DuckDB', control: duck, before: spelledAs(duck, 'duckdb', await duckdbSearchBefore(store)), stores });
   if (!API && !kept) {
     // The writes: 500 persons a batch (a batch of events' new persons), alternating without and with the index.
     log('\n| savePersons on DuckDB, per person | index | new person µs | renamed person µs | traits only µs | load (1 min) |');
