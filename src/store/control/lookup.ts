@@ -3,7 +3,7 @@
 
 import { fewCandidates, fewCandidatesPage } from './lookup-few.js';
 import { pagePerson, type PagePerson, pagePersonsByKeys } from './lookup-persons.js';
-import { personsByAlias } from './merges.js';
+import { aliasOf, personsByAlias } from './merges.js';
 import type { Candidates } from './search.js';
 import { columnOf, type ControlRow, type ControlSql, type ControlValue } from './store.js';
 
@@ -70,24 +70,32 @@ async function statementPage(store: ControlSql, ws: string, q: string, term: str
 ): Promise<{ page: ControlRow[]; people: Map<number, PagePerson> }> {
   const { search } = store;
   const grams = await search.rareGrams(store, term);
-  // An identifier of a person merged away finds the person it names now (exactly, not as a part).
-  const aliased = q === '' ? [] : await personsByAlias(store, ws, q);
+  // An identifier of a person merged away finds the person it names now (exactly, not as a part):
+  // read in the lookup's statement where the engine joins by its indexes, else by their keys first.
+  const aliased: Aliased = q === '' ? [] : search.joinsByIndex ? { q } : await personsByAlias(store, ws, q);
   // Neither index holds a candidate: nothing matches (the persons found by a customer id are its owners).
-  if (found.persons?.length === 0 && found.customers?.length === 0 && aliased.length === 0) return { page: [], people: new Map() };
+  if (found.persons?.length === 0 && found.customers?.length === 0 && Array.isArray(aliased) && aliased.length === 0) return { page: [], people: new Map() };
   const page = await pageOfStatement(store, ws, term, after, limit, grams, found, aliased);
   const people = await (search.joinsByIndex ? pagePersonsJoined : pagePersonsByKeys)(store, ws, page.flatMap((r) => (r.person_key === null ? [] : [Number(r.person_key)])));
   return { page, people };
 }
 
+/** The persons an identifier merged away names (their keys), or the term to read them by in the lookup's statement. */
+type Aliased = number[] | { q: string };
+
 /** The page's keys (persons by key, customers without an owner whole) by the lookup's statement. */
-async function pageOfStatement(store: ControlSql, ws: string, term: string, after: string, limit: number, grams: string[] | null, found: Candidates, aliased: number[],
+async function pageOfStatement(store: ControlSql, ws: string, term: string, after: string, limit: number, grams: string[] | null, found: Candidates, aliased: Aliased,
 ): Promise<ControlRow[]> {
   const { dialect: d, search } = store;
   const params: ControlValue[] = [ws, term, after, limit, personKeyBound(after)];
   const param = (value: ControlValue) => `$${params.push(value)}`;
-  const aliasHit = aliased.length === 0 ? '' : `
-    alias_hit AS (SELECT a.person_key FROM ${d.byKeys('persons', 'person_key', param(columnOf(aliased)), '$1', 'person_key')} AS a
-      WHERE a.person_key > $5 AND ${SORT_KEY('a.person_key')} > $3),`;
+  const noAliases = Array.isArray(aliased) && aliased.length === 0;
+  // Bound only when the statement reads them (an unused parameter is an error).
+  const aliasPersons = noAliases ? '' : Array.isArray(aliased) ? d.byKeys('persons', 'person_key', param(columnOf(aliased)), '$1', 'person_key')
+    : `(SELECT person_key FROM persons WHERE workspace_id = $1 AND person_key IN (SELECT person_key FROM person_aliases
+      WHERE ${aliasOf('$1', param(aliased.q.toLowerCase()), param(aliased.q))}))`;
+  const aliasHit = noAliases ? '' : `
+    alias_hit AS (SELECT a.person_key FROM ${aliasPersons} AS a WHERE a.person_key > $5 AND ${SORT_KEY('a.person_key')} > $3),`;
   // The matched customers' visitors (their links): of the candidates, read by their keys (a join
   // reads every visitor on DuckDB); else the workspace's.
   const candidateVisitors = found.customers === null ? null : await visitorsOfCustomers(store, ws, found.customers);
@@ -148,7 +156,7 @@ ${aliasHit}
     ),
     keys AS (
       SELECT ${SORT_KEY('m.person_key')} AS sort_key, m.person_key, CAST(NULL AS VARCHAR) AS customer_id
-      FROM (SELECT person_key FROM persons_hit UNION SELECT owner FROM owners_hit${aliased.length === 0 ? '' : ' UNION SELECT person_key FROM alias_hit'}) m
+      FROM (SELECT person_key FROM persons_hit UNION SELECT owner FROM owners_hit${noAliases ? '' : ' UNION SELECT person_key FROM alias_hit'}) m
       UNION ALL
       SELECT 'c' || customer_id, NULL, customer_id FROM unowned_hit
     ),
