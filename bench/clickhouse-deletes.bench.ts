@@ -35,18 +35,22 @@ import { benchArgs, sizeTag, WS } from './support/dataset.js';
 
 const { sizes, values } = benchArgs({
   'api-persons': { type: 'string', default: '20000' }, rounds: { type: 'string', default: '3' },
-  generate: { type: 'boolean', default: false }, stamp: { type: 'string', default: 'all' }, 'distinct-events': { type: 'string' }, dir: { type: 'string' }, designs: { type: 'string', default: 'mutations,api,lightweight,mask,retention' },
+  generate: { type: 'boolean', default: false }, reuse: { type: 'boolean', default: false }, stamp: { type: 'string', default: 'all' }, 'distinct-events': { type: 'string' }, dir: { type: 'string' }, designs: { type: 'string', default: 'mutations,api,lightweight,mask,retention' },
 });
 const [apiPersons, rounds] = [Number(values['api-persons']), Number(values.rounds)];
 const designs = new Set(String(values.designs).split(','));
 const BATCH = 1000;
 // The deletes consume the data: a copy of the prepared import each run, or a dataset generated for it.
 const copy = typeof values.dir === 'string' ? values.dir : join('data', 'bench', `deletes-${sizeTag(sizes)}.chdb`);
-await rm(copy, { recursive: true, force: true });
+// --reuse: the copy a stopped run left (its attach and merges done), without its API workspace's rows.
+const reuse = values.reuse === true && existsSync(copy);
+if (!reuse) await rm(copy, { recursive: true, force: true });
 const distinct = Number(values['distinct-events'] ?? sizes.events);
 const copies = values.generate ? sizes.events / distinct : 1;
 if (!Number.isInteger(copies) || copies < 1) throw new Error('--distinct-events must divide --events');
-if (values.generate) {
+if (reuse) {
+  console.log(`reusing ${copy}`);
+} else if (values.generate) {
   const generated = { ...sizes, events: distinct };
   const seed = `${copy}.seed-${sizeTag(generated)}`;
   if (!existsSync(seed)) {
@@ -69,18 +73,33 @@ const secs = (ms: number) => (ms / 1000).toFixed(2);
 const stores = await openStores({ analyticsStore: 'clickhouse', databasePath: ':memory:', clickhouse: { path: copy, database: 'bench', engineArgs: [] } });
 const ctx: ClickHouseContext = (stores.analytics as ClickHouseAnalytics).ctx;
 const noSweep = () => Promise.resolve();
-if (copies > 1) {
+if (reuse) {
+  // No merges from here on: a mutation waits for the merges of the parts it rewrites.
+  await ctx.client.command({ query: 'ALTER TABLE bench.events MODIFY SETTING max_parts_to_merge_at_once = 1' });
+  const [{ parts }] = await (await ctx.client.query({ query: `SELECT count() AS parts FROM system.parts WHERE database = 'bench' AND table = 'events' AND active`, format: 'JSONEachRow' })).json<{ parts: string }>() as [{ parts: string }];
+  log(`events: ${parts} active parts, background merges off`);
+} else if (copies > 1) {
   const t = performance.now();
   await multiplyEvents(ctx.client, 'bench', copies);
   log(`events attached ${copies} times in ${secs(performance.now() - t)} s`);
-  // The attached copies are merged once, untimed: a dataset inserted over time has had its merges,
-  // and a mutation waits for the merges of the parts it rewrites (the first 100 M run did, > 31 min).
-  const merged = performance.now();
-  // A partition at a time: all at once opens every part's files together (past 20,000 descriptors).
-  for (const { id } of await rows<{ id: string }>(`SELECT DISTINCT partition_id AS id FROM system.parts WHERE database = 'bench' AND table = 'events' AND active`)) {
-    await ctx.client.command({ query: 'OPTIMIZE TABLE bench.events PARTITION ID {id:String} FINAL', query_params: { id } });
+  // The attached copies are merged, untimed, before the rounds: a dataset inserted over time has
+  // had its merges, and a mutation waits for the merges of the parts it rewrites (the first 100 M
+  // run did, > 31 min). At most 8 parts a merge: a merge opens every file of its parts, and a
+  // partition's ~50 attached parts (JSON paths: hundreds of files each) pass this machine's 20,000
+  // descriptors (OPTIMIZE … FINAL failed so).
+  const merging = performance.now();
+  await ctx.client.command({ query: 'ALTER TABLE bench.events MODIFY SETTING max_parts_to_merge_at_once = 8' });
+  let settled = 0;
+  for (let last = -1; settled < 3;) {
+    await new Promise((resolve) => setTimeout(resolve, 20_000));
+    const [{ parts, merges }] = await (await ctx.client.query({ query: `SELECT
+      (SELECT count() FROM system.parts WHERE database = 'bench' AND table = 'events' AND active) AS parts,
+      (SELECT count() FROM system.merges WHERE database = 'bench' AND table = 'events') AS merges`, format: 'JSONEachRow' })).json<{ parts: string; merges: string }>() as [{ parts: string; merges: string }];
+    settled = Number(merges) === 0 && Number(parts) === last ? settled + 1 : 0;
+    last = Number(parts);
+    log(`  merging: ${parts} parts, ${merges} merges under way (${secs(performance.now() - merging)} s)`);
   }
-  log(`events merged (OPTIMIZE FINAL, untimed) in ${secs(performance.now() - merged)} s`);
+  log(`events merged in the background (at most 8 parts a merge, untimed) in ${secs(performance.now() - merging)} s`);
 }
 if (values.generate) await reloadVisitorLinks(ctx);
 
