@@ -139,7 +139,7 @@ log(`API: ${apiPersons.toLocaleString('en-US')} persons, ${(apiPersons * 5).toLo
 const { events, pageviews, parts } = (await rows<{ events: string; pageviews: string; parts: string }>(`SELECT
   (SELECT count() FROM bench.events) AS events, (SELECT count() FROM bench.pageviews) AS pageviews,
   (SELECT count() FROM system.parts WHERE database = 'bench' AND table = 'events' AND active) AS parts`))[0]!;
-log(`machine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, load ${loadavg().map((l) => l.toFixed(1)).join(' ')} (shared with 5 other helpers); chDB`);
+log(`machine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, load ${loadavg().map((l) => l.toFixed(1)).join(' ')}; chDB`);
 log(`tables: ${Number(events).toLocaleString('en-US')} events (${parts} active parts), ${Number(pageviews).toLocaleString('en-US')} page views\n`);
 
 // Persons with their visitors, at random: a batch of 1,000 per design and round.

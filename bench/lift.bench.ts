@@ -42,7 +42,7 @@ const ws = await new Workspaces(stores.control).create('bench');
 const app = await benchApp(stores);
 const call = (method: 'POST' | 'GET', url: string, body?: unknown) => callApp(app, method, url, ws.secret_key, body);
 
-log(`machine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; node ${process.version}; engine ${engine}; load ${load()} (shared with 5 other helpers' sessions)`);
+log(`machine: ${cpus().length} × ${cpus()[0]?.model}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB; node ${process.version}; engine ${engine}; load ${load()}`);
 await writeRevenueSlice(app, ws, { people, now: NOW, prefix: '', log });
 
 await writeYearOfRates(stores, ws.workspace_id, NOW);
