@@ -42,7 +42,8 @@ const designs = new Set(String(values.designs).split(','));
 const BATCH = 1000;
 // The deletes consume the data: a copy of the prepared import each run, or a dataset generated for it.
 const copy = typeof values.dir === 'string' ? values.dir : join('data', 'bench', `deletes-${sizeTag(sizes)}.chdb`);
-// --reuse: the copy a stopped run left (its attach and merges done), without its API workspace's rows.
+// --reuse: the copy a stopped or --reuse run left (its attach and merges done); a run without it
+// removes its copy at the end.
 const reuse = values.reuse === true && existsSync(copy);
 if (!reuse) await rm(copy, { recursive: true, force: true });
 const distinct = Number(values['distinct-events'] ?? sizes.events);
@@ -294,4 +295,5 @@ async function retentionRounds(): Promise<void> {
 
 await app.close();
 await stores.close();
-await rm(copy, { recursive: true, force: true });
+// A --reuse run keeps its copy for the next (what it deleted stays deleted).
+if (values.reuse !== true) await rm(copy, { recursive: true, force: true });
