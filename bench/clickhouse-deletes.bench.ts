@@ -22,6 +22,7 @@ import { cp, rm } from 'node:fs/promises';
 import { existsSync } from 'node:fs';
 import { cpus, loadavg, totalmem } from 'node:os';
 import { join } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Bench } from 'tinybench';
 import { buildApp } from '../src/http/app.js';
 import { ClickHouseAnalytics } from '../src/store/clickhouse/analytics.js';
@@ -77,7 +78,7 @@ const noSweep = () => Promise.resolve();
 if (reuse) {
   // No merges from here on: a mutation waits for the merges of the parts it rewrites.
   await ctx.client.command({ query: 'ALTER TABLE bench.events MODIFY SETTING max_parts_to_merge_at_once = 1' });
-  const [{ parts }] = await (await ctx.client.query({ query: `SELECT count() AS parts FROM system.parts WHERE database = 'bench' AND table = 'events' AND active`, format: 'JSONEachRow' })).json<{ parts: string }>() as [{ parts: string }];
+  const [{ parts }] = await rows<{ parts: string }>(`SELECT count() AS parts FROM system.parts WHERE database = 'bench' AND table = 'events' AND active`) as [{ parts: string }];
   log(`events: ${parts} active parts, background merges off`);
 } else if (copies > 1) {
   const t = performance.now();
@@ -92,10 +93,10 @@ if (reuse) {
   await ctx.client.command({ query: 'ALTER TABLE bench.events MODIFY SETTING max_parts_to_merge_at_once = 8' });
   let settled = 0;
   for (let last = -1; settled < 3;) {
-    await new Promise((resolve) => setTimeout(resolve, 20_000));
-    const [{ parts, merges }] = await (await ctx.client.query({ query: `SELECT
+    await delay(20_000);
+    const [{ parts, merges }] = await rows<{ parts: string; merges: string }>(`SELECT
       (SELECT count() FROM system.parts WHERE database = 'bench' AND table = 'events' AND active) AS parts,
-      (SELECT count() FROM system.merges WHERE database = 'bench' AND table = 'events') AS merges`, format: 'JSONEachRow' })).json<{ parts: string; merges: string }>() as [{ parts: string; merges: string }];
+      (SELECT count() FROM system.merges WHERE database = 'bench' AND table = 'events') AS merges`) as [{ parts: string; merges: string }];
     settled = Number(merges) === 0 && Number(parts) === last ? settled + 1 : 0;
     last = Number(parts);
     log(`  merging: ${parts} parts, ${merges} merges under way (${secs(performance.now() - merging)} s)`);
@@ -104,6 +105,7 @@ if (reuse) {
 }
 if (values.generate) await reloadVisitorLinks(ctx);
 
+/** A statement's rows (a declaration: the dataset's steps above use it too). */
 async function rows<T>(query: string, params: Record<string, unknown> = {}): Promise<T[]> {
   return (await ctx.client.query({ query, query_params: params, format: 'JSONEachRow' })).json<T>();
 }
