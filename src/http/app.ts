@@ -9,6 +9,7 @@ import { criteriaComponents } from '../criteria/envelope.js';
 import { Workspaces } from '../store/control/workspaces.js';
 import type { Stores } from '../store/open.js';
 import { authPlugin } from './auth.js';
+import { endConnectionsOnClose } from './connections.js';
 import { registerJsonBodies } from './json-body.js';
 import { clientErrorHandler, frameworkErrors, registerErrorHandling } from './errors.js';
 import { DEFAULT_RATE_LIMITS, type RateLimits, SERVICE_BOUNDS, type TrustProxy } from '../config.js';
@@ -101,6 +102,7 @@ async function baseApp(stores: Stores, logger: FastifyServerOptions['logger'], r
   app.setSerializerCompiler(serializerCompiler);
   registerErrorHandling(app);
   registerJsonBodies(app);
+  endConnectionsOnClose(app);
   await registerRateLimits(app, rateLimits);
   const workspaces = new Workspaces(stores.control);
   return { app, workspaces };
