@@ -74,7 +74,7 @@ export async function attachParquetDir(store: Store, ws: string, dir: string, pa
     const persons = files.get('persons');
     if (persons !== undefined) await recordTraitDefinitions(tx, ws, persons);
     const events = files.get('events');
-    if (events !== undefined) for (const name of payloadEvents) await recordEventProperties(tx, ws, events, name);
+    if (events !== undefined && payloadEvents.length > 0) await recordEventProperties(tx, ws, events, payloadEvents);
   });
   return { attached: [...files.keys()] };
 }

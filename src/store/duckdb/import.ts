@@ -118,57 +118,80 @@ export function fillMapping(text: string, values: MappingValues): string {
 /** The import draws new keys from the store's sequences. */
 const SEQUENCE_KEYS = { person_key: "nextval('person_keys')", visitor_key: "nextval('visitor_keys')" };
 
-/**
- * Import-only tails. Events go one name per statement (`$2`), in name order, each sorted by time:
- * the table ends up ordered by name and time, so zone maps skip row groups of other names and
- * windows, and no single sort has to hold every event (100 M events in one ran out of memory).
- */
+/** Import-only tails: page views sorted by time (events: EVENTS_TAIL). */
 const IMPORT_TAIL: Partial<Record<DatasetTable, string>> = {
-  events: ' WHERE s.event_name = $2 ORDER BY s.ts',
   pageviews: ' ORDER BY s.ts',
 };
 
-function insertSql(table: DatasetTable, src: string): string {
+/**
+ * Events go in name order, each name sorted by time: the table ends up ordered by name and time,
+ * so zone maps skip row groups of other names and windows. A statement holds a run of names (`$2`
+ * to `$3`) of at most this many rows, or one name, so no single sort holds every event (100 M
+ * events in one ran out of memory) and a small import is one statement, not one per name.
+ */
+const EVENTS_PER_INSERT = 5_000_000;
+const EVENTS_TAIL = ' WHERE s.event_name >= $2 AND s.event_name <= $3 ORDER BY s.event_name, s.ts';
+
+function insertSql(table: DatasetTable, src: string, tail = IMPORT_TAIL[table] ?? ''): string {
   const { table: target, columns, from } = MAPPINGS[table];
   return fillMapping(`INSERT INTO ${target} (${Object.keys(columns).map((c) => `"${c}"`).join(', ')})
     SELECT ${Object.values(columns).join(', ')}
-    FROM ${from}${IMPORT_TAIL[table] ?? ''}`, { ws: '$1', src, ...SEQUENCE_KEYS });
+    FROM ${from}${tail}`, { ws: '$1', src, ...SEQUENCE_KEYS });
 }
 
-/** Rows per event name, in name order (events without a name are not imported). */
-const EVENT_NAMES = `SELECT event_name, count(*) AS n FROM {src} s WHERE event_name IS NOT NULL
-  GROUP BY event_name ORDER BY event_name`;
-
-/** Property paths seen on one event name (`$1`), from DuckDB's merged JSON structure of the properties. */
-const PROPERTY_STRUCTURE = `SELECT CAST(json_group_structure(CAST(s.properties AS JSON)) AS VARCHAR) AS structure
-  FROM {src} s WHERE s.event_name = $1`;
+/**
+ * Each event name (those of `$1` only, when given) in name order, with its rows and DuckDB's merged
+ * JSON structure of their properties: one scan for every name. Events without a name are not imported.
+ */
+const EVENT_NAMES = `SELECT event_name, count(*) AS n, CAST(json_group_structure(CAST(s.properties AS JSON)) AS VARCHAR) AS structure
+  FROM {src} s WHERE event_name IS NOT NULL{only} GROUP BY event_name ORDER BY event_name`;
 /** Trait paths seen on the persons, likewise. */
 const TRAIT_STRUCTURE = 'SELECT CAST(json_group_structure(CAST(s.traits AS JSON)) AS VARCHAR) AS structure FROM {src} s';
 
-/** The paths of the merged JSON structure that `sql` (over `src`) answers. */
-async function structurePaths(tx: DuckDBConnection, sql: string, src: string, params: string[] = []): Promise<string[]> {
-  const structure = await tx.runAndReadAll(sql.replace('{src}', () => src), params);
-  return propertyPaths(JSON.parse(String(structure.getRowObjectsJS()[0]?.structure ?? '{}')));
-}
+/** The paths of the merged JSON structure `structure` (DuckDB's json_group_structure). */
+const pathsOf = (structure: unknown): string[] => propertyPaths(JSON.parse(String(structure ?? '{}')));
 
-/** Records the property paths of the events named `name` in `src`: the payload whitelist of that name. */
-export async function recordEventProperties(tx: DuckDBConnection, ws: string, src: string, name: string): Promise<void> {
-  const paths = await structurePaths(tx, PROPERTY_STRUCTURE, src, [name]);
-  await recordPropertyPaths(tx, ws, paths.map((path) => ({ event_name: name, path })));
-  await recordEventNames(tx, ws, [name]);
+/**
+ * Records the property paths of the events in `src` (of the names `only`, when given): the payload
+ * whitelist of each name. Returns each name found with its rows, in name order.
+ */
+export async function recordEventProperties(tx: DuckDBConnection, ws: string, src: string, only?: readonly string[]): Promise<{ name: string; rows: number }[]> {
+  const filter = only === undefined ? '' : ' AND event_name IN (SELECT unnest(CAST(CAST($1 AS JSON) AS VARCHAR[])))';
+  const found = (await tx.runAndReadAll(EVENT_NAMES.replace('{src}', () => src).replace('{only}', filter), only === undefined ? [] : [JSON.stringify(only)]))
+    .getRowObjectsJS() as { event_name: string; n: bigint; structure: string | null }[];
+  await recordPropertyPaths(tx, ws, found.flatMap((r) => pathsOf(r.structure).map((path) => ({ event_name: r.event_name, path }))));
+  await recordEventNames(tx, ws, only === undefined ? found.map((r) => r.event_name) : [...only]);
+  return found.map((r) => ({ name: r.event_name, rows: Number(r.n) }));
 }
 
 /** Records the trait paths of the persons in `src`: the person leaf's whitelist. */
 export async function recordTraitDefinitions(tx: DuckDBConnection, ws: string, src: string): Promise<void> {
-  await recordTraitPaths(tx, ws, await structurePaths(tx, TRAIT_STRUCTURE, src));
+  const [row] = (await tx.runAndReadAll(TRAIT_STRUCTURE.replace('{src}', () => src))).getRowObjectsJS();
+  await recordTraitPaths(tx, ws, pathsOf(row?.structure));
+}
+
+/** Consecutive names of at most EVENTS_PER_INSERT rows together (a bigger name alone). */
+function insertRuns(names: readonly { name: string; rows: number }[]): { first: string; last: string; rows: number }[] {
+  const runs: { first: string; last: string; rows: number }[] = [];
+  for (const { name, rows } of names) {
+    const run = runs.at(-1);
+    if (run && run.rows + rows <= EVENTS_PER_INSERT) {
+      run.last = name;
+      run.rows += rows;
+    } else {
+      runs.push({ first: name, last: name, rows });
+    }
+  }
+  return runs;
 }
 
 export interface ImportProgress {
   /** After each table: its inserted rows and elapsed milliseconds. */
   table?(table: DatasetTable, rows: number, ms: number): void;
   /**
-   * Within events, while and after each event name: the source rows done (never decreasing; while
-   * a name runs, its share of DuckDB's query progress) of `total`, and milliseconds since events began.
+   * Within events, before, while and after each statement (a run of names): the source rows done
+   * (never decreasing; while a statement runs, its share of DuckDB's query progress) of `total`, the
+   * run's first name before it and its last name after, and milliseconds since events began.
    */
   events?(done: number, total: number, name: string, ms: number): void;
 }
@@ -192,9 +215,9 @@ async function watchProgress<T>(conn: DuckDBConnection, onPercent: (percent: num
  */
 async function importEvents(store: Store, tx: DuckDBConnection, ws: string, src: string, progress: ImportProgress): Promise<number> {
   const t0 = performance.now();
-  const names = (await tx.runAndReadAll(EVENT_NAMES.replace('{src}', () => src))).getRowObjectsJS() as { event_name: string; n: bigint }[];
-  const total = names.reduce((sum, { n }) => sum + Number(n), 0);
-  const sql = insertSql('events', src);
+  const names = await recordEventProperties(tx, ws, src);
+  const total = names.reduce((sum, { rows }) => sum + rows, 0);
+  const sql = insertSql('events', src, EVENTS_TAIL);
   let done = 0;
   let reported = 0;
   const report = (rows: number, name: string) => {
@@ -203,17 +226,17 @@ async function importEvents(store: Store, tx: DuckDBConnection, ws: string, src:
     progress.events?.(rows, total, name, performance.now() - t0);
   };
   let inserted = 0;
-  for (const { event_name: name, n } of names) {
-    await recordEventProperties(tx, ws, src, name);
-    const insert = () => tx.run(sql, [ws, name]);
+  for (const run of insertRuns(names)) {
+    report(done, run.first);
+    const insert = () => tx.run(sql, [ws, run.first, run.last]);
     const result = progress.events
-      ? await watchProgress(tx, (percent) => report(done + Math.floor((Number(n) * percent) / 100), name), insert)
+      ? await watchProgress(tx, (percent) => report(done + Math.floor((run.rows * percent) / 100), run.last), insert)
       : await insert();
     inserted += result.rowsChanged;
-    done += Number(n);
-    report(done, name);
+    done += run.rows;
+    report(done, run.last);
   }
-  await store.typed.imported(tx, ws, names.map((r) => r.event_name));
+  await store.typed.imported(tx, ws, names.map((r) => r.name));
   return inserted;
 }
 
