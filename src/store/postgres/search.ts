@@ -15,7 +15,7 @@ const likeLower = (column: string, term: string) =>
   `(lower(${column}) LIKE '%' || replace(replace(replace(${term}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%')`;
 
 /**
- * With `grams` (letters and digits, no wildcard), the index reads those trigrams' rows only, and
+ * With `grams` (pieces of the term, LIKE's wildcards escaped), the index reads those trigrams' rows only, and
  * strpos(), which no index answers, checks the term: a full email's common trigrams (`use`, `com`)
  * cost the index most of its time (bench/RESULTS.md).
  */
@@ -60,24 +60,30 @@ function countGrams(texts: string[]): Sample {
   return { size: texts.length, holding };
 }
 
-/** A piece of the term that pg_trgm reads as one trigram of its index, and that trigram. */
+/** A piece of the term that pg_trgm reads as one trigram of its index (as LIKE's literal text), and that trigram. */
 interface TermGram {
   piece: string;
   gram: string;
 }
 
+/** A piece as a LIKE pattern's literal text: its wildcards and escape escaped. */
+const literal = (piece: string) => piece.replace(/[\\%_]/g, '\\$&');
+
 /**
  * The term's pieces of three characters that pg_trgm turns into exactly one trigram: three letters or
- * digits, or a word's last two before the character that ends it in the term (`77@` is the trigram
- * `77 ` of every word ending in 77). Not a word's start: its trigram `  x` holds every word from x.
+ * digits, a word's last two before the character that ends it in the term (`77@` is the trigram
+ * `77 ` of every word ending in 77), or a word's first two after the character that starts it
+ * (`_77` is ` 77`: `user_777777` is read by its words starting 77 and holding 777, not by every
+ * 777). A letter outside ASCII is one to pg_trgm, so it neither ends nor starts a word here. Not the
+ * term's own start: its trigram `  x` holds every word from x.
  */
 function termGrams(term: string): TermGram[] {
   const grams: TermGram[] = [];
   for (let i = 0; i + 3 <= term.length; i++) {
     const piece = term.slice(i, i + 3);
     if (/^[a-z0-9]{3}$/.test(piece)) grams.push({ piece, gram: piece });
-    // LIKE's wildcards and escape would not end the word; a letter outside ASCII is one to pg_trgm.
-    else if (/^[a-z0-9]{2}[^\p{L}\p{N}%_\\]$/u.test(piece)) grams.push({ piece, gram: `${piece.slice(0, 2)} ` });
+    else if (/^[a-z0-9]{2}[^\p{L}\p{N}]$/u.test(piece)) grams.push({ piece: literal(piece), gram: `${piece.slice(0, 2)} ` });
+    else if (/^[^\p{L}\p{N}][a-z0-9]{2}$/u.test(piece)) grams.push({ piece: literal(piece), gram: ` ${piece.slice(1)}` });
   }
   return grams;
 }
