@@ -77,7 +77,7 @@ const literal = (piece: string) => piece.replace(/[\\%_]/g, '\\$&');
  * 777). A letter outside ASCII is one to pg_trgm, so it neither ends nor starts a word here. Not the
  * term's own start: its trigram `  x` holds every word from x.
  */
-function termGrams(term: string): TermGram[] {
+export function termGrams(term: string): TermGram[] {
   const grams: TermGram[] = [];
   for (let i = 0; i + 3 <= term.length; i++) {
     const piece = term.slice(i, i + 3);
