@@ -14,7 +14,7 @@ import { Store } from '../src/store/duckdb/db.js';
 import { importDataset } from '../src/store/duckdb/import.js';
 import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
 import { lowerAsDuckDB } from '../src/store/duckdb/trigrams.js';
-import { termGrams } from '../src/store/postgres/search.js';
+import { countGrams, rarestPieces, termGrams } from '../src/store/postgres/search.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { checkoutSession, customer, deliver, invoice, notification, nowS, subscription } from './support/stripe.js';
@@ -479,5 +479,14 @@ describe('the PostgreSQL people search\'s pieces of a term', () => {
     // The term's own start and end tell nothing; a letter outside ASCII is one to pg_trgm.
     expect(grams('ab')).toEqual([]);
     expect(grams('éab')).toEqual([]);
+  });
+
+  it('search by the rarest in a sample of persons, three characters before a word\'s end or start as rare', () => {
+    const sample = countGrams(Array.from({ length: 100 }, (_, i) => `user${i + 1}@example.com\nuser_${i + 1}`));
+    // One person in 100 has a word starting 77 (`user_77`): rare beside 777, which none has.
+    expect(rarestPieces('user_777777', sample)).toEqual(['777', '\\_77']);
+    // No person holds a customer id's trigrams: its characters' are read, not `us_` and `_b4` (every customer's `us `, one in 256's ` b4`).
+    expect(rarestPieces('cus_b456003646a12c', sample)).toEqual(['cus', 'b45', '456']);
+    expect(rarestPieces('user', sample)).toBeNull();
   });
 });

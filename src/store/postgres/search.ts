@@ -54,7 +54,7 @@ function indexGrams(text: string): Set<string> {
 }
 
 /** Counts the texts holding each trigram once, not every trigram of every term against every text (which cost each lookup). */
-function countGrams(texts: string[]): Sample {
+export function countGrams(texts: string[]): Sample {
   const holding = new Map<string, number>();
   for (const text of texts) for (const g of indexGrams(text)) holding.set(g, (holding.get(g) ?? 0) + 1);
   return { size: texts.length, holding };
@@ -86,6 +86,22 @@ export function termGrams(term: string): TermGram[] {
     else if (/^[^\p{L}\p{N}][a-z0-9]{2}$/u.test(piece)) grams.push({ piece: literal(piece), gram: ` ${piece.slice(1)}` });
   }
   return grams;
+}
+
+/** PostgresSearch.rareGrams's answer by `sample` (countGrams of persons' search texts). */
+export function rarestPieces(term: string, { size, holding }: Sample): string[] | null {
+  const pieces = termGrams(term);
+  // Too few persons to tell rare from common (sparse keys, an empty store): all trigrams.
+  if (pieces.length === 0 || size < MIN_SAMPLE) return null;
+  const hits = (g: TermGram) => holding.get(g.gram) ?? 0;
+  // A common trigram beside rare ones only adds work to the index.
+  const rare = (g: TermGram) => hits(g) <= size * RARE_SHARE;
+  const byGram = new Map(pieces.map((g) => [g.gram, g]));
+  // As rare in the sample, three of the term's characters tell more than a word's end or start's
+  // two: the persons' sample says nothing of a customer id's `us_` and `_b4` (every customer's, one in 256).
+  const boundary = (g: TermGram) => (g.gram.includes(' ') ? 1 : 0);
+  const rarest = [...byGram.values()].sort((a, b) => hits(a) - hits(b) || boundary(a) - boundary(b)).filter((g, i) => i === 0 || rare(g)).slice(0, 3);
+  return rare(rarest[0]!) ? rarest.map((g) => g.piece) : null;
 }
 
 /** The people search of one PostgreSQL control store, with its sample of the persons. */
@@ -122,17 +138,7 @@ export class PostgresSearch implements PeopleSearch {
    * a stale one is as correct): the answer is checked on the term.
    */
   async rareGrams(sql: ControlSql, term: string): Promise<string[] | null> {
-    const pieces = termGrams(term);
-    if (pieces.length === 0) return null;
-    const { size, holding } = await this.sample(sql);
-    // Too few persons to tell rare from common (sparse keys, an empty store): all trigrams.
-    if (size < MIN_SAMPLE) return null;
-    const hits = (g: TermGram) => holding.get(g.gram) ?? 0;
-    // A common trigram beside rare ones only adds work to the index.
-    const rare = (g: TermGram) => hits(g) <= size * RARE_SHARE;
-    const byGram = new Map(pieces.map((g) => [g.gram, g]));
-    const rarest = [...byGram.values()].sort((a, b) => hits(a) - hits(b)).filter((g, i) => i === 0 || rare(g)).slice(0, 3);
-    return rare(rarest[0]!) ? rarest.map((g) => g.piece) : null;
+    return termGrams(term).length === 0 ? null : rarestPieces(term, await this.sample(sql));
   }
 
   private sample(sql: ControlSql): Promise<Sample> {
