@@ -1,6 +1,7 @@
 // People lookup (GET /people's statements, store/control/lookup.ts) on a workspace of 1 M persons,
 // on both control stores: the DuckDB file (default) and PostgreSQL (embedded, on a loopback port).
-// The lookup as of `--before` (a git revision: its src/ tree, with its dialects and people searches) and today's, in one
+// The lookup as of `--before` (a git revision: its src/ tree, with its dialects, people searches and
+// DuckDB reads: Store.query) and today's, in one
 // run, on the same rows, alternated run by run; their answers are checked equal first. On DuckDB
 // also GET /people whole (the lookup and the page's first touches, from the analytical store), and
 // the cost that keeping the trigram indexes adds to the writes of persons (savePersons) and of
@@ -72,6 +73,8 @@ interface Engine {
   before: ControlSql | null;
   /** The stores GET /people reads (its lookup and first touches): the request is timed whole too. */
   stores?: Stores;
+  /** The same stores as the --before revision reads them. */
+  storesBefore?: Stores;
 }
 
 const QUERIES: [string, string][] = [
@@ -183,7 +186,7 @@ async function measure(engine: Engine): Promise<void> {
   log(`|---|---|---:|${before ? '---:|---:|' : ''}---:|---:|---:|`);
   for (const [what, q] of QUERIES) {
     const now = async () => (await findPeople(stores, WS, q, PAGE - 1)).data;
-    const old = before && findPeopleBefore && (async () => (await findPeopleBefore!({ ...stores, control: before as Stores['control'] }, WS, q, PAGE - 1)).data);
+    const old = before && findPeopleBefore && (async () => (await findPeopleBefore!(engine.storesBefore!, WS, q, PAGE - 1)).data);
     if (old && JSON.stringify(await old()) !== JSON.stringify(await now())) throw new Error(`${engine.name}, GET /people?q=${q}: the answers differ`);
     const timings = await time(old ? [old, now] : [now]);
     const y = timings[timings.length - 1]!;
@@ -202,6 +205,8 @@ let findPeopleBefore: typeof findPeople | undefined;
 let beforeDialects: Record<'duckdb' | 'postgres', ControlDialect> | undefined;
 // Its people searches too (their candidates and indexes): a DuckDB one is filled from the rows.
 let beforeSearches: { duckdb: new (store: Store) => DuckDBSearch; postgres: new () => PeopleSearch } | undefined;
+// And its DuckDB reads (Store.query: how a read's connection and statement are made), on today's store.
+let queryBefore: Store['query'] | undefined;
 if (args.before !== 'none') {
   await mkdir(beforeDir, { recursive: true });
   execFileSync('git', ['archive', '--output', join(beforeDir, 'src.tar'), args.before, 'src']);
@@ -216,10 +221,23 @@ if (args.before !== 'none') {
     duckdb: (await import(join(beforeDir, 'src/store/duckdb/search.ts')) as { DuckDBSearch: new (store: Store) => DuckDBSearch }).DuckDBSearch,
     postgres: (await import(join(beforeDir, 'src/store/postgres/search.ts')) as { PostgresSearch: new () => PeopleSearch }).PostgresSearch,
   };
+  queryBefore = (await import(join(beforeDir, 'src/store/duckdb/db.ts')) as { Store: { prototype: Store } }).Store.prototype.query;
   log(`before: the lookup of ${execFileSync('git', ['log', '-1', '--format=%h %cs', args.before], { encoding: 'utf8' }).trim()}`);
 }
-const spelledAs = (control: ControlSql, engine: 'duckdb' | 'postgres', search: PeopleSearch | undefined): ControlSql | null =>
-  (beforeDialects ? Object.create(control, { dialect: { value: beforeDialects[engine] }, search: { value: search } }) as ControlSql : null);
+const spelledAs = (control: ControlSql, engine: 'duckdb' | 'postgres', search: PeopleSearch | undefined, store?: Store): ControlSql | null =>
+  (beforeDialects ? Object.create(control, { dialect: { value: beforeDialects[engine] }, search: { value: search }, ...store && { store: { value: store } } }) as ControlSql : null);
+
+/** Today's DuckDB store reading as the --before revision's Store.query reads. */
+const readingBefore = (store: Store): Store | undefined => (queryBefore ? Object.create(store, { query: { value: queryBefore } }) as Store : undefined);
+
+/** GET /people's stores as the --before revision reads them: its control store and the first touches' reads. */
+function storesBefore(stores: Stores, control: ControlSql | null, store: Store | undefined): Stores | undefined {
+  if (!control || !store) return undefined;
+  const { queries } = stores.analytics as unknown as { queries: { driver: { store: Store } } };
+  const driver = Object.create(queries.driver, { store: { value: store } }) as object;
+  const analytics = Object.create(stores.analytics, { queries: { value: Object.create(queries, { driver: { value: driver } }) } }) as Stores['analytics'];
+  return { ...stores, control: control as Stores['control'], analytics };
+}
 
 /** The --before revision's DuckDB search on this store, its indexes filled from the rows. */
 async function duckdbSearchBefore(store: Store): Promise<DuckDBSearch | undefined> {
@@ -280,7 +298,9 @@ if (ENGINES.has('duckdb')) {
   if (!await duck.search.ready(WS)) throw new Error('the search indexes were not filled');
   log(`DuckDB: the people search's indexes ${API && !kept ? 'kept by the writes' : 'filled from the tables (as at a workspace\'s first lookup after a start)'} in ${seconds(filling)} s; `
     + `heap ${(process.memoryUsage().heapUsed / 2 ** 20).toFixed(0)} MiB; load ${load()}`);
-  await measure({ name: 'DuckDB', control: duck, before: spelledAs(duck, 'duckdb', await duckdbSearchBefore(store)), stores });
+  const readsBefore = readingBefore(store);
+  const before = spelledAs(duck, 'duckdb', await duckdbSearchBefore(store), readsBefore);
+  await measure({ name: 'DuckDB', control: duck, before, stores, storesBefore: storesBefore(stores, before, readsBefore) });
   if (!API && !kept) {
     // The writes: 500 persons a batch (a batch of events' new persons), alternating without and with the index.
     log('\n| savePersons on DuckDB, per person | index | new person µs | renamed person µs | traits only µs | load (1 min) |');

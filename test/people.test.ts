@@ -14,6 +14,7 @@ import { Store } from '../src/store/duckdb/db.js';
 import { importDataset } from '../src/store/duckdb/import.js';
 import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
 import { lowerAsDuckDB } from '../src/store/duckdb/trigrams.js';
+import { countGrams, rarestPieces, termGrams } from '../src/store/postgres/search.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES_WITH_POSTGRES } from './support/engines.js';
 import { checkoutSession, customer, deliver, invoice, notification, nowS, subscription } from './support/stripe.js';
@@ -391,19 +392,23 @@ describe('the DuckDB trigram indexes (in memory)', () => {
       // Payers: one with the person's email, one through the person's visitor (its customers and
       // link state come with the person named exactly), one deferred on an anonymous visitor.
       await app.post('/v1/events', { batch: [{ event_name: 'page', visitor_id: 'v-anon' }] });
+      // More payers through visitors than a lookup binds one key each: their visitors' links are read after them.
+      const viaVisitors = [5, 6].map((i) => [`cus_via${i}`, { tr_visitor_id: `v-${i}` }, `via${i}@pay.example`] as const);
       for (const [id, metadata, email] of [['cus_own3', { tr_user_id: 'live-3' }, 'p257.3@corp.net'], ['cus_via3', { tr_visitor_id: 'v-3' }, 'elsewhere@pay.example'],
-        ['cus_anon', { tr_visitor_id: 'v-anon' }, 'anon@pay.example']] as const) {
+        ['cus_anon', { tr_visitor_id: 'v-anon' }, 'anon@pay.example'], ...viaVisitors] as const) {
         expect((await deliver(app, notification('checkout.session.completed', checkoutSession(id, metadata, email), nowS()))).statusCode).toBe(200);
       }
       expect(await app.store.search.ready(app.ws.workspace_id)).toBe(true);
       const terms = ['acme', 'p1', '.1@', 'live-11', 'live-119', 'ünï', 'ǆemal', 'ǅemal', 'istanbul', 'σας', 'ςας', 'zzz', '7.1', '@corp.net', 'e-1',
-        'p257.3@corp.net', 'live-3', 'cus_via3', 'cus_own3', 'cus_anon', 'anon@pay', 'elsewhere@pay.example'];
+        'p257.3@corp.net', 'live-3', 'cus_via3', 'cus_own3', 'cus_anon', 'anon@pay', 'elsewhere@pay.example', 'cus_via', 'cus_', '@pay.example'];
       const whole = async (q: string) => (await app.app.inject({ method: 'GET', url: `/people?${new URLSearchParams({ q })}`,
         headers: { authorization: `Bearer ${app.ws.secret_key}` } })).json() as unknown;
       const scanned = new Map<string, unknown>();
       // The same lookups with the indexes forgotten and the fill held back: every side scanned.
       for (const term of terms) scanned.set(term, await whole(term));
       expect((scanned.get('live-3') as { data: unknown[] }).data[0]).toMatchObject({ external_id: 'live-3', customer_ids: ['cus_own3', 'cus_via3'], link_state: 'linked' });
+      expect((scanned.get('cus_') as { data: { external_id: string | null; customer_ids: string[] }[] }).data.map((d) => d.external_id ?? d.customer_ids[0]))
+        .toEqual(['cus_anon', 'live-3', 'live-5', 'live-6']);
       app.store.search.forget(app.ws.workspace_id);
       let release!: () => void;
       const released = new Promise<void>((resolve) => { release = resolve; });
@@ -462,5 +467,26 @@ describe('the DuckDB search column', () => {
       expect((await lookupPeople(control, 'w1', 'ØRSTED', '', 10)).map((r) => r.person_id)).toEqual(['p1']);
       expect((await lookupPeople(control, 'w1', 'com\next', '', 10)).map((r) => r.person_id)).toEqual([]);
     });
+  });
+});
+
+describe('the PostgreSQL people search\'s pieces of a term', () => {
+  it('read a word\'s first two letters after the character that starts it, and its last two before the one that ends it, LIKE\'s wildcards escaped', () => {
+    const grams = (term: string) => termGrams(term).map(({ piece, gram }) => `${piece}=${gram}`);
+    // `user_777777`: its rare trigrams are 777 and the start of a word 77 (` 77`), not 777 alone.
+    expect(grams('user_777777')).toEqual(['use=use', 'ser=ser', 'er\\_=er ', '\\_77= 77', '777=777', '777=777', '777=777', '777=777']);
+    expect(grams('a%bc d\\ef')).toEqual(['\\%bc= bc', 'bc =bc ', '\\\\ef= ef']);
+    // The term's own start and end tell nothing; a letter outside ASCII is one to pg_trgm.
+    expect(grams('ab')).toEqual([]);
+    expect(grams('éab')).toEqual([]);
+  });
+
+  it('search by the rarest in a sample of persons, three characters before a word\'s end or start as rare', () => {
+    const sample = countGrams(Array.from({ length: 100 }, (_, i) => `user${i + 1}@example.com\nuser_${i + 1}`));
+    // One person in 100 has a word starting 77 (`user_77`): rare beside 777, which none has.
+    expect(rarestPieces('user_777777', sample)).toEqual(['777', '\\_77']);
+    // No person holds a customer id's trigrams: its characters' are read, not `us_` and `_b4` (every customer's `us `, one in 256's ` b4`).
+    expect(rarestPieces('cus_b456003646a12c', sample)).toEqual(['cus', 'b45', '456']);
+    expect(rarestPieces('user', sample)).toBeNull();
   });
 });

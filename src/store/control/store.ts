@@ -33,11 +33,11 @@ export interface ControlDialect {
   mergeObject(column: string, patch: string): string;
   /**
    * The rows (`columns`) of `table` in workspace `ws` whose `key` is one of the key column `keys`
-   * (integers, or texts with `type` text),
+   * (integers, or texts with `type` text), or of the parameters `keys` holding a key each,
    * as a parenthesized subquery: on DuckDB found by the keys first (its index on them, or a scan of
    * that column alone), since a filter on the workspace has every row read first.
    */
-  byKeys(table: string, key: string, keys: string, ws: string, columns: string, type?: 'bigint' | 'text'): string;
+  byKeys(table: string, key: string, keys: string | readonly string[], ws: string, columns: string, type?: 'bigint' | 'text'): string;
   /** The text values of an aggregate group, ordered, as a list; and a list of one or no value. */
   listAgg(value: string): string;
   listOf(value: string | null): string;

@@ -14,6 +14,7 @@ import { DEFAULT_ESTIMATE_CONNECTIONS, DuckDBDriver } from './driver.js';
 import { interruptAfter, INTERRUPTED } from './interrupt.js';
 import { CHECKPOINT_BEFORE, MIGRATIONS } from './migrations.js';
 import { DuckDBSearch } from './search.js';
+import { runKept } from './statements.js';
 import { readAhead, tailFile } from './tail.js';
 import { TypedColumns } from './typed.js';
 import { DUCKDB_BOUNDS, type DuckDBBounds } from '../bounds.js';
@@ -58,6 +59,9 @@ class Lock {
 
 /** How often a database DuckDB invalidated is tried again (reopened once the disk has room). */
 const REOPEN_EVERY_MS = 1_000;
+
+/** Idle read connections kept (query): more are closed when their read ends. */
+const IDLE_READERS = 4;
 
 /** The longest timer Node keeps (about 24.8 days): a statement with no limit of its own. */
 const NO_LIMIT_MS = 2 ** 31 - 1;
@@ -106,6 +110,12 @@ export class Store {
   private invalid: Error | null = null;
   private reopening: NodeJS.Timeout | null = null;
   private readonly writeWaitMs: number;
+  /**
+   * Connections of reads (query) between them, with the statements they prepared: a read parsed
+   * once per connection, not at every call (bench/RESULTS.md, "People lookup"). Each holds no
+   * transaction between reads, so every read sees what was committed before it.
+   */
+  private readonly readers: DuckDBConnection[] = [];
 
   private constructor(
     private instance: DuckDBInstance,
@@ -227,6 +237,7 @@ export class Store {
         }
       };
       closing(() => this.writer.closeSync());
+      this.closeReaders();
       closing(() => this.instance.closeSync());
       try {
         this.instance = await DuckDBInstance.create(this.path, this.config);
@@ -326,8 +337,29 @@ export class Store {
     }
   }
 
+  /** A read on a kept connection (one at a time on each), by a statement it prepared once when it has parameters. */
   async query(sql: string, params: Params = [], types?: DuckDBType[]): Promise<Row[]> {
-    return this.withConnection(async (conn) => (await conn.runAndReadAll(sql, params, types)).getRowObjectsJS() as Row[]);
+    this.assertServing();
+    const instance = this.instance;
+    const conn = this.readers.pop() ?? await instance.connect().catch((err: unknown) => {
+      throw this.failed(err);
+    });
+    let keep = false;
+    try {
+      const rows = params.length > 0 ? await (await runKept(conn, sql, params, types)).getRowObjectsJS() : (await conn.runAndReadAll(sql)).getRowObjectsJS();
+      keep = true;
+      return rows as Row[];
+    } catch (err) {
+      throw this.failed(err);
+    } finally {
+      // A connection of a database since closed (reopened) is not kept, nor one whose read failed.
+      if (keep && instance === this.instance && !this.closed && this.readers.length < IDLE_READERS) this.readers.push(conn);
+      else conn.closeSync();
+    }
+  }
+
+  private closeReaders(): void {
+    for (const conn of this.readers.splice(0)) conn.closeSync();
   }
 
   /**
@@ -373,6 +405,7 @@ export class Store {
       }
     });
     this.driver.close();
+    this.closeReaders();
     try {
       this.instance.closeSync();
     } catch {

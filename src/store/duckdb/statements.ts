@@ -3,7 +3,7 @@
 // (a notification's customer, its subscription) that was most of their time (bench/RESULTS.md,
 // "Attribution"). A kept statement is bound and run again; one in use (a caller awaiting it) is not shared.
 
-import type { DuckDBConnection, DuckDBMaterializedResult, DuckDBPreparedStatement, DuckDBValue } from '@duckdb/node-api';
+import type { DuckDBConnection, DuckDBMaterializedResult, DuckDBPreparedStatement, DuckDBType, DuckDBValue } from '@duckdb/node-api';
 
 /** Statement texts kept per connection; the least recently used goes first past this. */
 const KEPT = 256;
@@ -15,12 +15,12 @@ interface Kept {
 
 const kept = new WeakMap<DuckDBConnection, Map<string, Kept>>();
 
-/** `conn.run(sql, values)` on a statement prepared once per connection. */
-export async function runKept(conn: DuckDBConnection, sql: string, values: DuckDBValue[]): Promise<DuckDBMaterializedResult> {
+/** `conn.run(sql, values, types)` on a statement prepared once per connection. */
+export async function runKept(conn: DuckDBConnection, sql: string, values: DuckDBValue[], types?: DuckDBType[]): Promise<DuckDBMaterializedResult> {
   let statements = kept.get(conn);
   if (!statements) kept.set(conn, (statements = new Map()));
   let entry = statements.get(sql);
-  if (entry?.busy) return conn.run(sql, values);
+  if (entry?.busy) return conn.run(sql, values, types);
   if (entry) {
     // Most recently used last.
     statements.delete(sql);
@@ -36,7 +36,7 @@ export async function runKept(conn: DuckDBConnection, sql: string, values: DuckD
   }
   entry.busy = true;
   try {
-    entry.statement.bind(values);
+    entry.statement.bind(values, types);
     return await entry.statement.run();
   } finally {
     entry.busy = false;

@@ -16,7 +16,7 @@ export const postgresDialect: ControlDialect = {
   json: (value) => `CAST(${value} AS jsonb)`,
   mergeObject: (column, patch) => `(CASE WHEN jsonb_typeof(${column}) = 'object' THEN ${column} ELSE '{}'::jsonb END) || CAST(${patch} AS jsonb)`,
   byKeys: (table, key, list, ws, columns, type = 'bigint') =>
-    `(SELECT ${columns} FROM ${table} WHERE workspace_id = ${ws} AND ${key} IN (SELECT ${type === 'text' ? texts(list) : keys(list)}))`,
+    `(SELECT ${columns} FROM ${table} WHERE workspace_id = ${ws} AND ${key} IN (${typeof list === 'string' ? `SELECT ${type === 'text' ? texts(list) : keys(list)}` : list.join(', ')}))`,
   listAgg: (value) => `array_agg(${value} ORDER BY ${value})`,
   listOf: (value) => (value === null ? 'CAST(ARRAY[] AS text[])' : `ARRAY[${value}]`),
   jsonRows: (param, alias, fields) =>

@@ -15,7 +15,7 @@ const likeLower = (column: string, term: string) =>
   `(lower(${column}) LIKE '%' || replace(replace(replace(${term}, '\\', '\\\\'), '%', '\\%'), '_', '\\_') || '%')`;
 
 /**
- * With `grams` (letters and digits, no wildcard), the index reads those trigrams' rows only, and
+ * With `grams` (pieces of the term, LIKE's wildcards escaped), the index reads those trigrams' rows only, and
  * strpos(), which no index answers, checks the term: a full email's common trigrams (`use`, `com`)
  * cost the index most of its time (bench/RESULTS.md).
  */
@@ -54,32 +54,54 @@ function indexGrams(text: string): Set<string> {
 }
 
 /** Counts the texts holding each trigram once, not every trigram of every term against every text (which cost each lookup). */
-function countGrams(texts: string[]): Sample {
+export function countGrams(texts: string[]): Sample {
   const holding = new Map<string, number>();
   for (const text of texts) for (const g of indexGrams(text)) holding.set(g, (holding.get(g) ?? 0) + 1);
   return { size: texts.length, holding };
 }
 
-/** A piece of the term that pg_trgm reads as one trigram of its index, and that trigram. */
+/** A piece of the term that pg_trgm reads as one trigram of its index (as LIKE's literal text), and that trigram. */
 interface TermGram {
   piece: string;
   gram: string;
 }
 
+/** A piece as a LIKE pattern's literal text: its wildcards and escape escaped. */
+const literal = (piece: string) => piece.replace(/[\\%_]/g, '\\$&');
+
 /**
  * The term's pieces of three characters that pg_trgm turns into exactly one trigram: three letters or
- * digits, or a word's last two before the character that ends it in the term (`77@` is the trigram
- * `77 ` of every word ending in 77). Not a word's start: its trigram `  x` holds every word from x.
+ * digits, a word's last two before the character that ends it in the term (`77@` is the trigram
+ * `77 ` of every word ending in 77), or a word's first two after the character that starts it
+ * (`_77` is ` 77`: `user_777777` is read by its words starting 77 and holding 777, not by every
+ * 777). A letter outside ASCII is one to pg_trgm, so it neither ends nor starts a word here. Not the
+ * term's own start: its trigram `  x` holds every word from x.
  */
-function termGrams(term: string): TermGram[] {
+export function termGrams(term: string): TermGram[] {
   const grams: TermGram[] = [];
   for (let i = 0; i + 3 <= term.length; i++) {
     const piece = term.slice(i, i + 3);
     if (/^[a-z0-9]{3}$/.test(piece)) grams.push({ piece, gram: piece });
-    // LIKE's wildcards and escape would not end the word; a letter outside ASCII is one to pg_trgm.
-    else if (/^[a-z0-9]{2}[^\p{L}\p{N}%_\\]$/u.test(piece)) grams.push({ piece, gram: `${piece.slice(0, 2)} ` });
+    else if (/^[a-z0-9]{2}[^\p{L}\p{N}]$/u.test(piece)) grams.push({ piece: literal(piece), gram: `${piece.slice(0, 2)} ` });
+    else if (/^[^\p{L}\p{N}][a-z0-9]{2}$/u.test(piece)) grams.push({ piece: literal(piece), gram: ` ${piece.slice(1)}` });
   }
   return grams;
+}
+
+/** PostgresSearch.rareGrams's answer by `sample` (countGrams of persons' search texts). */
+export function rarestPieces(term: string, { size, holding }: Sample): string[] | null {
+  const pieces = termGrams(term);
+  // Too few persons to tell rare from common (sparse keys, an empty store): all trigrams.
+  if (pieces.length === 0 || size < MIN_SAMPLE) return null;
+  const hits = (g: TermGram) => holding.get(g.gram) ?? 0;
+  // A common trigram beside rare ones only adds work to the index.
+  const rare = (g: TermGram) => hits(g) <= size * RARE_SHARE;
+  const byGram = new Map(pieces.map((g) => [g.gram, g]));
+  // As rare in the sample, three of the term's characters tell more than a word's end or start's
+  // two: the persons' sample says nothing of a customer id's `us_` and `_b4` (every customer's, one in 256).
+  const boundary = (g: TermGram) => (g.gram.includes(' ') ? 1 : 0);
+  const rarest = [...byGram.values()].sort((a, b) => hits(a) - hits(b) || boundary(a) - boundary(b)).filter((g, i) => i === 0 || rare(g)).slice(0, 3);
+  return rare(rarest[0]!) ? rarest.map((g) => g.piece) : null;
 }
 
 /** The people search of one PostgreSQL control store, with its sample of the persons. */
@@ -116,17 +138,7 @@ export class PostgresSearch implements PeopleSearch {
    * a stale one is as correct): the answer is checked on the term.
    */
   async rareGrams(sql: ControlSql, term: string): Promise<string[] | null> {
-    const pieces = termGrams(term);
-    if (pieces.length === 0) return null;
-    const { size, holding } = await this.sample(sql);
-    // Too few persons to tell rare from common (sparse keys, an empty store): all trigrams.
-    if (size < MIN_SAMPLE) return null;
-    const hits = (g: TermGram) => holding.get(g.gram) ?? 0;
-    // A common trigram beside rare ones only adds work to the index.
-    const rare = (g: TermGram) => hits(g) <= size * RARE_SHARE;
-    const byGram = new Map(pieces.map((g) => [g.gram, g]));
-    const rarest = [...byGram.values()].sort((a, b) => hits(a) - hits(b)).filter((g, i) => i === 0 || rare(g)).slice(0, 3);
-    return rare(rarest[0]!) ? rarest.map((g) => g.piece) : null;
+    return termGrams(term).length === 0 ? null : rarestPieces(term, await this.sample(sql));
   }
 
   private sample(sql: ControlSql): Promise<Sample> {
