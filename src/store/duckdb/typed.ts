@@ -209,7 +209,7 @@ export class TypedColumns {
       if (this.store.isClosed) return updated;
       const undiscovered = await this.store.query(`SELECT workspace_id, event_name FROM event_slot_names
         WHERE legacy AND NOT discovered${ws === undefined ? '' : ' AND workspace_id = $1'}`, ws === undefined ? [] : [ws]) as { workspace_id: string; event_name: string }[];
-      for (const { workspace_id: w, event_name: name } of undiscovered) await this.discover(w, name);
+      for (const [w, names] of byWorkspace(undiscovered)) await this.discover(w, names.map((r) => r.event_name));
       const unready = await this.store.query(`SELECT workspace_id, event_name, list({'path': path, 'kind': kind, 'slot': slot}) AS slots
         FROM event_slots WHERE NOT ready${ws === undefined ? '' : ' AND workspace_id = $1'} GROUP BY ALL`, ws === undefined ? [] : [ws]) as
         { workspace_id: string; event_name: string; slots: { path: string; kind: ScalarKind; slot: number }[] }[];
@@ -220,34 +220,50 @@ export class TypedColumns {
         if (updated >= CHECKPOINT_AFTER_ROWS) await this.store.checkpoint();
         return updated;
       }
-      for (const { workspace_id: w, event_name: name, slots } of unready) updated += await this.fillName(w, name, slots);
+      for (const [w, names] of byWorkspace(unready)) updated += await this.fillNames(w, names);
     }
   }
 
-  /** Makes slots for the types found on a legacy name's rows (each path and type its rows hold). */
-  private async discover(ws: string, name: string): Promise<void> {
-    const paths = (await this.store.query('SELECT path FROM event_properties WHERE workspace_id = $1 AND event_name = $2 ORDER BY path', [ws, name]))
-      .map((r) => String(r.path));
-    const pointers = JSON.stringify(paths.map((p) => p.split('.').reduce(pointer, '')));
-    const combinations = paths.length === 0 ? [] : await this.store.query(`SELECT DISTINCT json_type(properties, CAST(CAST($3 AS JSON) AS VARCHAR[])) AS types
-      FROM events WHERE workspace_id = $1 AND event_name = $2`, [ws, name, pointers]) as { types: (string | null)[] }[];
-    const found = new Set<string>();
-    for (const { types } of combinations) {
-      types.forEach((type, i) => {
-        const kind = KINDS.find((k) => type !== null && JSON_TYPES[k].includes(type));
-        if (kind) found.add(`${paths[i]!}\0${kind}`);
+  /**
+   * Makes slots for the types found on legacy names' rows (each path and type their rows hold):
+   * one read of their paths, one of their types (a branch per name), one transaction.
+   */
+  private async discover(ws: string, names: readonly string[]): Promise<void> {
+    const paths = new Map<string, string[]>();
+    for (const { event_name: name, path } of await this.store.query(`SELECT event_name, path FROM event_properties
+      WHERE workspace_id = $1 AND event_name IN (SELECT unnest(CAST(CAST($2 AS JSON) AS VARCHAR[]))) ORDER BY event_name, path`,
+    [ws, JSON.stringify(names)]) as { event_name: string; path: string }[]) {
+      paths.set(name, [...paths.get(name) ?? [], path]);
+    }
+    const found = new Map<string, Set<string>>(names.map((name) => [name, new Set()]));
+    const typed = [...paths.keys()];
+    for (let i = 0; i < typed.length; i += NAMES_PER_STATEMENT) {
+      const params: string[] = [ws];
+      const branches = typed.slice(i, i + NAMES_PER_STATEMENT).map((name) => {
+        params.push(name, JSON.stringify(paths.get(name)!.map((p) => p.split('.').reduce(pointer, ''))));
+        const at = params.length - 1;
+        return `SELECT * FROM (SELECT DISTINCT CAST($${at} AS VARCHAR) AS event_name, json_type(properties, CAST(CAST($${at + 1} AS JSON) AS VARCHAR[])) AS types
+          FROM events WHERE workspace_id = $1 AND event_name = $${at})`;
       });
+      for (const { event_name: name, types } of await this.store.query(branches.join(' UNION ALL '), params) as { event_name: string; types: (string | null)[] }[]) {
+        types.forEach((type, t) => {
+          const kind = KINDS.find((k) => type !== null && JSON_TYPES[k].includes(type));
+          if (kind) found.get(name)!.add(`${paths.get(name)![t]!}\0${kind}`);
+        });
+      }
     }
     await this.store.transaction(async (tx) => {
-      const names = await this.load(tx, ws);
-      const draft = new Draft(names, this.columns ?? await this.readColumns(tx));
-      for (const key of [...found].sort()) {
-        const [path, kind] = key.split('\0') as [string, ScalarKind];
-        draft.add(name, path, kind);
+      const draft = new Draft(await this.load(tx, ws), this.columns ?? await this.readColumns(tx));
+      for (const [name, keys] of found) {
+        for (const key of [...keys].sort()) {
+          const [path, kind] = key.split('\0') as [string, ScalarKind];
+          draft.add(name, path, kind);
+        }
+        draft.discovered(name);
       }
-      draft.discovered(name);
       await draft.write(tx, ws);
-      await tx.run('UPDATE event_slot_names SET discovered = true WHERE workspace_id = $1 AND event_name = $2', [ws, name]);
+      await tx.run(`UPDATE event_slot_names SET discovered = true
+        WHERE workspace_id = $1 AND event_name IN (SELECT unnest(CAST(CAST($2 AS JSON) AS VARCHAR[])))`, [ws, JSON.stringify(names)]);
       this.store.afterCommit(() => {
         this.columns = draft.columns;
         this.workspaces.set(ws, draft.names);
@@ -255,8 +271,69 @@ export class TypedColumns {
     });
   }
 
-  /** Fills slots of one name from its rows' JSON, in chunks of time, then marks them ready. */
-  private async fillName(ws: string, name: string, slots: { path: string; kind: ScalarKind; slot: number }[]): Promise<number> {
+  /**
+   * Fills the unready slots of names of `ws` from their rows' JSON, then marks them ready: a name of
+   * more than FILL_CHUNK_ROWS rows in chunks of time, each its own transaction; smaller names
+   * together, up to that many rows a transaction.
+   */
+  private async fillNames(ws: string, names: readonly { event_name: string; slots: SlotOf[] }[]): Promise<number> {
+    const ranges = new Map((await this.store.query(`SELECT event_name, min(ts) AS lo, max(ts) AS hi, count(*) AS n FROM events
+      WHERE workspace_id = $1 AND event_name IN (SELECT unnest(CAST(CAST($2 AS JSON) AS VARCHAR[]))) GROUP BY event_name`,
+    [ws, JSON.stringify(names.map((n) => n.event_name))]) as { event_name: string; lo: Date; hi: Date; n: bigint }[]).map((r) => [r.event_name, r]));
+    let updated = 0;
+    let batch: { name: string; slots: SlotOf[] }[] = [];
+    let batchRows = 0;
+    const flush = async () => {
+      if (batch.length === 0) return;
+      const names = batch.splice(0);
+      batchRows = 0;
+      updated += await this.store.transaction(async (tx) => {
+        let rows = 0;
+        for (const { name, slots } of names) {
+          rows += await this.fillRange(tx, ws, name, slots, null);
+          await this.markReady(tx, ws, name, slots);
+        }
+        return rows;
+      });
+    };
+    for (const { event_name: name, slots } of names) {
+      if (this.store.isClosed) return updated;
+      const range = ranges.get(name);
+      const rows = Number(range?.n ?? 0);
+      if (rows > FILL_CHUNK_ROWS) {
+        updated += await this.fillChunks(ws, name, slots, range!);
+        continue;
+      }
+      if (batchRows + rows > FILL_CHUNK_ROWS) await flush();
+      batch.push({ name, slots });
+      batchRows += rows;
+    }
+    await flush();
+    return updated;
+  }
+
+  /** A big name's slots, in chunks of time, each its own transaction; the last marks them ready. */
+  private async fillChunks(ws: string, name: string, slots: SlotOf[], range: { lo: Date; hi: Date; n: bigint }): Promise<number> {
+    // Rows written from now on get these slots at ingest; the rows before are within this range.
+    const chunks = Math.max(1, Math.ceil(Number(range.n) / FILL_CHUNK_ROWS));
+    const [lo, hi] = [range.lo.getTime(), range.hi.getTime()];
+    let updated = 0;
+    for (let i = 0; i < chunks; i++) {
+      if (this.store.isClosed) return updated;
+      const from = new Date(lo + Math.floor(((hi - lo) * i) / chunks));
+      const to = new Date(lo + Math.floor(((hi - lo) * (i + 1)) / chunks));
+      const last = i === chunks - 1;
+      updated += await this.store.transaction(async (tx) => {
+        const rows = await this.fillRange(tx, ws, name, slots, { from, to, last });
+        if (last) await this.markReady(tx, ws, name, slots);
+        return rows;
+      });
+    }
+    return updated;
+  }
+
+  /** Fills `slots` of the rows of `name` (within a time range, or all) from their JSON. */
+  private async fillRange(tx: DuckDBConnection, ws: string, name: string, slots: SlotOf[], range: { from: Date; to: Date; last: boolean } | null): Promise<number> {
     const params: (string | number)[] = [ws, name];
     const sets = slots.map(({ path, kind, slot }) => {
       params.push(path.split('.').reduce(pointer, ''));
@@ -267,37 +344,20 @@ export class TypedColumns {
           : `CAST(json_extract(properties, ${p}) AS VARCHAR) = 'true'`;
       return `${typedColumn(kind, slot)} = CASE WHEN json_type(properties, ${p}) IN (${types}) THEN ${value} END`;
     });
-    // Rows written from now on get these slots at ingest; the rows before are within this range.
-    const [range] = await this.store.query(`SELECT min(ts) AS lo, max(ts) AS hi, count(*) AS n FROM events
-      WHERE workspace_id = $1 AND event_name = $2`, [ws, name]) as { lo: Date | null; hi: Date | null; n: bigint }[];
-    // The last chunk marks the slots ready in its own transaction: one commit fewer per name.
-    const markReady = async (tx: DuckDBConnection) => {
-      await tx.run(`UPDATE event_slots SET ready = true WHERE workspace_id = $1 AND event_name = $2
-        AND (path || chr(0) || kind) IN (SELECT unnest(CAST(CAST($3 AS JSON) AS VARCHAR[])))`,
-      [ws, name, JSON.stringify(slots.map(({ path, kind }) => `${path}\0${kind}`))]);
-      this.store.afterCommit(() => this.workspaces.delete(ws));
-    };
-    let updated = 0;
-    if (range?.lo && range.hi) {
-      const chunks = Math.max(1, Math.ceil(Number(range.n) / FILL_CHUNK_ROWS));
-      const [lo, hi] = [range.lo.getTime(), range.hi.getTime()];
-      for (let i = 0; i < chunks; i++) {
-        if (this.store.isClosed) return updated;
-        const from = new Date(lo + Math.floor(((hi - lo) * i) / chunks));
-        const to = new Date(lo + Math.floor(((hi - lo) * (i + 1)) / chunks));
-        const last = i === chunks - 1;
-        updated += await this.store.transaction(async (tx) => {
-          const { rowsChanged } = await tx.run(`UPDATE events SET ${sets.join(', ')}
-            WHERE workspace_id = $1 AND event_name = $2 AND ts >= CAST($${params.length + 1} AS TIMESTAMP) AND ts ${last ? '<=' : '<'} CAST($${params.length + 2} AS TIMESTAMP)`,
-          [...params, timestampText(from), timestampText(to)]);
-          if (last) await markReady(tx);
-          return rowsChanged;
-        });
-      }
-    } else {
-      await this.store.transaction(markReady);
+    let within = '';
+    if (range) {
+      within = ` AND ts >= CAST($${params.length + 1} AS TIMESTAMP) AND ts ${range.last ? '<=' : '<'} CAST($${params.length + 2} AS TIMESTAMP)`;
+      params.push(timestampText(range.from), timestampText(range.to));
     }
-    return updated;
+    const { rowsChanged } = await tx.run(`UPDATE events SET ${sets.join(', ')} WHERE workspace_id = $1 AND event_name = $2${within}`, params);
+    return rowsChanged;
+  }
+
+  private async markReady(tx: DuckDBConnection, ws: string, name: string, slots: SlotOf[]): Promise<void> {
+    await tx.run(`UPDATE event_slots SET ready = true WHERE workspace_id = $1 AND event_name = $2
+      AND (path || chr(0) || kind) IN (SELECT unnest(CAST(CAST($3 AS JSON) AS VARCHAR[])))`,
+    [ws, name, JSON.stringify(slots.map(({ path, kind }) => `${path}\0${kind}`))]);
+    this.store.afterCommit(() => this.workspaces.delete(ws));
   }
 
   /** The slots of `ws`, read in the write transaction `tx` (so no commit lands between the read and the cache). */
@@ -351,6 +411,19 @@ function readyPaths(name: NameSlots): TypedPaths {
     }
   }
   return out;
+}
+
+/** Legacy names whose types one statement looks up (a branch each). */
+const NAMES_PER_STATEMENT = 64;
+
+/** An unready slot: its path, kind and number. */
+type SlotOf = { path: string; kind: ScalarKind; slot: number };
+
+/** Rows grouped by their workspace, in order. */
+function byWorkspace<R extends { workspace_id: string }>(rows: readonly R[]): Map<string, R[]> {
+  const groups = new Map<string, R[]>();
+  for (const row of rows) groups.set(row.workspace_id, [...groups.get(row.workspace_id) ?? [], row]);
+  return groups;
 }
 
 const timestampText = (at: Date) => at.toISOString().replace('T', ' ').replace('Z', '');
