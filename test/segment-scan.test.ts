@@ -1,21 +1,24 @@
 // The acknowledging path's one-pass reading of Segment bodies (src/ingest/segment/scan.ts) against
 // the full path it stands in for (JSON.parse, messagesOf, mapMessages with fastEvent and zod, the
 // route's 32 KB check): whatever the scan accepts, the full path accepts with the same messages,
-// and the bodies the real clients send take the scan.
+// the resolver reads from the bytes the operations the full path maps, and the bodies the real
+// clients send take the scan.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { messagesOf, type SegmentKind, sentAtOf } from '../src/ingest/segment/body.js';
 import { mapMessages } from '../src/ingest/segment/messages.js';
+import type { LogOperation } from '../src/ingest/segment/operations.js';
 import { correctedTimesInRange, type ScannedBody, scanSegmentBody } from '../src/ingest/segment/scan.js';
+import { scannedEvents } from '../src/ingest/segment/scanned-events.js';
 import { tierRuns } from './support/tier.js';
 
 /** Fixed, so that the share of bodies the scan takes (asserted) is the same every run. */
 const SEED = 37;
 const RECEIVED = Date.parse('2026-06-15T12:00:05Z');
 
-/** The full path's verdict on `bytes`: the messages' count and those without a messageId, or null when it refuses the body. */
-function fullPath(bytes: Buffer, kind: SegmentKind): { count: number; withoutId: number[] } | null {
+/** The full path's verdict on `bytes`: the messages' count, those without a messageId and the operations, or null when it refuses the body. */
+function fullPath(bytes: Buffer, kind: SegmentKind): { count: number; withoutId: number[]; ops: LogOperation[] } | null {
   let body: Record<string, unknown>;
   try {
     body = JSON.parse(bytes.toString('utf8')) as Record<string, unknown>;
@@ -23,11 +26,11 @@ function fullPath(bytes: Buffer, kind: SegmentKind): { count: number; withoutId:
     if (kind !== 'batch' && JSON.stringify(body).length > 32 * 1024) return null;
     const messages = messagesOf(kind, body);
     const withoutId: number[] = [];
-    const { faults } = mapMessages(kind, messages, RECEIVED, sentAtOf(body), (index) => {
+    const { faults, ops } = mapMessages(kind, messages, RECEIVED, sentAtOf(body), (index) => {
       withoutId.push(index);
       return `drawn-${index}`;
     });
-    return faults.length > 0 ? null : { count: messages.length, withoutId };
+    return faults.length > 0 ? null : { count: messages.length, withoutId, ops };
   } catch {
     return null;
   }
@@ -97,7 +100,11 @@ function holdsToFullPath<T>(arb: fc.Arbitrary<T>, kind: SegmentKind, also: (valu
     if (full) valid++;
     if (scanned === null || !correctedTimesInRange(scanned, RECEIVED)) return;
     accepted++;
-    expect(full).toStrictEqual({ count: scanned.count, withoutId: scanned.withoutId });
+    expect(full && { count: full.count, withoutId: full.withoutId }).toStrictEqual({ count: scanned.count, withoutId: scanned.withoutId });
+    // The resolver's reading of the same bytes gives the full path's operations, key order included.
+    const events = scannedEvents(bytes, kind, RECEIVED, (index) => `drawn-${index}`);
+    expect(JSON.stringify(events)).toBe(JSON.stringify(full!.ops));
+    expect(events).toStrictEqual(full!.ops);
     also(value, scanned);
   }), { numRuns: tierRuns(3000), seed: SEED });
   expect(accepted).toBeGreaterThan(valid / 4);

@@ -11,6 +11,7 @@ import type { Ingest } from '../ingest.js';
 import { wellFormedIn } from '../../well-formed.js';
 import { messagesOf, sentAtOf } from '../segment/body.js';
 import { mapMessages, MessageFault } from '../segment/messages.js';
+import { scannedEvents } from '../segment/scanned-events.js';
 import { kindOf, type LoggedRequest, type LogOperation, type MappedRequest, type OperationKind } from '../segment/operations.js';
 import type { IngestLog, PendingRecord } from './ingest-log.js';
 
@@ -142,13 +143,15 @@ export class LogResolver {
 
   /**
    * The record's operations: its body mapped again as when it arrived (the same receive time and
-   * drawn message ids). A message that no longer maps (the check on arrival let it through) is
+   * drawn message ids), read straight from its bytes when the acknowledging path's scan takes it. A message that no longer maps (the check on arrival let it through) is
    * set aside with its fault; an unreadable record, whole.
    */
   private async operations(record: PendingRecord): Promise<LogOperation[]> {
     if (record.kept !== undefined) return record.kept as LogOperation[];
     if ('ops' in record) return (record as PendingRecord & MappedRequest).ops;
     const { ws, at, kind, received, drawn_ids } = record as PendingRecord & LoggedRequest;
+    const scanned = record.events_only ? scannedEvents(record.payload, kind, received, (index) => drawn_ids?.[index]) : null;
+    if (scanned !== null) return scanned;
     const text = record.payload.toString('utf8');
     let messages: unknown[];
     let mapped: ReturnType<typeof mapMessages>;

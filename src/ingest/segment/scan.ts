@@ -22,6 +22,8 @@ export class ScannedBody {
     readonly batchSentAt: number | undefined,
     /** Messages with no messageId: one is drawn for each when the body is acknowledged. */
     readonly withoutId: number[],
+    /** When asked for: SPAN_FIELDS [start, end) pairs a message (Span), -1 for a field it lacks. */
+    readonly spans?: number[],
   ) {}
 }
 
@@ -68,7 +70,13 @@ interface Gathered {
   at: number[];
   sentAt: number[];
   withoutId: number[];
+  /** When given: each message's SPAN_FIELDS strings, [start, end) byte offsets, -1 for none. */
+  spans?: number[];
 }
+
+/** The strings a message's span entry locates, in this order (properties is its JSON text). */
+export const enum Span { Event, UserId, AnonymousId, MessageId, Properties }
+export const SPAN_FIELDS = 5;
 
 class Scanner {
   pos = 0;
@@ -77,6 +85,8 @@ class Scanner {
   /** Characters a number's JSON may add to its text (exponents). */
   extra = 0;
   paths = 0;
+  /** Where the current message's spans start in Gathered.spans. */
+  span = -1;
 
   constructor(private readonly b: Buffer) {}
 
@@ -223,12 +233,12 @@ class Scanner {
     return Field.Other;
   }
 
-  /** An id as mapMessages reads it and fastEvent keeps it: null or '' is none (false), else 1..256 ASCII characters. */
-  id(): boolean {
-    if (this.isNull()) return false;
+  /** An id as mapMessages reads it and fastEvent keeps it: null or '' is none (-1), else 1..256 ASCII characters (its offset). */
+  id(): number {
+    if (this.isNull()) return -1;
     const length = this.asciiString();
     if (length > 256) throw BAIL;
-    return length > 0;
+    return length > 0 ? this.pos - 1 - length : -1;
   }
 
   /** A date-time Date.parse reads (instant()), or null: its ms, NaN for null. */
@@ -284,13 +294,22 @@ class Scanner {
     this.expect(RBRACE);
   }
 
-  /** `properties`: null, or an object within payloadFault's limits. */
-  properties(): void {
-    if (this.isNull()) return;
+  /** `properties`: null (-1), or an object within payloadFault's limits (its offset). */
+  properties(): number {
+    if (this.isNull()) return -1;
     this.ws();
     if (this.b[this.pos] !== LBRACE) throw BAIL;
+    const start = this.pos;
     this.paths = 0;
     this.object(0, 0, true);
+    return start;
+  }
+
+  /** Where the string (or properties) just read from `from` is, when `out` gathers spans. */
+  mark(out: Gathered, field: Span, from: number): void {
+    if (!out.spans || from === -1) return;
+    out.spans[this.span + 2 * field] = from;
+    out.spans[this.span + 2 * field + 1] = field === Span.Properties ? this.pos : this.pos - 1;
   }
 
   /** One track call, its facts added to `out`; throws BAIL for anything mapMessages or fastEvent might refuse. */
@@ -306,6 +325,9 @@ class Scanner {
     let at = NaN;
     let original = NaN;
     let sentAt = NaN;
+    const spans = out.spans;
+    this.span = spans ? spans.length : -1;
+    if (spans) for (let i = 0; i < 2 * SPAN_FIELDS; i++) spans.push(-1);
     let hasId = false;
     if (!this.take(RBRACE)) {
       do {
@@ -320,15 +342,26 @@ class Scanner {
             if (!inBatch) this.value(1, -1, false);
             else if (!this.equals(this.string(), TRACK)) throw BAIL;
             break;
-          case Field.UserId: case Field.AnonymousId: identified = this.id() || identified; break;
+          case Field.UserId: case Field.AnonymousId: {
+            const from = this.id();
+            identified = from !== -1 || identified;
+            this.mark(out, field === Field.UserId ? Span.UserId : Span.AnonymousId, from);
+            break;
+          }
           case Field.Event: {
             const length = this.asciiString();
             if (length < 1 || length > 200) throw BAIL;
             named = true;
+            this.mark(out, Span.Event, this.pos - 1 - length);
             break;
           }
-          case Field.MessageId: hasId = this.id(); break;
-          case Field.Properties: this.properties(); break;
+          case Field.MessageId: {
+            const from = this.id();
+            hasId = from !== -1;
+            this.mark(out, Span.MessageId, from);
+            break;
+          }
+          case Field.Properties: this.mark(out, Span.Properties, this.properties()); break;
           case Field.Context: this.context(); break;
           case Field.Timestamp: at = this.instant(); break;
           case Field.OriginalTimestamp: original = this.instant(); break;
@@ -397,13 +430,16 @@ class Scanner {
 
 const BACKSLASH = 0x5c;
 
-/** `bytes` read as a body of a route of `kind`, when this pass can vouch for it; null leaves it to JSON.parse and mapMessages. */
-export function scanSegmentBody(bytes: Buffer, kind: SegmentKind): ScannedBody | null {
+/**
+ * `bytes` read as a body of a route of `kind`, when this pass can vouch for it; null leaves it to
+ * JSON.parse and mapMessages. With `spans`, where each message's strings are (scanned-events.ts).
+ */
+export function scanSegmentBody(bytes: Buffer, kind: SegmentKind, spans = false): ScannedBody | null {
   if (kind !== 'batch' && kind !== 'track') return null;
   // Escapes (lone surrogates, and key names spelled with them) take the full parse.
   if (bytes.indexOf(BACKSLASH) !== -1) return null;
   const scanner = new Scanner(bytes);
-  const out: Gathered = { at: [], sentAt: [], withoutId: [] };
+  const out: Gathered = { at: [], sentAt: [], withoutId: [], ...(spans ? { spans: [] } : {}) };
   try {
     let batchSentAt: number | undefined;
     if (kind === 'batch') batchSentAt = scanner.batch(out);
@@ -413,7 +449,7 @@ export function scanSegmentBody(bytes: Buffer, kind: SegmentKind): ScannedBody |
     }
     scanner.ws();
     if (scanner.pos !== bytes.length) return null;
-    return new ScannedBody(bytes, out.at.length, Float64Array.from(out.at), Float64Array.from(out.sentAt), batchSentAt, out.withoutId);
+    return new ScannedBody(bytes, out.at.length, Float64Array.from(out.at), Float64Array.from(out.sentAt), batchSentAt, out.withoutId, out.spans);
   } catch (err) {
     if (err instanceof Bail || err instanceof RangeError) return null;
     throw err;
