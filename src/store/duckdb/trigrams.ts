@@ -26,6 +26,19 @@ export function gramsOf(text: string, into = new Set<string>()): Set<string> {
   return into;
 }
 
+const LINE_FEED = 0x0a;
+
+/**
+ * The index's key of the trigram of `text` at `i`: three ASCII units as one small integer (no
+ * string to make and hash: adding a new person's trigrams cost most of its search index's time),
+ * any other as its text; null for a trigram holding a line feed.
+ */
+function gramKey(text: string, i: number): number | string | null {
+  const a = text.charCodeAt(i), b = text.charCodeAt(i + 1), c = text.charCodeAt(i + 2);
+  if (a === LINE_FEED || b === LINE_FEED || c === LINE_FEED) return null;
+  return (a | b | c) < 0x80 ? (a << 14) | (b << 7) | c : text.slice(i, i + 3);
+}
+
 /** Ascending ordinals as varint deltas. */
 class Postings {
   private bytes = new Uint8Array(4);
@@ -33,7 +46,9 @@ class Postings {
   private last = -1;
   count = 0;
 
+  /** Adds `ordinal`, once: a trigram met again for the ordinal being added adds nothing. */
   add(ordinal: number): void {
+    if (ordinal === this.last) return;
     let delta = ordinal - this.last;
     this.last = ordinal;
     this.count++;
@@ -88,7 +103,8 @@ class Texts {
   /** Appends the next ordinal's values. */
   push(values: readonly string[]): void {
     const text = values.join('\n');
-    const length = Buffer.byteLength(text);
+    // At most 3 bytes a UTF-16 unit: no need to count them first.
+    const length = 3 * text.length;
     if (this.size + length > this.bytes.length) {
       const grown = Buffer.alloc(Math.max(this.bytes.length * 2, this.size + length));
       this.bytes.copy(grown, 0, 0, this.size);
@@ -122,28 +138,31 @@ const NARROWING = 64;
 const FEW = 32;
 
 export class GramIndex<Owner> {
-  private readonly grams = new Map<string, Postings>();
+  private readonly grams = new Map<number | string, Postings>();
   private readonly owners: Owner[] = [];
   private readonly texts = new Texts();
 
   /** Indexes `owner` under the trigrams of its values (null for a value it has not), lowercased here. */
   add(owner: Owner, values: readonly (string | null | undefined)[]): void {
-    const grams = new Set<string>();
+    const ordinal = this.owners.length;
     const lowered: string[] = [];
+    let indexed = false;
     for (const value of values) {
       if (!value) continue;
       const lower = lowerAsDuckDB(value);
-      gramsOf(lower, grams);
       lowered.push(lower);
+      for (let i = 0; i + 3 <= lower.length; i++) {
+        const key = gramKey(lower, i);
+        if (key === null) continue;
+        let postings = this.grams.get(key);
+        if (!postings) this.grams.set(key, postings = new Postings());
+        postings.add(ordinal);
+        indexed = true;
+      }
     }
-    if (grams.size === 0) return;
-    const ordinal = this.owners.push(owner) - 1;
+    if (!indexed) return;
+    this.owners.push(owner);
     this.texts.push(lowered);
-    for (const gram of grams) {
-      let postings = this.grams.get(gram);
-      if (!postings) this.grams.set(gram, postings = new Postings());
-      postings.add(ordinal);
-    }
   }
 
   /**
@@ -157,7 +176,7 @@ export class GramIndex<Owner> {
   find(term: string, grams: ReadonlySet<string>, common: number, most: number): Owner[] | null {
     const lists: Postings[] = [];
     for (const gram of grams) {
-      const postings = this.grams.get(gram);
+      const postings = this.grams.get(gramKey(gram, 0)!);
       // A trigram nobody holds: nobody holds the term.
       if (!postings) return [];
       lists.push(postings);
