@@ -164,13 +164,12 @@ export class IdentityCache {
     return entry;
   }
 
-  /** `entry` under `value` too (taking it from any other entry). */
+  /** `entry` under `value` too (taking it from any other entry); the map's size tells a new key without a lookup first. */
   private key(index: Map<string | number, Entry>, value: string | null, entry: Entry): void {
     if (value === null) return;
-    const held = index.get(value);
-    if (held === entry) return;
+    const size = index.size;
     index.set(value, entry);
-    if (!held) this.count++;
+    this.count += index.size - size;
   }
 
   /** Removes `value` from `index` if `entry` holds it there. */
