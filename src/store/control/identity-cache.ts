@@ -164,12 +164,13 @@ export class IdentityCache {
     return entry;
   }
 
-  /** `entry` under `value` too (taking it from any other entry); the map's size tells a new key without a lookup first. */
+  /** `entry` under `value` too (taking it from any other entry). */
   private key(index: Map<string | number, Entry>, value: string | null, entry: Entry): void {
     if (value === null) return;
-    const size = index.size;
+    const held = index.get(value);
+    if (held === entry) return;
     index.set(value, entry);
-    this.count += index.size - size;
+    if (!held) this.count++;
   }
 
   /** Removes `value` from `index` if `entry` holds it there. */
