@@ -1,11 +1,9 @@
 // Committed persons and visitors seen recently, so a batch of known people needs no lookup
 // statement (the lookups were most of an event batch's time). It holds keys only: a person's ids
 // and email, a visitor's key and link; never traits or names, which stay in the store (a cache of
-// payloads grew to gigabytes). It is one LRU over every workspace, bounded in identifiers; a hit
-// moves an entry to the recent end only when more than half the bound was linked since it was, so
-// the hits of a working set well inside the bound write nothing (an approximate LRU, as caches do).
-// An entry is a record, under each of its identifiers: a person is one entry under three keys, so
-// a new person adds two objects the collector keeps, not four.
+// payloads grew to gigabytes). It is one LRU over every workspace, bounded in entries; a hit moves
+// an entry to the recent end only when more than half the bound was linked since it was, so the
+// hits of a working set well inside the bound write nothing (an approximate LRU, as caches do).
 //
 // Entries are only ever the state of committed rows: resolution copies a record before changing it
 // and hands its changes back after its transaction commits (ControlStore.afterCommit). Every writer of
@@ -16,7 +14,7 @@
 import type { PersonRecord, VisitorRecord } from './people.js';
 
 /**
- * Identifiers kept over every workspace (each identifier of a person, and each visitor, is one): the
+ * Entries kept over every workspace (each identifier of a person, and each visitor, is one): the
  * ingest benchmark's 100,000 users with 3 visitors each fit, half as many made them miss the
  * cache, and the memory stays bounded (bench/RESULTS.md, "Ingest after the isolation limits").
  */
@@ -25,12 +23,11 @@ export const IDENTITY_CACHE_ENTRIES = 1_000_000;
 type PersonBy = 'external_id' | 'email' | 'person_key';
 type Cached = PersonRecord | VisitorRecord;
 
-/** A workspace's identifiers, one map per kind, keyed by the raw value (no key text to build). */
-type WorkspaceIndexes = Record<PersonBy | 'visitor_id', Map<string | number, Entry>>;
-
-/** A cached record, under each of its identifiers, in a list from least to most recently used. */
+/** A cached identifier, in a list from least to most recently used. */
 interface Entry {
-  indexes: WorkspaceIndexes;
+  /** The map that holds it, under `key`. */
+  index: Map<string | number, Entry>;
+  key: string | number;
   record: Cached;
   /** The cache's link count when it was last made the most recent. */
   linked: number;
@@ -38,13 +35,13 @@ interface Entry {
   newer: Entry | null;
 }
 
-const isVisitor = (record: Cached): record is VisitorRecord => 'visitor_id' in record;
+/** A workspace's identifiers, one map per kind, keyed by the raw value (no key text to build). */
+type WorkspaceIndexes = Record<PersonBy | 'visitor_id', Map<string | number, Entry>>;
 
 export class IdentityCache {
   private readonly workspaces = new Map<string, WorkspaceIndexes>();
-  /** Identifiers held (keys over every index). */
   private count = 0;
-  /** Identifiers linked so far (an entry's, at its insertion and moves to the recent end). */
+  /** Links made so far (insertions and moves to the recent end). */
   private links = 0;
   // A linked list keeps the use order over every workspace: moving a used entry is a few pointer
   // writes, cheaper than deleting and re-inserting a Map key (its insertion order).
@@ -53,7 +50,6 @@ export class IdentityCache {
 
   constructor(private maxEntries = IDENTITY_CACHE_ENTRIES) {}
 
-  /** Identifiers held. */
   get size(): number {
     return this.count;
   }
@@ -89,11 +85,11 @@ export class IdentityCache {
     for (const p of persons) {
       // Frozen: a batch tells the records it shares with the cache by that (ingest/identity.ts).
       const record: PersonRecord = Object.freeze({ person_key: p.person_key, person_id: p.person_id, external_id: p.external_id, email: p.email });
-      const entry = this.put(indexes, indexes.person_key, p.person_key, record);
-      this.key(indexes.external_id, p.external_id, entry);
-      this.key(indexes.email, p.email, entry);
+      this.put(indexes.person_key, p.person_key, record);
+      if (p.external_id !== null) this.put(indexes.external_id, p.external_id, record);
+      if (p.email !== null) this.put(indexes.email, p.email, record);
     }
-    for (const v of visitors) this.put(indexes, indexes.visitor_id, v.visitor_id, Object.freeze({
+    for (const v of visitors) this.put(indexes.visitor_id, v.visitor_id, Object.freeze({
       visitor_key: v.visitor_key, visitor_id: v.visitor_id, person_key: v.person_key, anonymous_events: v.anonymous_events,
     }));
     this.evict();
@@ -105,7 +101,10 @@ export class IdentityCache {
     if (!indexes) return;
     const drop = (index: Map<string | number, Entry>, key: string | number | null) => {
       const entry = key === null ? undefined : index.get(key);
-      if (entry) this.drop(entry);
+      if (!entry) return;
+      this.unlink(entry);
+      index.delete(key!);
+      this.count--;
     };
     for (const p of persons) {
       drop(indexes.person_key, p.person_key);
@@ -119,19 +118,20 @@ export class IdentityCache {
   forgetWorkspace(ws: string): void {
     const indexes = this.workspaces.get(ws);
     if (!indexes) return;
-    // Every entry is under its person key or its visitor id.
-    for (const entry of indexes.person_key.values()) this.unlink(entry);
-    for (const entry of indexes.visitor_id.values()) this.unlink(entry);
-    for (const index of Object.values(indexes)) this.count -= index.size;
+    for (const index of Object.values(indexes)) {
+      for (const entry of index.values()) {
+        this.unlink(entry);
+        this.count--;
+      }
+    }
     this.workspaces.delete(ws);
   }
 
   private use(index: Map<string | number, Entry> | undefined, key: string | number): Cached | undefined {
     const entry = index?.get(key);
     if (!entry) return undefined;
-    // Linked recently enough (fewer identifiers than half the bound linked since), it is far from
-    // eviction: moving it (pointer writes across the list, each a likely cache miss) would change
-    // nothing that matters.
+    // Linked recently enough, it is far from eviction: moving it (pointer writes across the list,
+    // each a likely cache miss) would change nothing that matters.
     if (this.links - entry.linked > this.maxEntries / 2) {
       this.unlink(entry);
       this.link(entry);
@@ -139,69 +139,32 @@ export class IdentityCache {
     return entry.record;
   }
 
-  /**
-   * The entry under `key` of its own kind's index (a person's key, a visitor's id) made to hold
-   * `record`, the most recent; identifiers its record had and `record` has not are dropped.
-   */
-  private put(indexes: WorkspaceIndexes, index: Map<string | number, Entry>, key: string | number, record: Cached): Entry {
+  private put(index: Map<string | number, Entry>, key: string | number, record: Cached): void {
     const entry = index.get(key);
-    if (!entry) {
-      const added: Entry = { indexes, record, linked: 0, older: null, newer: null };
+    if (entry) {
+      entry.record = record;
+      this.unlink(entry);
+      this.link(entry);
+    } else {
+      const added: Entry = { index, key, record, linked: 0, older: null, newer: null };
       index.set(key, added);
       this.count++;
       this.link(added);
-      return added;
     }
-    const old = entry.record;
-    entry.record = record;
-    if (!isVisitor(old)) {
-      const now = record as PersonRecord;
-      if (old.external_id !== now.external_id) this.unkey(indexes.external_id, old.external_id, entry);
-      if (old.email !== now.email) this.unkey(indexes.email, old.email, entry);
-    }
-    this.unlink(entry);
-    this.link(entry);
-    return entry;
-  }
-
-  /** `entry` under `value` too (taking it from any other entry). */
-  private key(index: Map<string | number, Entry>, value: string | null, entry: Entry): void {
-    if (value === null) return;
-    const held = index.get(value);
-    if (held === entry) return;
-    index.set(value, entry);
-    if (!held) this.count++;
-  }
-
-  /** Removes `value` from `index` if `entry` holds it there. */
-  private unkey(index: Map<string | number, Entry>, value: string | number | null, entry: Entry): void {
-    if (value === null || index.get(value) !== entry) return;
-    index.delete(value);
-    this.count--;
-  }
-
-  /** Removes `entry` from the list and each of its identifiers it still holds. */
-  private drop(entry: Entry): void {
-    this.unlink(entry);
-    const { indexes, record } = entry;
-    if (isVisitor(record)) {
-      this.unkey(indexes.visitor_id, record.visitor_id, entry);
-      return;
-    }
-    this.unkey(indexes.person_key, record.person_key, entry);
-    this.unkey(indexes.external_id, record.external_id, entry);
-    this.unkey(indexes.email, record.email, entry);
   }
 
   private evict(): void {
-    while (this.count > this.maxEntries && this.oldest) this.drop(this.oldest);
+    while (this.count > this.maxEntries && this.oldest) {
+      const entry = this.oldest;
+      this.unlink(entry);
+      entry.index.delete(entry.key);
+      this.count--;
+    }
   }
 
   /** Makes `entry` the most recently used. */
   private link(entry: Entry): void {
-    const { record } = entry;
-    this.links += isVisitor(record) ? 1 : 1 + (record.external_id === null ? 0 : 1) + (record.email === null ? 0 : 1);
-    entry.linked = this.links;
+    entry.linked = ++this.links;
     entry.older = this.newest;
     entry.newer = null;
     if (this.newest) this.newest.newer = entry;
