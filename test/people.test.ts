@@ -13,7 +13,7 @@ import { DuckDBControl } from '../src/store/duckdb/control.js';
 import { Store } from '../src/store/duckdb/db.js';
 import { importDataset } from '../src/store/duckdb/import.js';
 import { MIGRATIONS } from '../src/store/duckdb/migrations.js';
-import { lowerAsDuckDB } from '../src/store/duckdb/trigrams.js';
+import { GramIndex, gramsOf, lowerAsDuckDB } from '../src/store/duckdb/trigrams.js';
 import { countGrams, rarestPieces, termGrams } from '../src/store/postgres/search.js';
 import { startTestApp, type TestApp } from './support/app.js';
 import { ENGINES_WITH_POSTGRES } from './support/engines.js';
@@ -444,6 +444,19 @@ describe('the DuckDB trigram indexes\' lowercasing', () => {
       conn.closeSync();
       db.closeSync();
     }
+  });
+});
+
+describe('the DuckDB trigram index\'s lists', () => {
+  it('list an owner once under a trigram its values repeat, ASCII or not, so the rarest is told by owners', () => {
+    const index = new GramIndex<string>();
+    index.add('a', ['aaaaaa', 'xaaay']);
+    index.add('b', ['ééééé', 'zzz']);
+    // One owner under `aaa` and under `ééé`: a list of one is within a bound of one.
+    expect(index.find('aaa', gramsOf('aaa'), 1, 10)).toStrictEqual(['a']);
+    expect(index.find('ééé', gramsOf('ééé'), 1, 10)).toStrictEqual(['b']);
+    expect(index.find('zzz', gramsOf('zzz'), 1, 10)).toStrictEqual(['b']);
+    expect(index.find('aab', gramsOf('aab'), 1, 10)).toStrictEqual([]);
   });
 });
 
