@@ -16,18 +16,19 @@ import { kindOf, type LoggedRequest, type LogOperation, type MappedRequest, type
 import type { IngestLog, PendingRecord } from './ingest-log.js';
 
 /**
- * Messages the resolver takes from the log at a time. A window's messages, parsed, and a call's
- * rows stay alive until they are stored: larger ones outlive young-generation collections, which
- * then copy and promote them; 50,000 (and 20,000 a call) cost more in garbage collection than the
- * fixed costs they shared (bench/RESULTS.md, "Segment", sixth session).
+ * Messages the resolver takes from the log at a time. A window's events and a call's rows stay
+ * alive until they are stored: larger ones outlive young-generation collections, which then copy
+ * and promote them. 10,000 (calls of 5,000) spent 7–11 µs an event in garbage collection, 2,500
+ * 2.5–5.5, 1,000 as little but more in each call's fixed costs (bench/RESULTS.md, "Segment",
+ * seventh session).
  */
-const WINDOW_EVENTS = 10_000;
+const WINDOW_EVENTS = 2_500;
 /**
  * The most events of one workspace's event-only records stored in one call: a transaction's fixed
  * costs (dedupe, identity lookups, appenders) are shared by more events than the group commit of
  * /v1/events gathers (it never splits a call).
  */
-const EVENTS_PER_CALL = 5_000;
+const EVENTS_PER_CALL = 2_500;
 const OUTAGE_RETRY_MS = 1_000;
 
 class Stopped extends Error {}
