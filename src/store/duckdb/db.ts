@@ -355,7 +355,7 @@ export class Store {
     });
     let keep = false;
     try {
-      const rows = params.length > 0 ? await (await runKept(conn, sql, params, types)).getRowObjectsJS() : (await conn.runAndReadAll(sql)).getRowObjectsJS();
+      const rows = params.length > 0 ? (await runKept(conn, sql, params, types)).getRowObjectsJS() : (await conn.runAndReadAll(sql)).getRowObjectsJS();
       keep = true;
       return rows as Row[];
     } catch (err) {

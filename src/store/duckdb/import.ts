@@ -118,25 +118,24 @@ export function fillMapping(text: string, values: MappingValues): string {
 /** The import draws new keys from the store's sequences. */
 const SEQUENCE_KEYS = { person_key: "nextval('person_keys')", visitor_key: "nextval('visitor_keys')" };
 
-/** Import-only tails: page views sorted by time (events: EVENTS_TAIL). */
+/**
+ * Import-only tails. Events go in name order, each name sorted by time: the table ends up ordered
+ * by name and time, so zone maps skip row groups of other names and windows. A statement holds a
+ * run of names (`$2` to `$3`) of at most EVENTS_PER_INSERT rows, or one name, so no single sort
+ * holds every event (100 M events in one ran out of memory) and a small import is one statement,
+ * not one per name.
+ */
 const IMPORT_TAIL: Partial<Record<DatasetTable, string>> = {
+  events: ' WHERE s.event_name >= $2 AND s.event_name <= $3 ORDER BY s.event_name, s.ts',
   pageviews: ' ORDER BY s.ts',
 };
-
-/**
- * Events go in name order, each name sorted by time: the table ends up ordered by name and time,
- * so zone maps skip row groups of other names and windows. A statement holds a run of names (`$2`
- * to `$3`) of at most this many rows, or one name, so no single sort holds every event (100 M
- * events in one ran out of memory) and a small import is one statement, not one per name.
- */
 const EVENTS_PER_INSERT = 5_000_000;
-const EVENTS_TAIL = ' WHERE s.event_name >= $2 AND s.event_name <= $3 ORDER BY s.event_name, s.ts';
 
-function insertSql(table: DatasetTable, src: string, tail = IMPORT_TAIL[table] ?? ''): string {
+function insertSql(table: DatasetTable, src: string): string {
   const { table: target, columns, from } = MAPPINGS[table];
   return fillMapping(`INSERT INTO ${target} (${Object.keys(columns).map((c) => `"${c}"`).join(', ')})
     SELECT ${Object.values(columns).join(', ')}
-    FROM ${from}${tail}`, { ws: '$1', src, ...SEQUENCE_KEYS });
+    FROM ${from}${IMPORT_TAIL[table] ?? ''}`, { ws: '$1', src, ...SEQUENCE_KEYS });
 }
 
 /**
@@ -217,7 +216,7 @@ async function importEvents(store: Store, tx: DuckDBConnection, ws: string, src:
   const t0 = performance.now();
   const names = await recordEventProperties(tx, ws, src);
   const total = names.reduce((sum, { rows }) => sum + rows, 0);
-  const sql = insertSql('events', src, EVENTS_TAIL);
+  const sql = insertSql('events', src);
   let done = 0;
   let reported = 0;
   const report = (rows: number, name: string) => {

@@ -212,7 +212,7 @@ export class TypedColumns {
       for (const [w, names] of byWorkspace(undiscovered)) await this.discover(w, names.map((r) => r.event_name));
       const unready = await this.store.query(`SELECT workspace_id, event_name, list({'path': path, 'kind': kind, 'slot': slot}) AS slots
         FROM event_slots WHERE NOT ready${ws === undefined ? '' : ' AND workspace_id = $1'} GROUP BY ALL`, ws === undefined ? [] : [ws]) as
-        { workspace_id: string; event_name: string; slots: { path: string; kind: ScalarKind; slot: number }[] }[];
+        { workspace_id: string; event_name: string; slots: SlotOf[] }[];
       // Updated rows are read through their update records until a checkpoint rewrites them (a
       // scan of a filled in-memory table is slower before it). A small fill skips it: the property
       // tests import hundreds of small datasets, and each paid a checkpoint.
@@ -233,7 +233,9 @@ export class TypedColumns {
     for (const { event_name: name, path } of await this.store.query(`SELECT event_name, path FROM event_properties
       WHERE workspace_id = $1 AND event_name IN (SELECT unnest(CAST(CAST($2 AS JSON) AS VARCHAR[]))) ORDER BY event_name, path`,
     [ws, JSON.stringify(names)]) as { event_name: string; path: string }[]) {
-      paths.set(name, [...paths.get(name) ?? [], path]);
+      const known = paths.get(name);
+      if (known) known.push(path);
+      else paths.set(name, [path]);
     }
     const found = new Map<string, Set<string>>(names.map((name) => [name, new Set()]));
     const typed = [...paths.keys()];
@@ -422,7 +424,11 @@ type SlotOf = { path: string; kind: ScalarKind; slot: number };
 /** Rows grouped by their workspace, in order. */
 function byWorkspace<R extends { workspace_id: string }>(rows: readonly R[]): Map<string, R[]> {
   const groups = new Map<string, R[]>();
-  for (const row of rows) groups.set(row.workspace_id, [...groups.get(row.workspace_id) ?? [], row]);
+  for (const row of rows) {
+    const group = groups.get(row.workspace_id);
+    if (group) group.push(row);
+    else groups.set(row.workspace_id, [row]);
+  }
   return groups;
 }
 
